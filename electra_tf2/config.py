@@ -1,0 +1,341 @@
+"""Pre-training configuration: configs/*.json resolved the official way.
+
+The single place where a model name and user hparams become the final
+`PretrainingConfig` and the encoder `BertConfig`s (discriminator, generator).
+Resolution follows configure_pretraining.py (spec section 2.1):
+
+  1. defaults (configs/pretraining_defaults.json), then the model preset
+     (configs/<model_name>.json);
+  2. user hparams;
+  3. derived values: max_predictions_per_seq = int((mask_prob + 0.005) * max_seq_length);
+  4. debug overrides (configs/debug.json, "training");
+  5. small models get embedding_size 128;
+  6. the ELECTRIC objective forces two_tower_generator;
+  7. user hparams again, so user values win;
+  8. checks: unknown keys, wrong types and inconsistent values raise ConfigError
+     with a message that names the key.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+import os
+from typing import Any, Dict, Mapping, Optional, Union
+
+from electra_tf2 import vocab as vocab_lib
+
+CONFIG_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "configs")
+_NON_PRESETS = ("pretraining_defaults", "model_sizes", "debug")
+_TYPES = {"int": (int,), "float": (int, float), "bool": (bool,), "str": (str,),
+          "dict": (dict,), "list": (list,)}
+
+
+class ConfigError(ValueError):
+  """An unknown, mistyped or inconsistent hyperparameter; the message names it."""
+
+
+def _read_json(path: str) -> Dict[str, Any]:
+  try:
+    with open(path, encoding="utf-8") as f:
+      data = json.load(f)
+  except OSError as e:
+    raise ConfigError(f"cannot read config file {path}: {e.strerror}") from None
+  except json.JSONDecodeError as e:
+    raise ConfigError(f"config file {path} is not valid JSON (line {e.lineno}): {e.msg}") from None
+  if not isinstance(data, dict):
+    raise ConfigError(f"config file {path} must hold a JSON object")
+  data.pop("_doc", None)
+  return data
+
+
+def available_models() -> list[str]:
+  """Names accepted as --model-name: the presets in configs/."""
+  return sorted(f[:-5] for f in os.listdir(CONFIG_DIR)
+                if f.endswith(".json") and f[:-5] not in _NON_PRESETS)
+
+
+def load_preset(model_name: str) -> Dict[str, Any]:
+  """The preset values of configs/<model_name>.json (or of a JSON file path)."""
+  if model_name.endswith(".json"):
+    return _read_json(model_name)
+  path = os.path.join(CONFIG_DIR, model_name + ".json")
+  if model_name in _NON_PRESETS or not os.path.isfile(path):
+    raise ConfigError(f"unknown model name {model_name!r}: use one of "
+                      f"{', '.join(available_models())} or a path to a preset .json file")
+  return _read_json(path)
+
+
+def parse_hparams(hparams: Union[None, str, Mapping[str, Any]]) -> Dict[str, Any]:
+  """--hparams as given by a user: a JSON string, a .json file path, or a dict."""
+  if hparams is None or hparams == "":
+    return {}
+  if isinstance(hparams, Mapping):
+    return dict(hparams)
+  if hparams.strip().endswith(".json") and not hparams.strip().startswith("{"):
+    return _read_json(hparams.strip())
+  try:
+    value = json.loads(hparams)
+  except json.JSONDecodeError as e:
+    raise ConfigError(f"--hparams is neither a JSON object nor a .json file path: {e.msg} "
+                      f"at character {e.pos}") from None
+  if not isinstance(value, dict):
+    raise ConfigError("--hparams must be a JSON object such as '{\"num_train_steps\": 1000}'")
+  return value
+
+
+# ---------------------------------------------------------------------------
+# Encoder configuration
+# ---------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class BertConfig:
+  """Shapes and regularisation of one BERT-style encoder (model/modeling.py)."""
+  vocab_size: int
+  hidden_size: int = 768
+  num_hidden_layers: int = 12
+  num_attention_heads: int = 12
+  intermediate_size: int = 3072
+  hidden_act: str = "gelu"
+  hidden_dropout_prob: float = 0.1
+  attention_probs_dropout_prob: float = 0.1
+  max_position_embeddings: int = 512
+  type_vocab_size: int = 2
+  initializer_range: float = 0.02
+
+  def to_dict(self) -> Dict[str, Any]:
+    return dataclasses.asdict(self)
+
+  def replace(self, **kwargs) -> "BertConfig":
+    return dataclasses.replace(self, **kwargs)
+
+  def validate(self, where: str) -> None:
+    for field in ("hidden_size", "num_hidden_layers", "num_attention_heads",
+                  "intermediate_size", "vocab_size"):
+      if getattr(self, field) < 1:
+        raise ConfigError(f"{where}: {field} must be >= 1, got {getattr(self, field)}")
+    if self.hidden_size % self.num_attention_heads:
+      raise ConfigError(f"{where}: hidden_size {self.hidden_size} is not a multiple of "
+                        f"num_attention_heads {self.num_attention_heads}")
+    if self.hidden_act != "gelu":
+      raise ConfigError(f"{where}: hidden_act {self.hidden_act!r} is not supported; "
+                        "ELECTRA uses the exact erf 'gelu'")
+
+
+# ---------------------------------------------------------------------------
+# Pre-training configuration
+# ---------------------------------------------------------------------------
+
+
+class PretrainingConfig:
+  """The resolved pre-training hyperparameters (attributes as in the official code).
+
+  Build it with `resolve_pretraining_config`; `from_dict` rebuilds a saved one.
+  Besides the official attributes it carries `model_name`, `data_dir` and the
+  derived `max_predictions_per_seq`.
+  """
+
+  def __init__(self, values: Mapping[str, Any]):
+    self._values = dict(values)
+
+  def __getattr__(self, name: str) -> Any:
+    values = self.__dict__.get("_values", {})
+    if name in values:
+      return values[name]
+    raise AttributeError(f"PretrainingConfig has no attribute {name!r}")
+
+  def to_dict(self) -> Dict[str, Any]:
+    return copy.deepcopy(self._values)
+
+  @classmethod
+  def from_dict(cls, values: Mapping[str, Any]) -> "PretrainingConfig":
+    return cls(values)
+
+  def __repr__(self) -> str:
+    return f"PretrainingConfig({json.dumps(self._values, sort_keys=True)})"
+
+  @property
+  def special_ids(self) -> vocab_lib.SpecialTokenIds:
+    """Ids of [PAD] [UNK] [CLS] [SEP] [MASK]: from vocab_file, else BERT uncased's."""
+    if self.vocab_file and os.path.exists(self.vocab_file):
+      return vocab_lib.special_token_ids(vocab_lib.load_vocab(self.vocab_file, self.vocab_size))
+    return vocab_lib.BERT_UNCASED_SPECIAL_IDS
+
+  @property
+  def bert_config(self) -> BertConfig:
+    """The discriminator (or full-size model) encoder config."""
+    return get_bert_config(self)
+
+  @property
+  def generator_bert_config(self) -> BertConfig:
+    """The generator encoder config (run_pretraining.get_generator_config)."""
+    return get_generator_config(self, self.bert_config)
+
+  @property
+  def uses_generator_encoder(self) -> bool:
+    """Whether a separate generator encoder (one or two towers) is built."""
+    return (not self.uniform_generator and self.untied_generator
+            and (self.electra_objective or self.electric_objective))
+
+  @property
+  def resolved_embedding_size(self) -> int:
+    """E: embedding_size, or the discriminator hidden size when it is null."""
+    return self.embedding_size or self.bert_config.hidden_size
+
+
+def _schema() -> Dict[str, Dict[str, Any]]:
+  return _read_json(os.path.join(CONFIG_DIR, "pretraining_defaults.json"))
+
+
+_DERIVED = ("max_predictions_per_seq",)
+_IDENTITY = ("model_name", "data_dir")
+
+
+def _check_types(values: Mapping[str, Any], schema: Mapping[str, Dict[str, Any]],
+                 source: str) -> None:
+  for key, value in values.items():
+    if key in _DERIVED:
+      raise ConfigError(f"{source}: {key} is derived as int((mask_prob + 0.005) * "
+                        "max_seq_length); set mask_prob or max_seq_length instead")
+    if key not in schema:
+      raise ConfigError(f"{source}: unknown hparam {key!r}; known hparams are listed in "
+                        "configs/pretraining_defaults.json")
+    entry = schema[key]
+    if value is None:
+      if not entry.get("nullable"):
+        raise ConfigError(f"{source}: {key} may not be null")
+      continue
+    allowed = _TYPES[entry["type"]]
+    if isinstance(value, bool) and bool not in allowed:
+      raise ConfigError(f"{source}: {key} must be of type {entry['type']}, got {value!r}")
+    if not isinstance(value, allowed):
+      raise ConfigError(f"{source}: {key} must be of type {entry['type']}, got {value!r}")
+
+
+def resolve_pretraining_config(model_name: str, data_dir: Optional[str] = None,
+                               hparams: Union[None, str, Mapping[str, Any]] = None
+                               ) -> PretrainingConfig:
+  """Builds the final pre-training config the way configure_pretraining.py does.
+
+  Args:
+    model_name: a preset in configs/ (e.g. "electra_small") or a .json path.
+    data_dir: the data directory; sets the default tfrecord, vocab and model paths.
+    hparams: user values (dict, JSON string or .json path); they win over everything.
+
+  Raises:
+    ConfigError: unknown model name or hparam, wrong type, inconsistent values.
+  """
+  schema = _schema()
+  user = parse_hparams(hparams)
+  preset = load_preset(model_name)
+  preset_source = f"configs/{model_name}.json" if not model_name.endswith(".json") else model_name
+  _check_types(preset, schema, preset_source)
+  _check_types(user, schema, "--hparams")
+
+  values = {k: copy.deepcopy(v["default"]) for k, v in schema.items()}
+  values.update(preset)
+  values.update(user)
+  values["max_predictions_per_seq"] = int((values["mask_prob"] + 0.005) * values["max_seq_length"])
+  if values["debug"]:
+    values.update(_read_json(os.path.join(CONFIG_DIR, "debug.json"))["training"])
+  if values["model_size"] == "small":
+    values["embedding_size"] = 128
+  if values["electric_objective"]:
+    values["two_tower_generator"] = True
+  values.update(user)
+
+  model_name_only = os.path.splitext(os.path.basename(model_name))[0]
+  values["model_name"] = model_name_only
+  values["data_dir"] = data_dir
+  if data_dir is not None:
+    if values["pretrain_tfrecords"] is None:
+      values["pretrain_tfrecords"] = os.path.join(
+          data_dir, "pretrain_tfrecords", "pretrain_data.tfrecord*")
+    if values["vocab_file"] is None:
+      values["vocab_file"] = os.path.join(data_dir, "vocab.txt")
+    if values["model_dir"] is None:
+      values["model_dir"] = os.path.join(data_dir, "models", model_name_only)
+  config = PretrainingConfig(values)
+  _check_consistency(config)
+  return config
+
+
+def _check_consistency(config: PretrainingConfig) -> None:
+  """Rejects values that the official code would silently misuse."""
+  sizes = _read_json(os.path.join(CONFIG_DIR, "model_sizes.json"))["sizes"]
+  if config.model_size not in sizes:
+    raise ConfigError(f"model_size {config.model_size!r} is unknown: use one of "
+                      f"{', '.join(sizes)} (and model_hparam_overrides for other shapes)")
+  if config.do_train == config.do_eval:
+    raise ConfigError("do_train and do_eval: exactly one must be true (as in the official code)")
+  if not 0.0 < config.mask_prob < 1.0:
+    raise ConfigError(f"mask_prob must be in (0, 1), got {config.mask_prob}")
+  if config.temperature <= 0:
+    raise ConfigError(f"temperature must be > 0, got {config.temperature}")
+  for key in ("train_batch_size", "eval_batch_size", "max_seq_length", "num_train_steps"):
+    if getattr(config, key) < 1:
+      raise ConfigError(f"{key} must be >= 1, got {getattr(config, key)}")
+  for key in ("generator_hidden_size", "generator_layers"):
+    if not 0.0 < getattr(config, key) <= 1.0:
+      raise ConfigError(f"{key} is a fraction of the discriminator and must be in (0, 1], "
+                        f"got {getattr(config, key)}")
+  if config.embedding_size is not None and config.embedding_size < 1:
+    raise ConfigError(f"embedding_size must be >= 1 or null, got {config.embedding_size}")
+  if not config.untied_generator:
+    if config.generator_hidden_size != 1.0 or config.generator_layers != 1.0:
+      raise ConfigError(
+          "untied_generator=false makes the generator the discriminator itself, so "
+          f"generator_hidden_size ({config.generator_hidden_size}) and generator_layers "
+          f"({config.generator_layers}) must be 1.0")
+    if config.untied_generator_embeddings:
+      raise ConfigError("untied_generator_embeddings=true needs untied_generator=true: a tied "
+                        "generator shares every weight, embeddings included")
+    if config.two_tower_generator:
+      raise ConfigError("two_tower_generator (ELECTRIC) needs untied_generator=true")
+  if config.uniform_generator and config.two_tower_generator:
+    raise ConfigError("uniform_generator and two_tower_generator/electric_objective exclude "
+                      "each other: pick one generator")
+  if not (config.electra_objective or config.electric_objective) and config.two_tower_generator:
+    raise ConfigError("two_tower_generator needs electra_objective or electric_objective")
+  bert = config.bert_config
+  bert.validate("discriminator config (model_size/model_hparam_overrides)")
+  if config.max_seq_length > bert.max_position_embeddings:
+    raise ConfigError(f"max_seq_length {config.max_seq_length} exceeds max_position_embeddings "
+                      f"{bert.max_position_embeddings}")
+  if config.uses_generator_encoder:
+    config.generator_bert_config.validate("generator config (generator_hidden_size)")
+
+
+def get_bert_config(config: PretrainingConfig) -> BertConfig:
+  """Discriminator encoder config: size table, overrides, then debug shrink.
+
+  Mirrors util/training_utils.get_bert_config plus run_pretraining.py:45-49.
+  """
+  sizes = _read_json(os.path.join(CONFIG_DIR, "model_sizes.json"))
+  values: Dict[str, Any] = dict(sizes["bert_defaults"], vocab_size=config.vocab_size)
+  overrides = dict(config.model_hparam_overrides)
+  known = {f.name for f in dataclasses.fields(BertConfig)}
+  for key in overrides:
+    if key not in known:
+      raise ConfigError(f"model_hparam_overrides: unknown key {key!r}; known keys: "
+                        f"{', '.join(sorted(known))}")
+  values.update(sizes["sizes"][config.model_size])
+  values.update(overrides)
+  values["num_attention_heads"] = max(1, values["hidden_size"] // 64)
+  values["intermediate_size"] = 4 * values["hidden_size"]
+  values.update(overrides)
+  if config.debug:
+    values.update(_read_json(os.path.join(CONFIG_DIR, "debug.json"))["model"])
+  return BertConfig(**values)
+
+
+def get_generator_config(config: PretrainingConfig, bert_config: BertConfig) -> BertConfig:
+  """The generator: width and depth as fractions of the discriminator."""
+  hidden = int(round(bert_config.hidden_size * config.generator_hidden_size))
+  return bert_config.replace(
+      hidden_size=hidden,
+      num_attention_heads=max(1, hidden // 64),
+      intermediate_size=4 * hidden,
+      num_hidden_layers=int(round(bert_config.num_hidden_layers * config.generator_layers)))

@@ -1,0 +1,75 @@
+"""The ELECTRA embedding block: word + position + token-type, LayerNorm, dropout.
+
+Official scope `electra/embeddings` (model/modeling.py:185-222, 410-560). The
+block is shared by the generator and the discriminator unless the config
+unties it, so it lives in its own layer that encoders receive.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict
+
+import keras
+import tensorflow as tf
+
+from electra_tf2.layers import initializers
+
+
+@keras.saving.register_keras_serializable(package="electra_tf2")
+class EmbeddingBlock(keras.layers.Layer):
+  """Embeds token ids: `[batch, seq_len]` -> `[batch, seq_len, embedding_size]`.
+
+  Variables (official names under `<scope>/embeddings/`): `word_embeddings`
+  [V, E], `token_type_embeddings` [T, E], `position_embeddings` [P, E]
+  (truncated normal), `LayerNorm/{gamma,beta}` [E] (epsilon 1e-12).
+  """
+
+  def __init__(self, vocab_size: int, embedding_size: int, max_position_embeddings: int = 512,
+               type_vocab_size: int = 2, initializer_range: float = 0.02,
+               dropout_rate: float = 0.1, **kwargs):
+    super().__init__(**kwargs)
+    self.vocab_size = vocab_size
+    self.embedding_size = embedding_size
+    self.max_position_embeddings = max_position_embeddings
+    self.type_vocab_size = type_vocab_size
+    self.initializer_range = initializer_range
+    self.dropout_rate = dropout_rate
+    self.layer_norm = keras.layers.LayerNormalization(epsilon=1e-12, name="LayerNorm",
+                                                      dtype=self.dtype_policy)
+    self.dropout = keras.layers.Dropout(dropout_rate, dtype=self.dtype_policy)
+
+  def build(self, input_shape=None):
+    init = initializers.truncated_normal(self.initializer_range)
+    self.word_embeddings = self.add_weight(
+        name="word_embeddings", shape=(self.vocab_size, self.embedding_size), initializer=init)
+    self.token_type_embeddings = self.add_weight(
+        name="token_type_embeddings", shape=(self.type_vocab_size, self.embedding_size),
+        initializer=init)
+    self.position_embeddings = self.add_weight(
+        name="position_embeddings", shape=(self.max_position_embeddings, self.embedding_size),
+        initializer=init)
+    self.layer_norm.build((None, None, self.embedding_size))
+    super().build(input_shape)
+
+  @property
+  def embedding_table(self) -> keras.Variable:
+    """The word embedding matrix `[vocab_size, embedding_size]` (tied to the MLM output)."""
+    return self.word_embeddings
+
+  def call(self, input_ids: tf.Tensor, segment_ids: tf.Tensor, training: bool = False) -> tf.Tensor:
+    """input_ids, segment_ids: `[batch, seq_len]` int -> `[batch, seq_len, E]`."""
+    seq_len = tf.shape(input_ids)[1]
+    dtype = self.compute_dtype
+    embeddings = tf.gather(tf.cast(self.word_embeddings, dtype), input_ids)
+    embeddings += tf.gather(tf.cast(self.token_type_embeddings, dtype), segment_ids)
+    embeddings += tf.cast(self.position_embeddings[:seq_len], dtype)[tf.newaxis]
+    embeddings = self.layer_norm(embeddings)
+    return self.dropout(embeddings, training=training)
+
+  def get_config(self) -> Dict[str, Any]:
+    config = super().get_config()
+    config.update(vocab_size=self.vocab_size, embedding_size=self.embedding_size,
+                  max_position_embeddings=self.max_position_embeddings,
+                  type_vocab_size=self.type_vocab_size,
+                  initializer_range=self.initializer_range, dropout_rate=self.dropout_rate)
+    return config

@@ -1,0 +1,86 @@
+"""Pre-training heads with the official structure and scope names.
+
+- `MaskedLMHead` (`generator_predictions`, `cloze_predictions`;
+  run_pretraining.py:254-268): dense to E with gelu, LayerNorm, logits against
+  the tied word embeddings plus `output_bias`.
+- `DiscriminatorHead` (`discriminator_predictions`; run_pretraining.py:183-218):
+  dense H with gelu, then `dense_1` to one logit (glorot init).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict
+
+import keras
+import tensorflow as tf
+
+from electra_tf2.layers import initializers
+from electra_tf2.layers.transformer import gelu
+
+
+@keras.saving.register_keras_serializable(package="electra_tf2")
+class MaskedLMHead(keras.layers.Layer):
+  """`[batch, n, hidden]` states -> `[batch, n, vocab_size]` token logits.
+
+  The output matrix is the word-embedding table, passed to `call` so that the
+  head never owns (or double-tracks) the shared embedding variable.
+  """
+
+  def __init__(self, embedding_size: int, vocab_size: int, initializer_range: float = 0.02,
+               **kwargs):
+    super().__init__(**kwargs)
+    self.embedding_size = embedding_size
+    self.vocab_size = vocab_size
+    self.initializer_range = initializer_range
+    self.dense = keras.layers.Dense(
+        embedding_size, activation=gelu, name="dense", dtype=self.dtype_policy,
+        kernel_initializer=initializers.truncated_normal(initializer_range))
+    self.layer_norm = keras.layers.LayerNormalization(epsilon=1e-12, name="LayerNorm",
+                                                      dtype=self.dtype_policy)
+
+  def build(self, input_shape):
+    self.dense.build(input_shape)
+    self.layer_norm.build(tuple(input_shape[:-1]) + (self.embedding_size,))
+    self.output_bias = self.add_weight(name="output_bias", shape=(self.vocab_size,),
+                                       initializer="zeros")
+    super().build(input_shape)
+
+  def call(self, hidden: tf.Tensor, embedding_table: tf.Tensor) -> tf.Tensor:
+    """hidden `[batch, n, h]`, embedding_table `[V, E]` -> logits `[batch, n, V]` (float32)."""
+    hidden = self.layer_norm(self.dense(hidden))
+    logits = tf.matmul(hidden, tf.cast(embedding_table, hidden.dtype), transpose_b=True)
+    return tf.cast(logits, tf.float32) + tf.cast(self.output_bias, tf.float32)
+
+  def get_config(self) -> Dict[str, Any]:
+    config = super().get_config()
+    config.update(embedding_size=self.embedding_size, vocab_size=self.vocab_size,
+                  initializer_range=self.initializer_range)
+    return config
+
+
+@keras.saving.register_keras_serializable(package="electra_tf2")
+class DiscriminatorHead(keras.layers.Layer):
+  """`[batch, seq_len, hidden]` -> `[batch, seq_len]` replaced-token logits (float32)."""
+
+  def __init__(self, hidden_size: int, initializer_range: float = 0.02, **kwargs):
+    super().__init__(**kwargs)
+    self.hidden_size = hidden_size
+    self.initializer_range = initializer_range
+    self.dense = keras.layers.Dense(
+        hidden_size, activation=gelu, name="dense", dtype=self.dtype_policy,
+        kernel_initializer=initializers.truncated_normal(initializer_range))
+    self.dense_1 = keras.layers.Dense(1, name="dense_1", dtype=self.dtype_policy,
+                                      kernel_initializer=initializers.glorot_uniform())
+
+  def build(self, input_shape):
+    self.dense.build(input_shape)
+    self.dense_1.build(tuple(input_shape[:-1]) + (self.hidden_size,))
+    super().build(input_shape)
+
+  def call(self, hidden: tf.Tensor) -> tf.Tensor:
+    return tf.cast(tf.squeeze(self.dense_1(self.dense(hidden)), -1), tf.float32)
+
+  def get_config(self) -> Dict[str, Any]:
+    config = super().get_config()
+    config.update(hidden_size=self.hidden_size, initializer_range=self.initializer_range)
+    return config

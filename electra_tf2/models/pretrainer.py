@@ -1,0 +1,188 @@
+"""The trainable ELECTRA pre-training model (official `PretrainingModel`).
+
+One forward pass, run_pretraining.py:37-162: mask the inputs, run the
+generator (a small MLM, the ELECTRIC two-tower cloze model, a uniform
+distribution, or the discriminator itself when tied), sample fake tokens,
+run the discriminator on them, and return the losses plus everything the eval
+metrics need.
+
+Layer names are the official checkpoint scopes: `electra` (discriminator
+encoder), `generator`, `generator_ltr`/`generator_rtl`, `generator_predictions`,
+`cloze_predictions`, `discriminator_predictions`; the shared embedding block is
+the official `electra/embeddings` (see electra_tf2/checkpoint_names.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Mapping, Optional
+
+import keras
+import tensorflow as tf
+
+from electra_tf2 import objectives, pretrain_helpers
+from electra_tf2.config import PretrainingConfig
+from electra_tf2.layers import DiscriminatorHead, EmbeddingBlock, MaskedLMHead
+from electra_tf2.networks.encoder import Encoder
+from electra_tf2.pretrain_data import features_to_inputs
+
+
+@keras.saving.register_keras_serializable(package="electra_tf2")
+class ElectraPretrainer(keras.Model):
+  """Generator + discriminator with the ELECTRA, ELECTRIC or BERT (MLM) objective.
+
+  Args:
+    config: a resolved `PretrainingConfig` (or its `to_dict()`).
+
+  `call(features, training, seed)` takes features `{"input_ids", "input_mask",
+  "segment_ids"}` (`[batch, seq_len]` int32) and an optional `[2]` int seed of
+  the masking and sampling draws, and returns a dict with `total_loss`,
+  `mlm_loss` (and `cloze_loss`, `disc_loss` when used) and the per-slot /
+  per-token tensors that `objectives.metric_statistics` consumes.
+  """
+
+  def __init__(self, config: PretrainingConfig | Mapping[str, Any], **kwargs):
+    kwargs.setdefault("name", "electra_pretrainer")
+    super().__init__(**kwargs)
+    if not isinstance(config, PretrainingConfig):
+      config = PretrainingConfig.from_dict(config)
+    self.config = config
+    bert = config.bert_config
+    embedding_size = config.resolved_embedding_size
+    self.has_discriminator = config.electra_objective or config.electric_objective
+
+    def embedding_block(name: str, dropout_rate: float) -> EmbeddingBlock:
+      return EmbeddingBlock(
+          vocab_size=bert.vocab_size, embedding_size=embedding_size,
+          max_position_embeddings=bert.max_position_embeddings,
+          type_vocab_size=bert.type_vocab_size, initializer_range=bert.initializer_range,
+          dropout_rate=dropout_rate, name=name, dtype=self.dtype_policy)
+
+    def encoder(bert_config, name: str, direction: str = "bidirectional") -> Encoder:
+      shared = None if (name != "electra" and config.untied_generator_embeddings) \
+          else self.embeddings
+      return Encoder(bert_config, embedding_size, attention_direction=direction,
+                     embeddings=shared, name=name, dtype=self.dtype_policy)
+
+    # ---- encoders ----
+    self.embeddings = embedding_block("embeddings", bert.hidden_dropout_prob)
+    self.discriminator = encoder(bert, "electra")
+    self.generator = self.generator_ltr = self.generator_rtl = None
+    if config.uses_generator_encoder:
+      generator_bert = config.generator_bert_config
+      if config.two_tower_generator:
+        self.generator_ltr = encoder(generator_bert, "generator_ltr", "ltr")
+        self.generator_rtl = encoder(generator_bert, "generator_rtl", "rtl")
+      else:
+        self.generator = encoder(generator_bert, "generator")
+
+    # ---- heads ----
+    self.mlm_head = self.cloze_head = self.discriminator_head = None
+    if config.two_tower_generator:
+      self.cloze_head = MaskedLMHead(embedding_size, bert.vocab_size, bert.initializer_range,
+                                     name="cloze_predictions", dtype=self.dtype_policy)
+    elif not config.uniform_generator:
+      self.mlm_head = MaskedLMHead(embedding_size, bert.vocab_size, bert.initializer_range,
+                                   name="generator_predictions", dtype=self.dtype_policy)
+    if self.has_discriminator:
+      self.discriminator_head = DiscriminatorHead(
+          bert.hidden_size, bert.initializer_range, name="discriminator_predictions",
+          dtype=self.dtype_policy)
+    self.build()
+
+  @property
+  def mlm_encoder(self) -> Optional[Encoder]:
+    """The encoder under the MLM head: the generator, or the discriminator when tied/BERT."""
+    if self.mlm_head is None:
+      return None
+    return self.generator or self.discriminator
+
+  def build(self, input_shape=None):
+    """Creates every variable without running a forward pass."""
+    if self.built:
+      return
+    encoders = [self.discriminator, self.generator, self.generator_ltr, self.generator_rtl]
+    for encoder in encoders:
+      if encoder is not None:
+        encoder.build()
+    if self.mlm_head is not None:
+      self.mlm_head.build((None, None, self.mlm_encoder.hidden_size))
+    if self.cloze_head is not None:
+      self.cloze_head.build((None, None, 2 * self.generator_ltr.hidden_size))
+    if self.discriminator_head is not None:
+      self.discriminator_head.build((None, None, self.discriminator.hidden_size))
+    super().build(input_shape)
+
+  # -------------------------------------------------------------------------
+
+  def _cloze_logits(self, inputs, training: bool) -> tf.Tensor:
+    """Two-tower cloze logits `[batch, seq_len, vocab]` (run_pretraining.py:288-315).
+
+    Position t sees the left-to-right state of t-1 and the right-to-left state
+    of t+1 (wrapping at the ends, as the official `roll`).
+    """
+    ltr = self.generator_ltr(inputs.input_ids, inputs.input_mask, inputs.segment_ids,
+                             training=training)
+    rtl = self.generator_rtl(inputs.input_ids, inputs.input_mask, inputs.segment_ids,
+                             training=training)
+    states = tf.concat([tf.roll(ltr, shift=1, axis=1), tf.roll(rtl, shift=-1, axis=1)], -1)
+    return self.cloze_head(states, self.generator_ltr.embedding_table)
+
+  def call(self, features: Mapping[str, tf.Tensor], training: bool = False,
+           seed: Optional[tf.Tensor] = None) -> Dict[str, tf.Tensor]:
+    config = self.config
+    if seed is None:
+      seed = tf.random.uniform([2], maxval=2**31 - 1, dtype=tf.int32)
+    mask_seed, sample_seed = tf.unstack(tf.random.experimental.stateless_split(seed, 2))
+    unmasked = features_to_inputs(features)
+    masked = pretrain_helpers.mask(config, unmasked, config.mask_prob, seed=mask_seed)
+    outputs: Dict[str, tf.Tensor] = dict(
+        input_mask=unmasked.input_mask, masked_lm_ids=masked.masked_lm_ids,
+        masked_lm_weights=masked.masked_lm_weights,
+        masked_lm_positions=masked.masked_lm_positions)
+
+    # ---- generator ----
+    cloze = None
+    if config.uniform_generator:
+      shape = tf.concat([tf.shape(masked.masked_lm_positions), [config.vocab_size]], 0)
+      mlm_logits = tf.zeros(shape, tf.float32)
+    elif config.two_tower_generator:
+      cloze_logits = self._cloze_logits(unmasked, training)
+      candidates = tf.cast(pretrain_helpers.get_candidates_mask(config, unmasked), tf.float32)
+      cloze = objectives.softmax_output(cloze_logits, unmasked.input_ids, candidates)
+      mlm_logits = pretrain_helpers.gather_positions(cloze_logits, masked.masked_lm_positions)
+    else:
+      hidden = self.mlm_encoder(masked.input_ids, masked.input_mask, masked.segment_ids,
+                                training=training)
+      hidden = pretrain_helpers.gather_positions(hidden, masked.masked_lm_positions)
+      mlm_logits = self.mlm_head(hidden, self.mlm_encoder.embedding_table)
+    mlm = objectives.softmax_output(mlm_logits, masked.masked_lm_ids, masked.masked_lm_weights)
+    outputs.update(mlm_loss=mlm["loss"], mlm_preds=mlm["preds"],
+                   mlm_per_example_loss=mlm["per_example_loss"])
+    if cloze is not None:
+      outputs["cloze_loss"] = cloze["loss"]
+    total_loss = config.gen_weight * (cloze["loss"] if cloze is not None else mlm["loss"])
+
+    # ---- discriminator ----
+    if self.has_discriminator:
+      fake = objectives.get_fake_data(config, masked, mlm_logits, seed=sample_seed)
+      hidden = self.discriminator(fake.inputs.input_ids, fake.inputs.input_mask,
+                                  fake.inputs.segment_ids, training=training)
+      disc_logits = self.discriminator_head(hidden)
+      if config.electric_objective:
+        disc_logits += objectives.electric_logit_offset(
+            cloze["log_probs"], fake.inputs.input_ids, config.mask_prob)
+      disc = objectives.discriminator_output(disc_logits, fake.is_fake_tokens,
+                                             unmasked.input_mask)
+      total_loss += config.disc_weight * disc["loss"]
+      outputs.update(disc_loss=disc["loss"], disc_probs=disc["probs"], disc_preds=disc["preds"],
+                     disc_labels=disc["labels"], disc_per_example_loss=disc["per_example_loss"],
+                     sampled_tokids=fake.sampled_tokids, fake_input_ids=fake.inputs.input_ids)
+    outputs["total_loss"] = total_loss
+    return outputs
+
+  def get_config(self) -> Dict[str, Any]:
+    return {"name": self.name, "config": self.config.to_dict()}
+
+  @classmethod
+  def from_config(cls, config: Dict[str, Any]) -> "ElectraPretrainer":
+    return cls(**config)

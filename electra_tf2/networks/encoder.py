@@ -1,0 +1,116 @@
+"""The BERT-style encoder of ELECTRA (official `BertModel`, model/modeling.py:130-290).
+
+embeddings (own or shared) -> `embeddings_project` when E != H (linear, glorot,
+with bias, no dropout or LayerNorm) -> `num_hidden_layers` post-LN Transformer
+blocks. No pooler: the official "pooled output" is `sequence_output[:, 0]`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional
+
+import keras
+import tensorflow as tf
+
+from electra_tf2.config import BertConfig
+from electra_tf2.layers import initializers
+from electra_tf2.layers.embeddings import EmbeddingBlock
+from electra_tf2.layers.transformer import TransformerLayer, attention_bias
+
+ATTENTION_DIRECTIONS = ("bidirectional", "ltr", "rtl")
+
+
+@keras.saving.register_keras_serializable(package="electra_tf2")
+class Encoder(keras.layers.Layer):
+  """Token ids -> contextual states `[batch, seq_len, hidden_size]`.
+
+  Args:
+    bert_config: a `BertConfig` or its dict.
+    embedding_size: E; None means hidden_size.
+    attention_direction: "bidirectional", or "ltr"/"rtl" for the causal towers
+      of the ELECTRIC cloze generator.
+    embeddings: a shared `EmbeddingBlock` (the official `electra/embeddings`
+      reused by the generator). When None the encoder owns one. A shared block
+      is not part of `get_config`: `from_config` builds an owned one, and the
+      pre-trainer re-creates the sharing from its own config.
+  """
+
+  def __init__(self, bert_config: BertConfig | Dict[str, Any], embedding_size: Optional[int] = None,
+               attention_direction: str = "bidirectional",
+               embeddings: Optional[EmbeddingBlock] = None, **kwargs):
+    super().__init__(**kwargs)
+    if isinstance(bert_config, dict):
+      bert_config = BertConfig(**bert_config)
+    if attention_direction not in ATTENTION_DIRECTIONS:
+      raise ValueError(f"attention_direction must be one of {ATTENTION_DIRECTIONS}, "
+                       f"got {attention_direction!r}")
+    self.bert_config = bert_config
+    self.embedding_size = embedding_size or bert_config.hidden_size
+    self.attention_direction = attention_direction
+    self.owns_embeddings = embeddings is None
+    if embeddings is None:
+      embeddings = EmbeddingBlock(
+          vocab_size=bert_config.vocab_size, embedding_size=self.embedding_size,
+          max_position_embeddings=bert_config.max_position_embeddings,
+          type_vocab_size=bert_config.type_vocab_size,
+          initializer_range=bert_config.initializer_range,
+          dropout_rate=bert_config.hidden_dropout_prob, name="embeddings",
+          dtype=self.dtype_policy)
+    elif embeddings.embedding_size != self.embedding_size:
+      raise ValueError(f"shared embeddings have size {embeddings.embedding_size}, "
+                       f"this encoder expects {self.embedding_size}")
+    self.embeddings = embeddings
+    self.embeddings_project = None
+    if self.embedding_size != bert_config.hidden_size:
+      self.embeddings_project = keras.layers.Dense(
+          bert_config.hidden_size, name="embeddings_project", dtype=self.dtype_policy,
+          kernel_initializer=initializers.glorot_uniform())
+    # Attributes, not a list: tf.train.Checkpoint does not see lists of Keras 3 layers.
+    for i in range(bert_config.num_hidden_layers):
+      setattr(self, f"layer_{i}", TransformerLayer(
+            hidden_size=bert_config.hidden_size,
+            num_attention_heads=bert_config.num_attention_heads,
+            intermediate_size=bert_config.intermediate_size,
+            hidden_dropout_prob=bert_config.hidden_dropout_prob,
+            attention_probs_dropout_prob=bert_config.attention_probs_dropout_prob,
+            initializer_range=bert_config.initializer_range,
+            name=f"layer_{i}", dtype=self.dtype_policy))
+
+  def build(self, input_shape=None):
+    if not self.embeddings.built:
+      self.embeddings.build()
+    if self.embeddings_project is not None:
+      self.embeddings_project.build((None, None, self.embedding_size))
+    for layer in self.transformer_layers:
+      layer.build()
+    super().build(input_shape)
+
+  @property
+  def transformer_layers(self) -> List[TransformerLayer]:
+    return [getattr(self, f"layer_{i}") for i in range(self.bert_config.num_hidden_layers)]
+
+  @property
+  def hidden_size(self) -> int:
+    return self.bert_config.hidden_size
+
+  @property
+  def embedding_table(self) -> keras.Variable:
+    """`[vocab_size, embedding_size]` word embeddings (tied MLM output matrix)."""
+    return self.embeddings.embedding_table
+
+  def call(self, input_ids: tf.Tensor, input_mask: tf.Tensor, segment_ids: tf.Tensor,
+           training: bool = False) -> tf.Tensor:
+    """`[batch, seq_len]` int ids, mask, segments -> `[batch, seq_len, hidden_size]`."""
+    hidden = self.embeddings(input_ids, segment_ids, training=training)
+    if self.embeddings_project is not None:
+      hidden = self.embeddings_project(hidden)
+    bias = attention_bias(input_mask, self.attention_direction, self.compute_dtype)
+    for layer in self.transformer_layers:
+      hidden = layer(hidden, bias, training=training)
+    return hidden
+
+  def get_config(self) -> Dict[str, Any]:
+    config = super().get_config()
+    config.update(bert_config=self.bert_config.to_dict(), embedding_size=self.embedding_size,
+                  attention_direction=self.attention_direction)
+    return config

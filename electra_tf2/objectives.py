@@ -1,0 +1,211 @@
+"""ELECTRA, ELECTRIC and MLM objectives (run_pretraining.py:164-285) and eval metrics.
+
+Losses are normalised the official way (weighted sums over the batch divided
+by the sum of weights + 1e-6). Under a `tf.distribute` strategy with several
+replicas the denominators are summed across replicas first, so each replica's
+loss is its share of the global-batch loss and summed gradients equal those
+of one device running the whole batch (the official TPU code averaged
+per-replica means instead; with equal replica batches the difference is only
+in how unequal mask counts are weighted).
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+from typing import Dict, Optional
+
+import numpy as np
+import tensorflow as tf
+
+from electra_tf2 import pretrain_helpers
+from electra_tf2.pretrain_data import Inputs, get_updated_inputs
+
+FakedData = collections.namedtuple("FakedData", ["inputs", "is_fake_tokens", "sampled_tokids"])
+FakedData.__doc__ = """Discriminator inputs: fake ids, labels `[batch, seq_len]` int32, samples `[batch, n]`."""
+
+
+def global_sum(value: tf.Tensor) -> tf.Tensor:
+  """Sums a scalar over the replicas of the current strategy (identity on one)."""
+  context = tf.distribute.get_replica_context()
+  if context is None or context.num_replicas_in_sync == 1:
+    return value
+  return context.all_reduce(tf.distribute.ReduceOp.SUM, value)
+
+
+def _normalised(weighted_sum: tf.Tensor, weight_sum: tf.Tensor) -> tf.Tensor:
+  return weighted_sum / (global_sum(weight_sum) + 1e-6)
+
+
+# ---------------------------------------------------------------------------
+# Generator side
+# ---------------------------------------------------------------------------
+
+
+def softmax_output(logits: tf.Tensor, targets: tf.Tensor, weights: tf.Tensor
+                   ) -> Dict[str, tf.Tensor]:
+  """The official `get_softmax_output`.
+
+  Args:
+    logits: `[batch, n, vocab]` float32.
+    targets: `[batch, n]` int ids.
+    weights: `[batch, n]` float, 1 for real slots.
+
+  Returns:
+    loss (scalar), per_example_loss `[batch, n]` (the NLL of each slot),
+    preds `[batch, n]` int32 (argmax), log_probs `[batch, n, vocab]`.
+  """
+  log_probs = tf.nn.log_softmax(logits)
+  nll = -tf.gather(log_probs, tf.cast(targets, tf.int32), batch_dims=2)
+  weights = tf.cast(weights, tf.float32)
+  return dict(
+      loss=_normalised(tf.reduce_sum(weights * nll), tf.reduce_sum(weights)),
+      per_example_loss=nll,
+      preds=tf.argmax(logits, -1, output_type=tf.int32),
+      log_probs=log_probs)
+
+
+def get_fake_data(config, inputs: Inputs, mlm_logits: tf.Tensor,
+                  *, seed: Optional[tf.Tensor] = None) -> FakedData:
+  """Replaces every selected slot with a generator sample (run_pretraining.py:220-241).
+
+  Args:
+    config: needs `temperature`, `disallow_correct`, `electric_objective`.
+    inputs: masked inputs (positions, ids and weights set).
+    mlm_logits: `[batch, n, vocab]` generator logits at the masked positions.
+    seed: `[2]` int seed of the Gumbel draw, or None.
+
+  Labels: ELECTRA marks a position fake only if its (floor-averaged, when slots
+  collide) sample differs from the original; ELECTRIC marks every sampled
+  position fake.
+  """
+  inputs = pretrain_helpers.unmask(inputs)
+  disallow = None
+  if config.disallow_correct:
+    disallow = tf.one_hot(inputs.masked_lm_ids, tf.shape(mlm_logits)[-1], dtype=mlm_logits.dtype)
+  sampled = tf.stop_gradient(pretrain_helpers.sample_ids_from_softmax(
+      mlm_logits / config.temperature, disallow, seed=seed))
+  updated_ids, masked = pretrain_helpers.scatter_update(
+      inputs.input_ids, sampled, inputs.masked_lm_positions)
+  if config.electric_objective:
+    labels = masked
+  else:
+    labels = masked * tf.cast(tf.not_equal(updated_ids, inputs.input_ids), masked.dtype)
+  return FakedData(get_updated_inputs(inputs, input_ids=updated_ids), labels, sampled)
+
+
+# ---------------------------------------------------------------------------
+# Discriminator side
+# ---------------------------------------------------------------------------
+
+
+def electric_logit_offset(cloze_log_probs: tf.Tensor, fake_input_ids: tf.Tensor,
+                          mask_prob: float) -> tf.Tensor:
+  """ELECTRIC's noise-contrastive term log q(x_t) + log(k / (1 - k)), `[batch, seq_len]`.
+
+  cloze_log_probs: `[batch, seq_len, vocab]`; fake_input_ids: `[batch, seq_len]`.
+  """
+  log_q = tf.gather(cloze_log_probs, tf.cast(fake_input_ids, tf.int32), batch_dims=2)
+  return tf.stop_gradient(log_q) + math.log(mask_prob / (1.0 - mask_prob))
+
+
+def discriminator_output(logits: tf.Tensor, labels: tf.Tensor, input_mask: tf.Tensor
+                         ) -> Dict[str, tf.Tensor]:
+  """The official `_get_discriminator_output` losses from logits `[batch, seq_len]`.
+
+  Returns loss (token mean over the batch, [CLS]/[SEP] included),
+  per_example_loss `[batch]`, probs, preds (int32) and labels `[batch, seq_len]`.
+  """
+  mask = tf.cast(input_mask, tf.float32)
+  labels_f = tf.cast(labels, tf.float32)
+  losses = tf.nn.sigmoid_cross_entropy_with_logits(labels=labels_f, logits=logits) * mask
+  return dict(
+      loss=_normalised(tf.reduce_sum(losses), tf.reduce_sum(mask)),
+      per_example_loss=tf.reduce_sum(losses, -1) / (tf.reduce_sum(mask, -1) + 1e-6),
+      probs=tf.sigmoid(logits),
+      preds=tf.cast(tf.round((tf.sign(logits) + 1) / 2), tf.int32),
+      labels=tf.cast(labels, tf.int32))
+
+
+# ---------------------------------------------------------------------------
+# Eval metrics (metric_fn, run_pretraining.py:131-161)
+# ---------------------------------------------------------------------------
+
+AUC_THRESHOLDS = 200
+_KEPSILON = 1e-7
+
+
+def auc_thresholds(num_thresholds: int = AUC_THRESHOLDS) -> np.ndarray:
+  """The thresholds of TF1 `tf.metrics.auc`: just below 0, (i+1)/(n-1), just above 1."""
+  inner = [(i + 1) * 1.0 / (num_thresholds - 1) for i in range(num_thresholds - 2)]
+  return np.array([0.0 - _KEPSILON] + inner + [1.0 + _KEPSILON], np.float32)
+
+
+def _weighted(values: tf.Tensor, weights: tf.Tensor) -> tf.Tensor:
+  weights = tf.cast(weights, tf.float32)
+  return tf.stack([tf.reduce_sum(tf.cast(values, tf.float32) * weights), tf.reduce_sum(weights)])
+
+
+def metric_statistics(outputs: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
+  """Per-batch sufficient statistics of every official eval metric.
+
+  Each metric becomes a `[2]` tensor (weighted sum, weight), except
+  `disc_auc_counts`, `[4, thresholds]` (tp, fn, tn, fp). Statistics add up
+  across batches and replicas; `MetricAccumulator` turns them into values.
+  """
+  stats = {}
+  weights = outputs["masked_lm_weights"]
+  ids = outputs["masked_lm_ids"]
+  stats["masked_lm_accuracy"] = _weighted(tf.equal(outputs["mlm_preds"], ids), weights)
+  stats["masked_lm_loss"] = _weighted(outputs["mlm_per_example_loss"], weights)
+  if "sampled_tokids" in outputs:
+    stats["sampled_masked_lm_accuracy"] = _weighted(
+        tf.equal(outputs["sampled_tokids"], ids), weights)
+  if "disc_probs" in outputs:
+    mask = tf.cast(outputs["input_mask"], tf.int32)
+    labels, preds = outputs["disc_labels"], outputs["disc_preds"]
+    correct = tf.equal(labels, preds)
+    per_example = outputs["disc_per_example_loss"]
+    stats["disc_loss"] = _weighted(per_example, tf.ones_like(per_example))
+    stats["disc_accuracy"] = _weighted(correct, mask)
+    stats["disc_precision"] = _weighted(correct, preds * mask)
+    stats["disc_recall"] = _weighted(correct, labels * mask)
+    auc_labels = tf.reshape(tf.cast(labels * mask, tf.bool), [-1, 1])
+    auc_probs = tf.reshape(outputs["disc_probs"] * tf.cast(mask, tf.float32), [-1, 1])
+    above = auc_probs > auc_thresholds()[tf.newaxis]
+    def count(a, b):
+      return tf.reduce_sum(tf.cast(tf.logical_and(a, b), tf.float32), 0)
+    stats["disc_auc_counts"] = tf.stack([
+        count(auc_labels, above), count(auc_labels, ~above),
+        count(~auc_labels, ~above), count(~auc_labels, above)])
+  return stats
+
+
+def auc_from_counts(counts: np.ndarray) -> float:
+  """TF1 ROC AUC ('trapezoidal') from `[4, thresholds]` tp, fn, tn, fp counts."""
+  tp, fn, tn, fp = (counts[i].astype(np.float64) for i in range(4))
+  epsilon = 1e-6
+  tp_rate = (tp + epsilon) / (tp + fn + epsilon)
+  fp_rate = fp / (fp + tn + epsilon)
+  return float(np.sum((fp_rate[:-1] - fp_rate[1:]) * (tp_rate[:-1] + tp_rate[1:]) / 2.0))
+
+
+class MetricAccumulator:
+  """Streams `metric_statistics` over eval batches into the official metric values."""
+
+  def __init__(self):
+    self._totals: Dict[str, np.ndarray] = {}
+
+  def update(self, stats: Dict[str, tf.Tensor]) -> None:
+    for name, value in stats.items():
+      value = np.asarray(value, np.float64)
+      self._totals[name] = self._totals.get(name, 0.0) + value
+
+  def result(self) -> Dict[str, float]:
+    results = {}
+    for name, total in self._totals.items():
+      if name == "disc_auc_counts":
+        results["disc_auc"] = auc_from_counts(total)
+      else:
+        results[name] = float(total[0] / total[1]) if total[1] else 0.0
+    return results

@@ -1,0 +1,50 @@
+"""Parameter counts of the pre-training models, by official scope.
+
+    python -m electra_tf2.param_counts [electra_small electra_base ...]
+
+Prints, per model, the discriminator (`electra/*` + `discriminator_predictions/*`),
+the generator's own parameters (`generator*/*` + `generator_predictions/*` or
+`cloze_predictions/*`; the shared `electra/embeddings` are counted once, with
+the discriminator) and the total.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Dict, Sequence
+
+import numpy as np
+
+from electra_tf2 import checkpoint_names
+from electra_tf2.config import resolve_pretraining_config
+
+DISCRIMINATOR_SCOPES = ("electra", "discriminator_predictions")
+
+
+def count_by_part(shapes: Dict[str, Sequence[int]]) -> Dict[str, int]:
+  """{official name: shape} -> parameter counts of discriminator, generator, total."""
+  disc = sum(int(np.prod(s)) for n, s in shapes.items()
+             if n.split("/")[0] in DISCRIMINATOR_SCOPES)
+  total = sum(int(np.prod(s)) for s in shapes.values())
+  return {"discriminator": disc, "generator": total - disc, "total": total}
+
+
+def model_param_counts(model_name: str) -> Dict[str, int]:
+  """Builds the model (no forward pass) and counts its variables."""
+  from electra_tf2.models.pretrainer import ElectraPretrainer  # heavy import kept local
+  model = ElectraPretrainer(resolve_pretraining_config(model_name))
+  shapes = {n: tuple(v.shape) for n, v in checkpoint_names.pretrainer_variable_map(model).items()}
+  return count_by_part(shapes)
+
+
+def main(argv: Sequence[str]) -> None:
+  names = list(argv) or ["electra_small", "electra_base", "electra_large"]
+  print(f"{'model':<24}{'discriminator':>16}{'generator':>14}{'total':>14}")
+  for name in names:
+    counts = model_param_counts(name)
+    print(f"{name:<24}{counts['discriminator']:>16,}{counts['generator']:>14,}"
+          f"{counts['total']:>14,}")
+
+
+if __name__ == "__main__":
+  main(sys.argv[1:])

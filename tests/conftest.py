@@ -1,0 +1,21 @@
+"""Shared test set-up: quiet TensorFlow, CPU only, and the location of ../shared/data."""
+
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
+
+import pytest  # noqa: E402
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SHARED_DATA = os.environ.get("ELECTRA_SHARED_DATA",
+                             os.path.join(os.path.dirname(REPO_ROOT), "shared", "data"))
+
+
+def shared_data_path(*parts: str) -> str:
+  """A path under ../shared/data; skips the test with a reason when it is missing."""
+  path = os.path.join(SHARED_DATA, *parts)
+  if not os.path.exists(path):
+    pytest.skip(f"needs {path} (the project's shared test data, present in CI at ../shared; "
+                "set ELECTRA_SHARED_DATA to point elsewhere)")
+  return path

@@ -1,0 +1,115 @@
+"""Config resolution follows configure_pretraining.py (spec 2.1 and 2.2)."""
+
+import json
+
+import pytest
+
+from electra_tf2.config import ConfigError, available_models, resolve_pretraining_config
+
+
+def test_presets_have_the_paper_settings():
+  """Spec 2.2 table (layers, hidden, heads, intermediate, E, generator, mask, length, lr, batch, steps)."""
+  table = {
+      "electra_small": (12, 256, 4, 1024, 128, 64, 0.15, 128, 5e-4, 128, 1_000_000),
+      "electra_base": (12, 768, 12, 3072, 768, 256, 0.15, 512, 2e-4, 256, 766_000),
+      "electra_large": (24, 1024, 16, 4096, 1024, 256, 0.25, 512, 2e-4, 2048, 400_000),
+      "electra_small_released": (12, 256, 4, 1024, 128, 256, 0.15, 512, 5e-4, 128, 4_000_000),
+      "electra_base_released": (12, 768, 12, 3072, 768, 256, 0.15, 512, 2e-4, 256, 4_000_000),
+      "electra_large_released": (24, 1024, 16, 4096, 1024, 256, 0.25, 512, 2e-4, 2048, 1_750_000),
+  }
+  assert set(table) <= set(available_models())
+  for name, want in table.items():
+    c = resolve_pretraining_config(name)
+    b, g = c.bert_config, c.generator_bert_config
+    got = (b.num_hidden_layers, b.hidden_size, b.num_attention_heads, b.intermediate_size,
+           c.resolved_embedding_size, g.hidden_size, c.mask_prob, c.max_seq_length,
+           c.learning_rate, c.train_batch_size, c.num_train_steps)
+    assert got == want, name
+    assert g.num_attention_heads == max(1, g.hidden_size // 64)
+    assert g.intermediate_size == 4 * g.hidden_size
+    assert g.num_hidden_layers == b.num_hidden_layers
+
+
+@pytest.mark.parametrize("mask_prob,length,want", [(0.15, 128, 19), (0.15, 512, 79),
+                                                   (0.25, 512, 130), (0.15, 20, 3)])
+def test_max_predictions_is_derived(mask_prob, length, want):
+  c = resolve_pretraining_config("electra_small", None,
+                                 {"mask_prob": mask_prob, "max_seq_length": length})
+  assert c.max_predictions_per_seq == want == int((mask_prob + 0.005) * length)
+
+
+def test_debug_overrides_then_user_values_win():
+  c = resolve_pretraining_config("electra_small", None, {"debug": True})
+  assert (c.train_batch_size, c.num_train_steps, c.eval_batch_size, c.iterations_per_loop,
+          c.num_eval_steps) == (8, 20, 4, 1, 2)
+  b = c.bert_config
+  assert (b.num_hidden_layers, b.hidden_size, b.intermediate_size, b.num_attention_heads) == \
+      (3, 144, 576, 4)
+  assert c.generator_bert_config.hidden_size == 36  # round(144 * 0.25)
+  c = resolve_pretraining_config("electra_small", None, {"debug": True, "train_batch_size": 3})
+  assert c.train_batch_size == 3
+
+
+def test_small_gets_embedding_128_unless_user_sets_it():
+  assert resolve_pretraining_config("electra_small", None, {"embedding_size": None}
+                                    ).resolved_embedding_size == 256
+  assert resolve_pretraining_config("electra_base", None, {"model_size": "small"}
+                                    ).embedding_size == 128
+
+
+def test_electric_forces_two_towers_and_overrides_apply_twice():
+  c = resolve_pretraining_config("electra_small", None, {"electric_objective": True})
+  assert c.two_tower_generator
+  c = resolve_pretraining_config("electra_small", None,
+                                 {"model_hparam_overrides": {"hidden_size": 512}})
+  # Heads and intermediate are derived from the overridden hidden size.
+  assert (c.bert_config.num_attention_heads, c.bert_config.intermediate_size) == (8, 2048)
+  c = resolve_pretraining_config("electra_small", None, {"model_hparam_overrides": {
+      "hidden_size": 512, "num_attention_heads": 2}})
+  assert c.bert_config.num_attention_heads == 2
+
+
+def test_paths_from_data_dir(tmp_path):
+  c = resolve_pretraining_config("electra_small", str(tmp_path))
+  assert c.model_dir == str(tmp_path / "models" / "electra_small")
+  assert c.vocab_file == str(tmp_path / "vocab.txt")
+  assert c.pretrain_tfrecords == str(tmp_path / "pretrain_tfrecords" / "pretrain_data.tfrecord*")
+
+
+def test_hparams_from_file_and_round_trip(tmp_path):
+  path = tmp_path / "h.json"
+  path.write_text(json.dumps({"num_train_steps": 7}))
+  c = resolve_pretraining_config("electra_small", None, str(path))
+  assert c.num_train_steps == 7
+  again = type(c).from_dict(json.loads(json.dumps(c.to_dict())))
+  assert again.to_dict() == c.to_dict()
+
+
+@pytest.mark.parametrize("hparams,message", [
+    ({"num_train_step": 1}, "unknown hparam 'num_train_step'"),
+    ({"max_predictions_per_seq": 20}, "max_predictions_per_seq is derived"),
+    ({"mask_prob": "0.15"}, "mask_prob must be of type float"),
+    ({"debug": 1}, "debug must be of type bool"),
+    ({"mask_prob": 1.5}, "mask_prob must be in"),
+    ({"do_eval": True}, "do_train and do_eval"),
+    ({"untied_generator": False}, "generator_hidden_size"),
+    ({"untied_generator": False, "generator_hidden_size": 1.0,
+      "untied_generator_embeddings": True}, "untied_generator_embeddings"),
+    ({"model_size": "huge"}, "model_size 'huge' is unknown"),
+    ({"model_hparam_overrides": {"hidden": 3}}, "model_hparam_overrides: unknown key 'hidden'"),
+    ({"model_hparam_overrides": {"hidden_size": 100, "num_attention_heads": 3}},
+     "not a multiple of num_attention_heads"),
+    ({"max_seq_length": 1024}, "exceeds max_position_embeddings"),
+    ({"uniform_generator": True, "electric_objective": True}, "exclude each other"),
+    ({"embedding_size": 0}, "embedding_size must be"),
+])
+def test_bad_hparams_name_the_key(hparams, message):
+  with pytest.raises(ConfigError, match=message):
+    resolve_pretraining_config("electra_small", None, hparams)
+
+
+def test_bad_model_name_and_hparams_string():
+  with pytest.raises(ConfigError, match="unknown model name 'electra_tiny'.*electra_small"):
+    resolve_pretraining_config("electra_tiny")
+  with pytest.raises(ConfigError, match="--hparams is neither a JSON object"):
+    resolve_pretraining_config("electra_small", None, "{num_train_steps: 3}")

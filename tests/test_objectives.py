@@ -1,0 +1,167 @@
+"""Fake-data labels, losses and eval metrics against the spec's definitions.
+
+Oracles: hand-built cases for the labels, numpy re-implementations of the
+official loss formulas (spec 3.7) and of TF1 `tf.metrics.auc`, and
+scikit-learn's exact ROC AUC for a sanity bound.
+"""
+
+import types
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from sklearn.metrics import roc_auc_score
+
+from electra_tf2 import objectives
+from electra_tf2.pretrain_data import Inputs
+from electra_tf2.vocab import BERT_UNCASED_SPECIAL_IDS
+
+
+def cfg(**kw):
+  base = dict(temperature=1.0, disallow_correct=False, electric_objective=False,
+              max_predictions_per_seq=3, special_ids=BERT_UNCASED_SPECIAL_IDS)
+  base.update(kw)
+  return types.SimpleNamespace(**base)
+
+
+def masked_inputs():
+  """One row [CLS] 7 8 9 [SEP]; slots at positions 1, 3 and a padded slot."""
+  return Inputs(
+      input_ids=tf.constant([[101, 103, 8, 103, 102]]),
+      input_mask=tf.ones([1, 5], tf.int32), segment_ids=tf.zeros([1, 5], tf.int32),
+      masked_lm_positions=tf.constant([[1, 3, 0]]), masked_lm_ids=tf.constant([[7, 9, 0]]),
+      masked_lm_weights=tf.constant([[1.0, 1.0, 0.0]]))
+
+
+def peaked_logits(ids, vocab=12, scale=100.0):
+  """Logits that make the Gumbel draw return `ids` (Gumbel noise stays far below 100)."""
+  return tf.constant(np.eye(vocab, dtype=np.float32)[ids][None] * scale)
+
+
+def test_fake_data_labels_electra():
+  # Slot 1 samples the original (7) -> real; slot 3 samples 5 != 9 -> fake.
+  fake = objectives.get_fake_data(cfg(), masked_inputs(), peaked_logits([7, 5, 0]),
+                                  seed=tf.constant([1, 2]))
+  np.testing.assert_array_equal(fake.inputs.input_ids.numpy(), [[101, 7, 8, 5, 102]])
+  np.testing.assert_array_equal(fake.is_fake_tokens.numpy(), [[0, 0, 0, 1, 0]])
+  np.testing.assert_array_equal(fake.sampled_tokids.numpy(), [[7, 5, 0]])
+
+
+def test_fake_data_labels_electric_marks_every_sampled_slot():
+  fake = objectives.get_fake_data(cfg(electric_objective=True), masked_inputs(),
+                                  peaked_logits([7, 5, 0]), seed=tf.constant([1, 2]))
+  np.testing.assert_array_equal(fake.is_fake_tokens.numpy(), [[0, 1, 0, 1, 0]])
+
+
+def test_fake_data_duplicate_slots_floor_average():
+  """Two slots on position 2 sampling 4 and 7 insert floor(11/2) = 5 (spec 3.2)."""
+  inputs = masked_inputs()._replace(masked_lm_positions=tf.constant([[2, 2, 0]]),
+                                    masked_lm_ids=tf.constant([[8, 8, 0]]))
+  fake = objectives.get_fake_data(cfg(), inputs, peaked_logits([4, 7, 0]),
+                                  seed=tf.constant([3, 4]))
+  assert fake.inputs.input_ids.numpy()[0, 2] == 5
+  assert fake.is_fake_tokens.numpy()[0, 2] == 1
+
+
+def test_disallow_correct_never_samples_the_original():
+  logits = peaked_logits([7, 9, 0])  # the originals are the most likely tokens (by 100)
+  for s in range(5):
+    fake = objectives.get_fake_data(cfg(disallow_correct=True), masked_inputs(), logits,
+                                    seed=tf.constant([s, 0]))
+    sampled = fake.sampled_tokids.numpy()[0]
+    assert sampled[0] != 7 and sampled[1] != 9
+
+
+def np_log_softmax(x):
+  x = x - x.max(-1, keepdims=True)
+  return x - np.log(np.exp(x).sum(-1, keepdims=True))
+
+
+def test_softmax_output_matches_numpy():
+  rng = np.random.default_rng(0)
+  logits = rng.normal(size=(2, 4, 9)).astype(np.float32)
+  targets = rng.integers(0, 9, (2, 4))
+  weights = np.array([[1, 1, 0, 0], [1, 1, 1, 0]], np.float32)
+  out = objectives.softmax_output(tf.constant(logits), tf.constant(targets), tf.constant(weights))
+  nll = -np.take_along_axis(np_log_softmax(logits.astype(np.float64)), targets[..., None], -1)[..., 0]
+  np.testing.assert_allclose(out["per_example_loss"].numpy(), nll, rtol=1e-5)
+  np.testing.assert_allclose(out["loss"].numpy(), (nll * weights).sum() / (weights.sum() + 1e-6),
+                             rtol=1e-5)
+  np.testing.assert_array_equal(out["preds"].numpy(), logits.argmax(-1))
+
+
+def test_discriminator_output_matches_numpy():
+  rng = np.random.default_rng(1)
+  logits = rng.normal(size=(3, 6)).astype(np.float32)
+  labels = rng.integers(0, 2, (3, 6))
+  mask = np.array([[1] * 6, [1] * 4 + [0] * 2, [1] * 2 + [0] * 4])
+  out = objectives.discriminator_output(tf.constant(logits), tf.constant(labels),
+                                        tf.constant(mask))
+  x = logits.astype(np.float64)
+  bce = (np.maximum(x, 0) - x * labels + np.log1p(np.exp(-np.abs(x)))) * mask
+  np.testing.assert_allclose(out["loss"].numpy(), bce.sum() / (mask.sum() + 1e-6), rtol=1e-5)
+  np.testing.assert_allclose(out["per_example_loss"].numpy(),
+                             bce.sum(-1) / (mask.sum(-1) + 1e-6), rtol=1e-5)
+  np.testing.assert_array_equal(out["preds"].numpy(), (logits > 0).astype(int))
+
+
+def test_electric_logit_offset():
+  log_probs = np.log(np.array([[[0.2, 0.3, 0.5], [0.6, 0.3, 0.1]]], np.float32))
+  offset = objectives.electric_logit_offset(tf.constant(log_probs), tf.constant([[2, 0]]), 0.15)
+  np.testing.assert_allclose(offset.numpy(), np.log([[0.5, 0.6]]) + np.log(0.15 / 0.85),
+                             rtol=1e-6)
+
+
+def tf1_auc(labels, probs, n=200):
+  """TF1 tf.metrics.auc (ROC, trapezoidal) written from its definition."""
+  thresholds = [-1e-7] + [(i + 1) / (n - 1) for i in range(n - 2)] + [1 + 1e-7]
+  tpr, fpr = [], []
+  for t in thresholds:
+    pos = probs > t
+    tp = np.sum(pos & labels); fn = np.sum(~pos & labels)
+    fp = np.sum(pos & ~labels); tn = np.sum(~pos & ~labels)
+    tpr.append((tp + 1e-6) / (tp + fn + 1e-6))
+    fpr.append(fp / (fp + tn + 1e-6))
+  tpr, fpr = np.array(tpr), np.array(fpr)
+  return np.sum((fpr[:-1] - fpr[1:]) * (tpr[:-1] + tpr[1:]) / 2)
+
+
+def test_metrics_match_definitions_over_batches():
+  rng = np.random.default_rng(2)
+  acc = objectives.MetricAccumulator()
+  all_rows = []
+  for _ in range(3):
+    B, L, N = 4, 10, 3
+    mask = (np.arange(L)[None] < rng.integers(3, L + 1, (B, 1))).astype(np.int32)
+    labels = (rng.random((B, L)) < 0.3).astype(np.int32) * mask
+    probs = np.clip(labels * 0.3 + rng.random((B, L)) * 0.7, 0, 1).astype(np.float32)
+    outputs = dict(
+        input_mask=mask, masked_lm_ids=rng.integers(0, 5, (B, N)),
+        masked_lm_weights=(rng.random((B, N)) < 0.7).astype(np.float32),
+        mlm_preds=rng.integers(0, 5, (B, N)), sampled_tokids=rng.integers(0, 5, (B, N)),
+        mlm_per_example_loss=rng.random((B, N)).astype(np.float32),
+        disc_labels=labels, disc_probs=probs, disc_preds=(probs > 0.5).astype(np.int32),
+        disc_per_example_loss=rng.random(B).astype(np.float32))
+    acc.update(objectives.metric_statistics({k: tf.constant(v) for k, v in outputs.items()}))
+    all_rows.append(outputs)
+  cat = {k: np.concatenate([r[k] for r in all_rows]) for k in all_rows[0]}
+  w, m = cat["masked_lm_weights"], cat["input_mask"]
+  lab, pred = cat["disc_labels"], cat["disc_preds"]
+  want = {
+      "masked_lm_accuracy": np.sum((cat["mlm_preds"] == cat["masked_lm_ids"]) * w) / w.sum(),
+      "masked_lm_loss": np.sum(cat["mlm_per_example_loss"] * w) / w.sum(),
+      "sampled_masked_lm_accuracy": np.sum((cat["sampled_tokids"] == cat["masked_lm_ids"]) * w)
+                                    / w.sum(),
+      "disc_loss": cat["disc_per_example_loss"].mean(),
+      "disc_accuracy": np.sum((lab == pred) * m) / m.sum(),
+      "disc_precision": np.sum(lab * pred * m) / np.sum(pred * m),
+      "disc_recall": np.sum(lab * pred * m) / np.sum(lab * m),
+      "disc_auc": tf1_auc((lab * m).astype(bool).ravel(), (cat["disc_probs"] * m).ravel()),
+  }
+  got = acc.result()
+  assert set(got) == set(want)
+  for name in want:
+    assert got[name] == pytest.approx(want[name], rel=1e-5), name
+  # 200 thresholds approximate the exact ROC AUC closely (padding included as negatives).
+  exact = roc_auc_score((lab * m).ravel(), (cat["disc_probs"] * m).ravel())
+  assert abs(got["disc_auc"] - exact) < 0.01
