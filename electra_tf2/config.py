@@ -270,11 +270,16 @@ def _check_consistency(config: PretrainingConfig) -> None:
                       f"{', '.join(sizes)} (and model_hparam_overrides for other shapes)")
   if config.do_train == config.do_eval:
     raise ConfigError("do_train and do_eval: exactly one must be true (as in the official code)")
+  if config.train_batch_size % config.gradient_accumulation_steps:
+    raise ConfigError(f"train_batch_size {config.train_batch_size} is not divisible by "
+                      f"gradient_accumulation_steps {config.gradient_accumulation_steps}")
   if not 0.0 < config.mask_prob < 1.0:
     raise ConfigError(f"mask_prob must be in (0, 1), got {config.mask_prob}")
   if config.temperature <= 0:
     raise ConfigError(f"temperature must be > 0, got {config.temperature}")
-  for key in ("train_batch_size", "eval_batch_size", "max_seq_length", "num_train_steps"):
+  for key in ("train_batch_size", "eval_batch_size", "max_seq_length", "num_train_steps",
+              "gradient_accumulation_steps", "iterations_per_loop", "save_checkpoints_steps",
+              "num_eval_steps"):
     if getattr(config, key) < 1:
       raise ConfigError(f"{key} must be >= 1, got {getattr(config, key)}")
   for key in ("generator_hidden_size", "generator_layers"):

@@ -1,40 +1,52 @@
 """ELECTRA, ELECTRIC and MLM objectives (run_pretraining.py:164-285) and eval metrics.
 
-Losses are normalised the official way (weighted sums over the batch divided
-by the sum of weights + 1e-6). Under a `tf.distribute` strategy with several
-replicas the denominators are summed across replicas first, so each replica's
-loss is its share of the global-batch loss and summed gradients equal those
-of one device running the whole batch (the official TPU code averaged
-per-replica means instead; with equal replica batches the difference is only
-in how unequal mask counts are weighted).
+Losses are normalised the official way: weighted sums over the batch divided
+by the sum of weights + 1e-6. A caller may pass the denominators instead
+(`loss_denominators` of the whole global batch, summed over replicas and
+accumulation steps): each replica's or micro-batch's loss is then its exact
+share of the global-batch loss, and summed gradients equal one device running
+the whole batch. (The official TPU code averaged per-core means instead; the
+two differ only in how rows with unequal mask counts are weighted.)
 """
 
 from __future__ import annotations
 
 import collections
 import math
-from typing import Dict, Optional
+from typing import Dict, Mapping, Optional
 
 import numpy as np
 import tensorflow as tf
 
 from electra_tf2 import pretrain_helpers
-from electra_tf2.pretrain_data import Inputs, get_updated_inputs
+from electra_tf2.pretrain_data import Inputs, features_to_inputs, get_updated_inputs
 
 FakedData = collections.namedtuple("FakedData", ["inputs", "is_fake_tokens", "sampled_tokids"])
 FakedData.__doc__ = """Discriminator inputs: fake ids, labels `[batch, seq_len]` int32, samples `[batch, n]`."""
 
 
-def global_sum(value: tf.Tensor) -> tf.Tensor:
-  """Sums a scalar over the replicas of the current strategy (identity on one)."""
-  context = tf.distribute.get_replica_context()
-  if context is None or context.num_replicas_in_sync == 1:
-    return value
-  return context.all_reduce(tf.distribute.ReduceOp.SUM, value)
+def _normalised(weighted_sum: tf.Tensor, weight_sum: tf.Tensor,
+                denominator: Optional[tf.Tensor]) -> tf.Tensor:
+  if denominator is None:
+    denominator = weight_sum
+  return weighted_sum / (tf.cast(denominator, tf.float32) + 1e-6)
 
 
-def _normalised(weighted_sum: tf.Tensor, weight_sum: tf.Tensor) -> tf.Tensor:
-  return weighted_sum / (global_sum(weight_sum) + 1e-6)
+def loss_denominators(config, features: Mapping[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
+  """The loss denominators of a batch, known before masking (scalars, float32).
+
+  mlm: the number of weighted prediction slots (`num_to_predict` per row with
+  a candidate); disc: real tokens; cloze: candidate tokens. They add up across
+  micro-batches and replicas, giving the denominators of the global batch.
+  """
+  inputs = features_to_inputs(features)
+  candidates = pretrain_helpers.get_candidates_mask(config, inputs)
+  has_candidate = tf.reduce_any(candidates, -1)
+  slots = pretrain_helpers.num_to_predict(config, inputs.input_mask, config.mask_prob)
+  return dict(
+      mlm=tf.reduce_sum(tf.cast(slots * tf.cast(has_candidate, tf.int32), tf.float32)),
+      disc=tf.reduce_sum(tf.cast(inputs.input_mask, tf.float32)),
+      cloze=tf.reduce_sum(tf.cast(candidates, tf.float32)))
 
 
 # ---------------------------------------------------------------------------
@@ -42,14 +54,15 @@ def _normalised(weighted_sum: tf.Tensor, weight_sum: tf.Tensor) -> tf.Tensor:
 # ---------------------------------------------------------------------------
 
 
-def softmax_output(logits: tf.Tensor, targets: tf.Tensor, weights: tf.Tensor
-                   ) -> Dict[str, tf.Tensor]:
+def softmax_output(logits: tf.Tensor, targets: tf.Tensor, weights: tf.Tensor,
+                   denominator: Optional[tf.Tensor] = None) -> Dict[str, tf.Tensor]:
   """The official `get_softmax_output`.
 
   Args:
     logits: `[batch, n, vocab]` float32.
     targets: `[batch, n]` int ids.
     weights: `[batch, n]` float, 1 for real slots.
+    denominator: the global sum of weights, or None for this batch's own.
 
   Returns:
     loss (scalar), per_example_loss `[batch, n]` (the NLL of each slot),
@@ -59,7 +72,7 @@ def softmax_output(logits: tf.Tensor, targets: tf.Tensor, weights: tf.Tensor
   nll = -tf.gather(log_probs, tf.cast(targets, tf.int32), batch_dims=2)
   weights = tf.cast(weights, tf.float32)
   return dict(
-      loss=_normalised(tf.reduce_sum(weights * nll), tf.reduce_sum(weights)),
+      loss=_normalised(tf.reduce_sum(weights * nll), tf.reduce_sum(weights), denominator),
       per_example_loss=nll,
       preds=tf.argmax(logits, -1, output_type=tf.int32),
       log_probs=log_probs)
@@ -109,9 +122,11 @@ def electric_logit_offset(cloze_log_probs: tf.Tensor, fake_input_ids: tf.Tensor,
   return tf.stop_gradient(log_q) + math.log(mask_prob / (1.0 - mask_prob))
 
 
-def discriminator_output(logits: tf.Tensor, labels: tf.Tensor, input_mask: tf.Tensor
-                         ) -> Dict[str, tf.Tensor]:
+def discriminator_output(logits: tf.Tensor, labels: tf.Tensor, input_mask: tf.Tensor,
+                         denominator: Optional[tf.Tensor] = None) -> Dict[str, tf.Tensor]:
   """The official `_get_discriminator_output` losses from logits `[batch, seq_len]`.
+
+  denominator: the global number of real tokens, or None for this batch's own.
 
   Returns loss (token mean over the batch, [CLS]/[SEP] included),
   per_example_loss `[batch]`, probs, preds (int32) and labels `[batch, seq_len]`.
@@ -120,7 +135,7 @@ def discriminator_output(logits: tf.Tensor, labels: tf.Tensor, input_mask: tf.Te
   labels_f = tf.cast(labels, tf.float32)
   losses = tf.nn.sigmoid_cross_entropy_with_logits(labels=labels_f, logits=logits) * mask
   return dict(
-      loss=_normalised(tf.reduce_sum(losses), tf.reduce_sum(mask)),
+      loss=_normalised(tf.reduce_sum(losses), tf.reduce_sum(mask), denominator),
       per_example_loss=tf.reduce_sum(losses, -1) / (tf.reduce_sum(mask, -1) + 1e-6),
       probs=tf.sigmoid(logits),
       preds=tf.cast(tf.round((tf.sign(logits) + 1) / 2), tf.int32),

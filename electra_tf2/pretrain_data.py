@@ -1,4 +1,4 @@
-"""Pre-training inputs: the `Inputs` tuple of the official pretrain_data.py.
+"""Pre-training inputs: the `Inputs` tuple and the TFRecord pipeline (official pretrain_data.py).
 
 The TFRecords hold only `input_ids`, `input_mask` and `segment_ids`
 (`[batch, seq_len]` int32 once parsed); masking happens in the graph.
@@ -7,7 +7,7 @@ The TFRecords hold only `input_ids`, `input_mask` and `segment_ids`
 from __future__ import annotations
 
 import collections
-from typing import Dict
+from typing import Dict, List, Optional
 
 import tensorflow as tf
 
@@ -37,3 +37,102 @@ def features_to_inputs(features: Dict[str, tf.Tensor]) -> Inputs:
 def get_updated_inputs(inputs: Inputs, **kwargs) -> Inputs:
   """A copy of `inputs` with the named fields replaced."""
   return inputs._replace(**kwargs)
+
+
+# ---------------------------------------------------------------------------
+# TFRecord input pipeline (official pretrain_data.get_input_fn)
+# ---------------------------------------------------------------------------
+
+FEATURE_NAMES = ("input_ids", "input_mask", "segment_ids")
+
+
+class DataError(ValueError):
+  """Missing, empty or mismatched pre-training data; the message names the file."""
+
+
+def tfrecord_files(patterns: str) -> List[str]:
+  """The sorted files matching comma-separated glob patterns."""
+  files: List[str] = []
+  for pattern in patterns.split(","):
+    pattern = pattern.strip()
+    if pattern:
+      files.extend(tf.io.gfile.glob(pattern))
+  return sorted(set(f for f in files if not f.endswith(".tmp") and ".tmp-" not in f))
+
+
+def check_tfrecords(patterns: str, max_seq_length: int) -> List[str]:
+  """Fails early, with one clear line, on data the training step would choke on.
+
+  Checks that the patterns match files, that the first file holds a record,
+  and that its features exist with length max_seq_length.
+  """
+  files = tfrecord_files(patterns)
+  if not files:
+    raise DataError(f"no pre-training TFRecords match {patterns}: build them with "
+                    "data_prep/build_pretraining_dataset.py or set pretrain_tfrecords")
+  first = files[0]
+  try:
+    record = next(iter(tf.data.TFRecordDataset(first).take(1)), None)
+  except (tf.errors.DataLossError, tf.errors.OpError) as e:
+    raise DataError(f"{first} is not a readable TFRecord file: {e.message.splitlines()[0]}"
+                    ) from None
+  if record is None:
+    raise DataError(f"{first} holds no records; rebuild the pre-training data")
+  example = tf.train.Example.FromString(record.numpy())
+  for name in FEATURE_NAMES:
+    if name not in example.features.feature:
+      raise DataError(f"{first} has no feature {name!r}: it is not ELECTRA pre-training data")
+    length = len(example.features.feature[name].int64_list.value)
+    if length != max_seq_length:
+      raise DataError(f"{first}: feature {name} has length {length} but max_seq_length is "
+                      f"{max_seq_length}; pass --hparams '{{\"max_seq_length\": {length}}}' or "
+                      "rebuild the data with --max-seq-length")
+  return files
+
+
+def _parse_batch(records: tf.Tensor, max_seq_length: int) -> Dict[str, tf.Tensor]:
+  spec = {name: tf.io.FixedLenFeature([max_seq_length], tf.int64) for name in FEATURE_NAMES}
+  parsed = tf.io.parse_example(records, spec)
+  return {name: tf.cast(value, tf.int32) for name, value in parsed.items()}
+
+
+def input_fn(config, is_training: bool, batch_size: int,
+             input_context: Optional[tf.distribute.InputContext] = None,
+             deterministic: bool = False) -> tf.data.Dataset:
+  """The official pipeline: files -> repeat -> shuffle -> interleave -> shuffle(100) -> batch.
+
+  Args:
+    config: needs pretrain_tfrecords, max_seq_length and seed.
+    is_training: training reads files in arbitrary ("sloppy") order unless
+      `deterministic`; evaluation always reads deterministically.
+    batch_size: the batch size of one replica (one micro-batch).
+    input_context: from `distribute_datasets_from_function`; each input
+      pipeline (worker) reads its own shard of the files, or of the records
+      when there are fewer files than workers.
+    deterministic: a fixed read order, so runs and resumed runs see the same stream.
+
+  Returns:
+    Batches of {"input_ids", "input_mask", "segment_ids"}: `[batch_size, max_seq_length]` int32.
+  """
+  files = tfrecord_files(config.pretrain_tfrecords)
+  num_pipelines = input_context.num_input_pipelines if input_context else 1
+  pipeline_id = input_context.input_pipeline_id if input_context else 0
+  shard_files = num_pipelines > 1 and len(files) >= num_pipelines
+  dataset = tf.data.Dataset.from_tensor_slices(files)
+  if shard_files:
+    dataset = dataset.shard(num_pipelines, pipeline_id)
+  n_files = len(files) // num_pipelines if shard_files else len(files)
+  seed = config.seed * 1009 + pipeline_id
+  dataset = dataset.repeat().shuffle(max(n_files, 1), seed=seed)
+  cycle_length = min(4, n_files)
+  dataset = dataset.interleave(tf.data.TFRecordDataset, cycle_length=cycle_length,
+                               num_parallel_calls=cycle_length,
+                               deterministic=deterministic or not is_training)
+  if num_pipelines > 1 and not shard_files:
+    dataset = dataset.shard(num_pipelines, pipeline_id)
+  dataset = dataset.shuffle(100, seed=seed)
+  dataset = dataset.batch(batch_size, drop_remainder=True)
+  dataset = dataset.map(lambda records: _parse_batch(records, config.max_seq_length),
+                        num_parallel_calls=tf.data.AUTOTUNE,
+                        deterministic=deterministic or not is_training)
+  return dataset.prefetch(tf.data.AUTOTUNE)

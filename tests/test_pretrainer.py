@@ -167,3 +167,18 @@ def test_pretrainer_config_and_weights_round_trip(tmp_path):
   tf.train.Checkpoint(model=fresh).read(ckpt_path).assert_existing_objects_matched()
   c = fresh(features, seed=tf.constant([5, 5]))
   assert a["total_loss"].numpy() == c["total_loss"].numpy()
+
+
+def test_loss_denominators_are_the_batch_weight_sums():
+  """Known before masking, they equal the sums the official losses divide by."""
+  from electra_tf2 import objectives
+  model = debug_model(electric_objective=True)
+  features = debug_features(batch=4, seq_len=16, seed=3)
+  dens = objectives.loss_denominators(model.config, features)
+  out = model(features, seed=tf.constant([9, 9]))
+  assert dens["mlm"].numpy() == out["masked_lm_weights"].numpy().sum()
+  assert dens["disc"].numpy() == features["input_mask"].numpy().sum()
+  ids, mask = features["input_ids"].numpy(), features["input_mask"].numpy()
+  assert dens["cloze"].numpy() == np.sum((mask == 1) & ~np.isin(ids, [101, 102, 103]))
+  again = model(features, seed=tf.constant([9, 9]), denominators=dens)
+  np.testing.assert_allclose(again["total_loss"].numpy(), out["total_loss"].numpy(), rtol=1e-6)

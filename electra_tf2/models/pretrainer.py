@@ -128,8 +128,12 @@ class ElectraPretrainer(keras.Model):
     return self.cloze_head(states, self.generator_ltr.embedding_table)
 
   def call(self, features: Mapping[str, tf.Tensor], training: bool = False,
-           seed: Optional[tf.Tensor] = None) -> Dict[str, tf.Tensor]:
+           seed: Optional[tf.Tensor] = None,
+           denominators: Optional[Mapping[str, tf.Tensor]] = None) -> Dict[str, tf.Tensor]:
+    """Forward pass; `denominators` (see `objectives.loss_denominators`) are those
+    of the global batch when it is split over replicas or accumulation steps."""
     config = self.config
+    denominators = denominators or {}
     if seed is None:
       seed = tf.random.uniform([2], maxval=2**31 - 1, dtype=tf.int32)
     mask_seed, sample_seed = tf.unstack(tf.random.experimental.stateless_split(seed, 2))
@@ -148,14 +152,16 @@ class ElectraPretrainer(keras.Model):
     elif config.two_tower_generator:
       cloze_logits = self._cloze_logits(unmasked, training)
       candidates = tf.cast(pretrain_helpers.get_candidates_mask(config, unmasked), tf.float32)
-      cloze = objectives.softmax_output(cloze_logits, unmasked.input_ids, candidates)
+      cloze = objectives.softmax_output(cloze_logits, unmasked.input_ids, candidates,
+                                        denominators.get("cloze"))
       mlm_logits = pretrain_helpers.gather_positions(cloze_logits, masked.masked_lm_positions)
     else:
       hidden = self.mlm_encoder(masked.input_ids, masked.input_mask, masked.segment_ids,
                                 training=training)
       hidden = pretrain_helpers.gather_positions(hidden, masked.masked_lm_positions)
       mlm_logits = self.mlm_head(hidden, self.mlm_encoder.embedding_table)
-    mlm = objectives.softmax_output(mlm_logits, masked.masked_lm_ids, masked.masked_lm_weights)
+    mlm = objectives.softmax_output(mlm_logits, masked.masked_lm_ids, masked.masked_lm_weights,
+                                    denominators.get("mlm"))
     outputs.update(mlm_loss=mlm["loss"], mlm_preds=mlm["preds"],
                    mlm_per_example_loss=mlm["per_example_loss"])
     if cloze is not None:
@@ -172,7 +178,7 @@ class ElectraPretrainer(keras.Model):
         disc_logits += objectives.electric_logit_offset(
             cloze["log_probs"], fake.inputs.input_ids, config.mask_prob)
       disc = objectives.discriminator_output(disc_logits, fake.is_fake_tokens,
-                                             unmasked.input_mask)
+                                             unmasked.input_mask, denominators.get("disc"))
       total_loss += config.disc_weight * disc["loss"]
       outputs.update(disc_loss=disc["loss"], disc_probs=disc["probs"], disc_preds=disc["preds"],
                      disc_labels=disc["labels"], disc_per_example_loss=disc["per_example_loss"],

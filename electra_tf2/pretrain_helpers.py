@@ -1,0 +1,323 @@
+"""Gathering, scattering, dynamic masking and sampling for pre-training.
+
+A TF2 port of the official `pretrain/pretrain_helpers.py` (spec sections
+3.1-3.6) with the same semantics, quirks included:
+
+  * masked positions are drawn *with replacement*, so a row can hold the same
+    position in several slots (spec 6.7.1);
+  * the split is 85% [MASK] / 15% kept, no random tokens (spec 6.7.2);
+  * `num_to_predict` counts every real token, [CLS]/[SEP] included, and rounds
+    half to even (spec 6.7.3);
+  * `scatter_update` averages duplicate updates, floor-dividing integers.
+
+Randomness: every random function takes a keyword-only `seed`, either None or
+an int32/int64 tensor/array of shape [2]. The draws always use stateless ops;
+a given seed reproduces the same result in eager mode and inside
+`tf.function` (this is how the training driver makes runs resumable and
+replicas distinct). With seed None a fresh seed is drawn by a stateful op, so
+unseeded calls differ from call to call, like the official code. Under XLA
+(`jit_compile=True`) TF's stateless ops accept int32 seeds only, and XLA
+draws different (equally valid) numbers than the non-XLA kernels.
+
+The one deliberate change: a row with no position that may be masked (only
+[CLS]/[SEP], all padding, or a proposal that is zero on every candidate) gets
+no prediction slots, where the official code draws an out-of-range position.
+"""
+
+from __future__ import annotations
+
+from typing import List, Optional, Protocol, Sequence, Tuple, Union
+
+import numpy as np
+import tensorflow as tf
+
+from electra_tf2 import pretrain_data
+from electra_tf2 import vocab as vocab_lib
+
+# A seed for the stateless random ops: an int32/int64 tensor or array of shape [2].
+Seed = Union[tf.Tensor, np.ndarray, Sequence[int]]
+
+# Probability that a selected slot shows [MASK]; otherwise the token is kept.
+_MASK_TOKEN_PROB = 0.85
+
+
+class MaskingConfig(Protocol):
+  """What `mask` and `get_candidates_mask` read from the pre-training config."""
+  max_predictions_per_seq: int
+  special_ids: vocab_lib.SpecialTokenIds
+
+
+# ---------------------------------------------------------------------------
+# Shapes and seeds
+# ---------------------------------------------------------------------------
+
+def _shape_list(x: tf.Tensor) -> List[Union[int, tf.Tensor]]:
+  """The shape of `x`, static dimensions as ints and unknown ones as tensors."""
+  dynamic = tf.shape(x)
+  return [dynamic[i] if d is None else d for i, d in enumerate(x.shape.as_list())]
+
+
+def _resolve_seed(seed: Optional[Seed]) -> tf.Tensor:
+  """`seed` as a [2] tensor; a fresh one from a stateful op when None."""
+  if seed is None:
+    return tf.random.uniform([2], minval=tf.int32.min, maxval=tf.int32.max,
+                             dtype=tf.int32)
+  return tf.convert_to_tensor(seed)
+
+
+# ---------------------------------------------------------------------------
+# Gather / scatter (spec 3.1, 3.2)
+# ---------------------------------------------------------------------------
+
+def gather_positions(sequence: tf.Tensor, positions: tf.Tensor) -> tf.Tensor:
+  """Gathers the values at `positions` in every row of a minibatch.
+
+  Args:
+    sequence: [batch, seq_len] or [batch, seq_len, depth] values.
+    positions: [batch, n_positions] int indices into seq_len. Position 0 (the
+      padded prediction slots) simply gathers the [CLS] value.
+
+  Returns:
+    [batch, n_positions] or [batch, n_positions, depth] values of `sequence`.
+  """
+  rank = sequence.shape.rank
+  if rank not in (2, 3):
+    raise ValueError(f"gather_positions: sequence must have rank 2 or 3, got shape "
+                     f"{sequence.shape}")
+  if rank == 2:
+    sequence = tf.expand_dims(sequence, -1)
+  batch_size, seq_len, depth = _shape_list(sequence)
+  # Row b's positions index the flattened [batch * seq_len, depth] sequence.
+  shift = tf.expand_dims(seq_len * tf.range(batch_size), -1)
+  flat_positions = tf.reshape(tf.cast(positions, tf.int32) + shift, [-1])
+  flat_sequence = tf.reshape(sequence, [batch_size * seq_len, depth])
+  gathered = tf.gather(flat_sequence, flat_positions)
+  if rank == 2:
+    return tf.reshape(gathered, [batch_size, -1])
+  return tf.reshape(gathered, [batch_size, -1, depth])
+
+
+def scatter_update(sequence: tf.Tensor, updates: tf.Tensor,
+                   positions: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
+  """Writes `updates` into `sequence` at `positions`, row by row.
+
+  Official semantics: updates to position 0 are ignored (this is how padded
+  prediction slots become no-ops); updates that share a position are summed and
+  divided by their count, i.e. averaged for float sequences and floor-averaged
+  for integer ones (two different ids t1, t2 give (t1 + t2) // 2); the result is
+  the blend (1 - m) * sequence + m * updates with m the 0/1 update mask.
+
+  Args:
+    sequence: [batch, seq_len] or [batch, seq_len, depth], float or int.
+    updates: [batch, n_positions] or [batch, n_positions, depth], same dtype as
+      `sequence`.
+    positions: [batch, n_positions] int indices into seq_len.
+
+  Returns:
+    updated_sequence: like `sequence`.
+    updates_mask: [batch, seq_len] int32, 1 where a position (other than 0)
+      was updated.
+  """
+  rank = sequence.shape.rank
+  if rank not in (2, 3):
+    raise ValueError(f"scatter_update: sequence must have rank 2 or 3, got shape "
+                     f"{sequence.shape}")
+  if not (sequence.dtype.is_floating or sequence.dtype.is_integer):
+    raise TypeError(f"scatter_update: sequence must be float or int, got {sequence.dtype}")
+  if rank == 2:
+    sequence = tf.expand_dims(sequence, -1)
+  batch_size, seq_len, depth = _shape_list(sequence)
+  positions = tf.cast(positions, tf.int32)
+  n_positions = _shape_list(positions)[1]
+
+  # Sum the updates (duplicates add up) and count the writes per position.
+  shift = tf.expand_dims(seq_len * tf.range(batch_size), -1)
+  flat_positions = tf.reshape(positions + shift, [-1, 1])
+  flat_updates = tf.reshape(updates, [-1, depth])
+  summed = tf.scatter_nd(flat_positions, flat_updates, [batch_size * seq_len, depth])
+  summed = tf.reshape(summed, [batch_size, seq_len, depth])
+  counts = tf.scatter_nd(flat_positions, tf.ones([batch_size * n_positions], tf.int32),
+                         [batch_size * seq_len])
+  counts = tf.reshape(counts, [batch_size, seq_len])
+  counts *= tf.cast(tf.range(seq_len) > 0, tf.int32)  # ignore position 0
+
+  # Divide duplicates by their count: true division for floats, floor for ints.
+  one = tf.ones([], sequence.dtype)
+  counts_3d = tf.cast(tf.expand_dims(counts, -1), sequence.dtype)
+  divisor = tf.maximum(one, counts_3d)
+  if sequence.dtype.is_floating:
+    averaged = summed / divisor
+  else:
+    averaged = tf.math.floordiv(summed, divisor)
+
+  # Blend, with the mask clipped to 1.
+  updates_mask = tf.minimum(counts, 1)
+  mask_3d = tf.minimum(counts_3d, one)
+  updated_sequence = (1 - mask_3d) * sequence + mask_3d * averaged
+  if rank == 2:
+    updated_sequence = tf.squeeze(updated_sequence, -1)
+  return updated_sequence, updates_mask
+
+
+# ---------------------------------------------------------------------------
+# Dynamic masking (spec 3.3 - 3.5)
+# ---------------------------------------------------------------------------
+
+def get_candidates_mask(config: MaskingConfig, inputs: pretrain_data.Inputs,
+                        disallow_from_mask: Optional[tf.Tensor] = None) -> tf.Tensor:
+  """Positions that may be masked out: [batch, seq_len] bool.
+
+  A position is a candidate when its id is not [SEP], [CLS] or [MASK], its
+  input_mask is 1 (so padding is excluded) and it is not in
+  `disallow_from_mask` ([batch, seq_len] bool). [UNK] and every other token,
+  the [PAD] id included when input_mask is 1, may be masked.
+  """
+  special = config.special_ids
+  input_ids = inputs.input_ids
+  candidates = tf.cast(inputs.input_mask, tf.bool)
+  for ignore_id in (special.sep, special.cls, special.mask):
+    candidates &= tf.not_equal(input_ids, tf.cast(ignore_id, input_ids.dtype))
+  if disallow_from_mask is not None:
+    candidates &= tf.logical_not(tf.cast(disallow_from_mask, tf.bool))
+  return candidates
+
+
+def num_to_predict(config: MaskingConfig, input_mask: tf.Tensor,
+                   mask_prob: Union[float, tf.Tensor]) -> tf.Tensor:
+  """Slots each row predicts: max(1, min(N, round_half_even(sum(input_mask) * mask_prob))).
+
+  input_mask: [batch, seq_len]; returns [batch] int32. [CLS]/[SEP] count as tokens.
+  """
+  num_tokens = tf.cast(tf.reduce_sum(input_mask, -1), tf.float32)
+  return tf.maximum(1, tf.minimum(config.max_predictions_per_seq, tf.cast(
+      tf.round(num_tokens * tf.cast(mask_prob, tf.float32)), tf.int32)))
+
+
+def mask(config: MaskingConfig, inputs: pretrain_data.Inputs,
+         mask_prob: Union[float, tf.Tensor],
+         proposal_distribution: Union[float, tf.Tensor] = 1.0,
+         disallow_from_mask: Optional[tf.Tensor] = None,
+         already_masked: Optional[tf.Tensor] = None, *,
+         seed: Optional[Seed] = None) -> pretrain_data.Inputs:
+  """Dynamic masking, as the official `mask` (spec 3.4).
+
+  With N = config.max_predictions_per_seq, each row predicts
+  k = max(1, min(N, round_half_even(sum(input_mask) * mask_prob))) slots: the
+  first k of the N slots get weight 1, the rest weight 0. N positions are drawn
+  independently *with replacement* from proposal_distribution * candidates
+  (normalised per row); padded slots get position 0 and id 0. Each slot
+  independently replaces its token with [MASK] with probability 0.85 and keeps
+  it otherwise; no slot gets a random token.
+
+  Args:
+    config: provides max_predictions_per_seq and special_ids.
+    inputs: Inputs with input_ids, input_mask ([batch, seq_len] int).
+    mask_prob: fraction of the real tokens (specials included) to predict.
+    proposal_distribution: scalar or [batch, seq_len] scores for masking each
+      position (uniform by default).
+    disallow_from_mask: optional [batch, seq_len] bool, positions never masked.
+    already_masked: optional [batch, N] 0/1 (or bool) slots to switch off for
+      multiple rounds of masking; they get weight 0, position 0 and id 0.
+    seed: None or a [2] int32/int64 seed (see the module docstring).
+
+  Returns:
+    `inputs` with input_ids masked ([batch, seq_len]), masked_lm_positions and
+    masked_lm_ids ([batch, N] int) and masked_lm_weights ([batch, N] float32).
+    A row without any candidate gets all-zero weights and stays unmasked.
+  """
+  n_predictions = config.max_predictions_per_seq
+  batch_size, _ = _shape_list(inputs.input_ids)
+  input_ids = inputs.input_ids
+  position_seed, keep_seed = tf.unstack(
+      tf.random.experimental.stateless_split(_resolve_seed(seed), num=2))
+
+  masked_lm_weights = tf.cast(tf.sequence_mask(
+      num_to_predict(config, inputs.input_mask, mask_prob), n_predictions), tf.float32)
+  if already_masked is not None:
+    masked_lm_weights *= 1.0 - tf.cast(already_masked, tf.float32)
+
+  # The distribution over positions; rows without mass predict nothing.
+  candidates = get_candidates_mask(config, inputs, disallow_from_mask)
+  sample_prob = tf.cast(proposal_distribution, tf.float32) * tf.cast(candidates, tf.float32)
+  row_mass = tf.reduce_sum(sample_prob, axis=-1, keepdims=True)
+  sample_prob = tf.stop_gradient(sample_prob / row_mass)
+  masked_lm_weights *= tf.cast(row_mass > 0, tf.float32)
+
+  # N draws with replacement; padded slots go to position 0.
+  weights_int = tf.cast(masked_lm_weights, tf.int32)
+  masked_lm_positions = tf.random.stateless_categorical(
+      tf.math.log(sample_prob), n_predictions, seed=position_seed, dtype=tf.int32)
+  masked_lm_positions *= weights_int
+  masked_lm_ids = gather_positions(input_ids, masked_lm_positions)
+  masked_lm_ids *= tf.cast(weights_int, input_ids.dtype)
+
+  # 85% of the slots show [MASK], the rest keep their token (sent to position 0).
+  show_mask = tf.random.stateless_uniform([batch_size, n_predictions], seed=keep_seed)
+  replace_positions = masked_lm_positions * tf.cast(show_mask < _MASK_TOKEN_PROB, tf.int32)
+  mask_ids = tf.fill([batch_size, n_predictions],
+                     tf.cast(config.special_ids.mask, input_ids.dtype))
+  masked_input_ids, _ = scatter_update(input_ids, mask_ids, replace_positions)
+
+  return pretrain_data.get_updated_inputs(
+      inputs,
+      input_ids=tf.stop_gradient(masked_input_ids),
+      masked_lm_positions=masked_lm_positions,
+      masked_lm_ids=masked_lm_ids,
+      masked_lm_weights=masked_lm_weights)
+
+
+def unmask(inputs: pretrain_data.Inputs) -> pretrain_data.Inputs:
+  """Puts masked_lm_ids back at masked_lm_positions ([batch, seq_len] input_ids).
+
+  Padded slots (position 0) are ignored, so `unmask(mask(x))` restores x.
+  """
+  unmasked_ids, _ = scatter_update(inputs.input_ids, inputs.masked_lm_ids,
+                                   inputs.masked_lm_positions)
+  return pretrain_data.get_updated_inputs(inputs, input_ids=unmasked_ids)
+
+
+# ---------------------------------------------------------------------------
+# Sampling (spec 3.6)
+# ---------------------------------------------------------------------------
+
+def sample_ids_from_softmax(logits: tf.Tensor, disallow: Optional[tf.Tensor] = None, *,
+                            seed: Optional[Seed] = None) -> tf.Tensor:
+  """One sample per slot from softmax(logits), by the Gumbel-max trick.
+
+  Exactly the official draw: logits -= 1000 * disallow;
+  u ~ U[0, 1); g = -log(-log(u + 1e-9) + 1e-9); sample = argmax(logits + g).
+  The official code takes a softmax before the argmax; a softmax is monotonic
+  and does not change the argmax, so it is skipped here. Temperature is the
+  caller's business: pass `logits / temperature`. Special tokens can be drawn.
+
+  Args:
+    logits: [batch, n_positions, vocab_size] float; computed in float32.
+    disallow: optional [batch, n_positions, vocab_size] 0/1 (float or bool);
+      a 1 lowers that logit by 1000, so the id is in effect never drawn
+      (the official use is one_hot(masked_lm_ids) for `disallow_correct`).
+    seed: None or a [2] int32/int64 seed (see the module docstring).
+
+  Returns:
+    [batch, n_positions] int32 sampled ids.
+  """
+  logits = tf.cast(logits, tf.float32)
+  if disallow is not None:
+    logits -= 1000.0 * tf.cast(disallow, tf.float32)
+  # logits + g == logits - log(1e-9 - log(u + 1e-9)) bit for bit (negation is
+  # exact): one op fewer on the [batch, n_positions, vocab] tensor, and only the
+  # final noise is kept alive, so eager mode frees the intermediates at once.
+  minus_gumbel = tf.math.log(1e-9 - tf.math.log(
+      tf.random.stateless_uniform(tf.shape(logits), seed=_resolve_seed(seed)) + 1e-9))
+  return tf.argmax(logits - minus_gumbel, axis=-1, output_type=tf.int32)
+
+
+def sample_from_softmax(logits: tf.Tensor, disallow: Optional[tf.Tensor] = None, *,
+                        seed: Optional[Seed] = None) -> tf.Tensor:
+  """The official output of `sample_ids_from_softmax`: a one-hot sample.
+
+  Args and randomness as `sample_ids_from_softmax` (the same seed gives the same
+  ids). Returns [batch, n_positions, vocab_size] float32 one-hot vectors.
+  """
+  vocab_size = _shape_list(logits)[-1]
+  return tf.one_hot(sample_ids_from_softmax(logits, disallow, seed=seed), vocab_size,
+                    dtype=tf.float32)

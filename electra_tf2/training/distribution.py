@@ -1,0 +1,81 @@
+"""Choosing a `tf.distribute` strategy and the mixed-precision policy.
+
+`--distribution-strategy`:
+  auto                   a TPU if --tpu is given, else all visible GPUs with
+                         MirroredStrategy when there are several, else one device;
+  one_device             the first GPU, else the CPU;
+  mirrored               all local GPUs (or the logical CPUs of a test);
+  multi_worker_mirrored  the cluster described by the TF_CONFIG environment variable;
+  tpu                    the TPU named by --tpu (or the local one).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Optional
+
+import keras
+import tensorflow as tf
+
+STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker_mirrored", "tpu")
+PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
+
+
+class DistributionError(ValueError):
+  """A strategy that cannot be built here; the message says what to change."""
+
+
+def get_strategy(name: str = "auto", tpu: Optional[str] = None) -> tf.distribute.Strategy:
+  """Builds the strategy named by --distribution-strategy (see module docstring)."""
+  if name not in STRATEGIES:
+    raise DistributionError(f"--distribution-strategy {name!r} is unknown: use one of "
+                            f"{', '.join(STRATEGIES)}")
+  if name == "auto":
+    if tpu:
+      name = "tpu"
+    elif len(tf.config.list_logical_devices("GPU")) > 1:
+      name = "mirrored"
+    else:
+      name = "one_device"
+  if name == "tpu":
+    resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu or "")
+    tf.config.experimental_connect_to_cluster(resolver)
+    tf.tpu.experimental.initialize_tpu_system(resolver)
+    return tf.distribute.TPUStrategy(resolver)
+  if name == "multi_worker_mirrored":
+    if "TF_CONFIG" not in os.environ:
+      raise DistributionError("--distribution-strategy multi_worker_mirrored needs the "
+                              "TF_CONFIG environment variable describing the cluster")
+    try:
+      json.loads(os.environ["TF_CONFIG"])
+    except json.JSONDecodeError as e:
+      raise DistributionError(f"TF_CONFIG is not valid JSON: {e.msg}") from None
+    return tf.distribute.MultiWorkerMirroredStrategy()
+  if name == "mirrored":
+    gpus = tf.config.list_logical_devices("GPU")
+    devices = [d.name for d in (gpus or tf.config.list_logical_devices("CPU"))]
+    return tf.distribute.MirroredStrategy(devices)
+  gpus = tf.config.list_logical_devices("GPU")
+  return tf.distribute.OneDeviceStrategy(gpus[0].name if gpus else "/cpu:0")
+
+
+def set_precision_policy(name: str = "float32") -> None:
+  """Sets the global Keras dtype policy before the model is built.
+
+  mixed_float16 additionally needs loss scaling (the training loop wraps the
+  optimizer in `keras.optimizers.LossScaleOptimizer`); mixed_bfloat16 does not.
+  """
+  if name not in PRECISIONS:
+    raise DistributionError(f"--mixed-precision {name!r} is unknown: use one of "
+                            f"{', '.join(PRECISIONS)}")
+  keras.mixed_precision.set_global_policy(name)
+
+
+def is_chief(strategy: tf.distribute.Strategy) -> bool:
+  """Whether this process writes logs, summaries and final results."""
+  resolver = getattr(strategy, "cluster_resolver", None)
+  if resolver is None or not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+    return True
+  task_type, task_id = resolver.task_type, resolver.task_id
+  return task_type is None or task_type == "chief" or (task_type == "worker" and task_id == 0)

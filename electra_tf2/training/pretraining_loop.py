@@ -1,0 +1,361 @@
+"""The pre-training driver: strategy, model, optimizer, checkpoints, train and eval loops.
+
+`run_pretraining(config, options)` is what `run_pretraining.py` calls:
+
+- builds the strategy and the precision policy, then, inside the strategy
+  scope, the `ElectraPretrainer` and the official optimizer (built before
+  the first step, which Keras 3 needs under MirroredStrategy);
+- restores the latest checkpoint of `model_dir` (model, optimizer, step, the
+  dropout RNG states and the input iterator), so a resumed run continues the
+  same data stream;
+- runs `iterations_per_loop` steps per compiled loop, each step over
+  `gradient_accumulation_steps` micro-batches whose losses share the global
+  batch's denominators, so accumulation and replicas give the gradient of one
+  device running the whole batch;
+- logs progress, writes TensorBoard summaries and checkpoints every
+  `save_checkpoints_steps`, and on SIGTERM/SIGINT saves and returns cleanly;
+- `do_eval` runs `num_eval_steps` batches and writes every official metric.
+
+Randomness: masking and sampling use stateless seeds made of (step, shard,
+config.seed), where the shard is `replica * accumulation_steps + micro_batch`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import signal
+import time
+from typing import Any, Dict, List, Optional
+
+import keras
+import tensorflow as tf
+
+from electra_tf2 import checkpoint_names, objectives, optimization, pretrain_data
+from electra_tf2 import vocab as vocab_lib
+from electra_tf2.config import PretrainingConfig
+from electra_tf2.models.pretrainer import ElectraPretrainer
+from electra_tf2.training import distribution
+from electra_tf2.training.progress import ProgressLogger, write_json_atomic
+
+LOSS_NAMES = ("total_loss", "mlm_loss", "cloze_loss", "disc_loss")
+
+
+@dataclasses.dataclass
+class RunOptions:
+  """Command-line choices that are not hyperparameters of the model."""
+  distribution_strategy: str = "auto"
+  tpu: Optional[str] = None
+  mixed_precision: str = "float32"
+  jit_compile: bool = False
+  log_every: Optional[int] = None  # steps between progress lines; default iterations_per_loop
+
+
+class StopRequested:
+  """Turns SIGTERM/SIGINT into a flag the loop checks between compiled loops."""
+
+  def __init__(self):
+    self.requested = False
+    self._previous = {}
+
+  def __enter__(self):
+    for sig in (signal.SIGTERM, signal.SIGINT):
+      try:
+        self._previous[sig] = signal.signal(sig, self._handle)
+      except ValueError:  # not the main thread: signals stay with their owner
+        pass
+    return self
+
+  def _handle(self, signum, frame):
+    if self.requested:  # a second signal: stop at once
+      raise KeyboardInterrupt
+    print(f"received signal {signum}: saving a checkpoint and stopping", flush=True)
+    self.requested = True
+
+  def __exit__(self, *exc):
+    for sig, handler in self._previous.items():
+      signal.signal(sig, handler)
+
+
+class PretrainingRun:
+  """Everything one pre-training (or pre-training eval) run holds."""
+
+  def __init__(self, config: PretrainingConfig, options: RunOptions = RunOptions()):
+    self.config = config
+    self.options = options
+    distribution.set_precision_policy(options.mixed_precision)
+    self.strategy = distribution.get_strategy(options.distribution_strategy, options.tpu)
+    self.is_chief = distribution.is_chief(self.strategy)
+    self.accumulation = config.gradient_accumulation_steps
+    self.num_replicas = self.strategy.num_replicas_in_sync
+    global_batch = config.train_batch_size if config.do_train else config.eval_batch_size
+    if global_batch % (self.num_replicas * self.accumulation):
+      raise ValueError(
+          f"batch size {global_batch} is not divisible by {self.num_replicas} replicas x "
+          f"{self.accumulation} gradient_accumulation_steps")
+    self.micro_batch = global_batch // (self.num_replicas * self.accumulation)
+    if config.deterministic:
+      tf.config.experimental.enable_op_determinism()
+
+    with self.strategy.scope():
+      keras.utils.set_random_seed(config.seed)
+      self.model = ElectraPretrainer(config)
+      self.variable_names = checkpoint_names.pretrainer_variable_map(self.model)
+      self.optimizer = optimization.create_optimizer(
+          learning_rate=config.learning_rate, num_train_steps=config.num_train_steps,
+          weight_decay_rate=config.weight_decay_rate, warmup_steps=config.num_warmup_steps,
+          lr_decay_power=config.lr_decay_power,
+          variable_name_fn=checkpoint_names.official_name_fn(self.variable_names))
+      self.base_optimizer = self.optimizer
+      if options.mixed_precision == "mixed_float16":
+        self.optimizer = keras.optimizers.LossScaleOptimizer(self.optimizer)
+      self.optimizer.build(self.model.trainable_variables)
+      self.global_step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step",
+                                     aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+    self._rng_states = tf.Module()
+    self._rng_states.states = {f"s{i}": v for i, v in enumerate(self.model.non_trainable_variables)
+                               if "seed_generator" in v.path}
+
+  # -------------------------------------------------------------------------
+  # Data
+  # -------------------------------------------------------------------------
+
+  def _worker_iterator(self, is_training: bool) -> tf.data.Iterator:
+    """A plain (checkpointable) iterator over this worker's batches.
+
+    Each batch holds `micro_batch` rows for every local replica; `_distribute`
+    hands replica r rows [r * micro_batch, (r + 1) * micro_batch). So replicas
+    see the same rows that one device would see over consecutive micro-batches.
+    """
+    resolver = getattr(self.strategy, "cluster_resolver", None)
+    num_workers, worker_id = 1, 0
+    if isinstance(self.strategy, tf.distribute.MultiWorkerMirroredStrategy) and resolver:
+      num_workers = self.strategy.extended._num_workers  # pylint: disable=protected-access
+      worker_id = resolver.task_id if resolver.task_type != "chief" else 0
+    self.local_replicas = self.num_replicas // num_workers
+    context = tf.distribute.InputContext(num_input_pipelines=num_workers,
+                                         input_pipeline_id=worker_id,
+                                         num_replicas_in_sync=self.num_replicas)
+    dataset = pretrain_data.input_fn(self.config, is_training,
+                                     self.micro_batch * self.local_replicas, context,
+                                     deterministic=self.config.deterministic)
+    return iter(dataset)
+
+  def _distribute(self, batch: Dict[str, tf.Tensor]):
+    """Splits a worker batch into per-replica values (see `_worker_iterator`)."""
+    size = self.micro_batch
+
+    def replica_rows(context: tf.distribute.ValueContext) -> Dict[str, tf.Tensor]:
+      local = context.replica_id_in_sync_group % self.local_replicas
+      return {k: v[local * size:(local + 1) * size] for k, v in batch.items()}
+    return self.strategy.experimental_distribute_values_from_function(replica_rows)
+
+  # -------------------------------------------------------------------------
+  # Steps
+  # -------------------------------------------------------------------------
+
+  def _seed(self, shard: tf.Tensor) -> tf.Tensor:
+    step = tf.cast(self.global_step, tf.int32)
+    return tf.stack([step, tf.cast(shard, tf.int32) + self.config.seed * 65536])
+
+  def _replica_train_step(self, micro_batches: List[Dict[str, tf.Tensor]]) -> Dict[str, tf.Tensor]:
+    """One optimizer step on this replica: accumulate the micro-batches' gradients."""
+    context = tf.distribute.get_replica_context()
+    replica = tf.cast(context.replica_id_in_sync_group, tf.int32)
+    local = [objectives.loss_denominators(self.config, f) for f in micro_batches]
+    denominators = {k: context.all_reduce(tf.distribute.ReduceOp.SUM,
+                                          tf.add_n([d[k] for d in local])) for k in local[0]}
+    variables = self.model.trainable_variables
+    grads_sum, losses_sum = None, {}
+    for i, features in enumerate(micro_batches):
+      grads, losses = self._compute_gradients(
+          features, self._seed(replica * self.accumulation + i), denominators)
+      grads_sum = grads if grads_sum is None else [a + b for a, b in zip(grads_sum, grads)]
+      losses_sum = {k: losses_sum.get(k, 0.0) + v for k, v in losses.items()}
+    self.optimizer.apply(grads_sum, variables)
+    return losses_sum
+
+  def _forward_backward(self, features, seed, denominators):
+    with tf.GradientTape() as tape:
+      outputs = self.model(features, training=True, seed=seed, denominators=denominators)
+      loss = outputs["total_loss"]
+      if isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer):
+        loss = self.optimizer.scale_loss(loss)
+    grads = tape.gradient(loss, self.model.trainable_variables)
+    grads = [tf.convert_to_tensor(g) for g in grads]  # dense: summed across micro-batches
+    return grads, {k: outputs[k] for k in LOSS_NAMES if k in outputs}
+
+  def _build_train_loop(self):
+    self._compute_gradients = tf.function(self._forward_backward,
+                                          jit_compile=self.options.jit_compile)
+
+    @tf.function
+    def train_loop(iterator, num_steps: tf.Tensor) -> Dict[str, tf.Tensor]:
+      totals = {k: tf.constant(0.0) for k in self._loss_names()}
+      for _ in tf.range(num_steps):
+        micro_batches = [self._distribute(next(iterator)) for _ in range(self.accumulation)]
+        per_replica = self.strategy.run(self._replica_train_step, args=(micro_batches,))
+        totals = {k: v + self.strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica[k], None)
+                  for k, v in totals.items()}
+        self.global_step.assign_add(1)
+      return {k: v / tf.cast(num_steps, tf.float32) for k, v in totals.items()}
+    return train_loop
+
+  def _loss_names(self) -> List[str]:
+    config = self.config
+    names = ["total_loss", "mlm_loss"]
+    if config.two_tower_generator:
+      names.append("cloze_loss")
+    if config.electra_objective or config.electric_objective:
+      names.append("disc_loss")
+    return names
+
+  # -------------------------------------------------------------------------
+  # Checkpoints
+  # -------------------------------------------------------------------------
+
+  def _checkpoint_manager(self, iterator) -> tf.train.CheckpointManager:
+    checkpoint = tf.train.Checkpoint(model=self.model, optimizer=self.optimizer,
+                                     global_step=self.global_step, rng=self._rng_states,
+                                     iterator=iterator)
+    directory = self.config.model_dir
+    if not self.is_chief:  # every worker saves its own iterator state and resumes from it
+      resolver = self.strategy.cluster_resolver
+      directory = os.path.join(directory, f"worker_{resolver.task_type}_{resolver.task_id}")
+    return tf.train.CheckpointManager(checkpoint, directory,
+                                      max_to_keep=self.config.keep_checkpoint_max or None,
+                                      step_counter=self.global_step, checkpoint_name="ckpt")
+
+  # -------------------------------------------------------------------------
+  # Train
+  # -------------------------------------------------------------------------
+
+  def train(self) -> Dict[str, Any]:
+    """Trains to num_train_steps (resuming if model_dir holds a checkpoint)."""
+    config = self.config
+    iterator = self._worker_iterator(is_training=True)
+    manager = self._checkpoint_manager(iterator)
+    restored = manager.restore_or_initialize()
+    start_step = int(self.global_step.numpy())
+    if restored:
+      print(f"resumed from {restored} at step {start_step}", flush=True)
+    if self.is_chief:
+      tf.io.gfile.makedirs(config.model_dir)
+      write_json_atomic(os.path.join(config.model_dir, "pretrain_config.json"), config.to_dict())
+    summary_dir = os.path.join(config.model_dir, "train") if self.is_chief else None
+    progress = ProgressLogger(config.num_train_steps, start_step, summary_dir,
+                              config.max_seq_length)
+    train_loop = self._build_train_loop()
+    log_every = self.options.log_every or config.iterations_per_loop
+    losses: Dict[str, float] = {}
+    throughput: Dict[str, float] = {}
+    step = saved_step = start_step
+    stopped_early = False
+    with StopRequested() as stop:
+      while step < config.num_train_steps:
+        next_save = (step // config.save_checkpoints_steps + 1) * config.save_checkpoints_steps
+        next_log = (step // log_every + 1) * log_every
+        num_steps = min(config.iterations_per_loop, next_save - step, next_log - step,
+                        config.num_train_steps - step)
+        result = train_loop(iterator, tf.constant(num_steps))
+        step = int(self.global_step.numpy())
+        losses = {k: float(v) for k, v in result.items()}
+        for name, value in losses.items():
+          if not tf.math.is_finite(value):
+            manager.save(checkpoint_number=step)
+            raise FloatingPointError(f"{name} became {value} at step {step}; the last "
+                                     f"checkpoint is in {config.model_dir}")
+        if step % log_every == 0 or step == config.num_train_steps:
+          lr = float(self.base_optimizer.learning_rate)
+          throughput = progress.log(step, losses, lr, config.train_batch_size)
+        if (step % config.save_checkpoints_steps == 0 or step == config.num_train_steps
+            or stop.requested):
+          manager.save(checkpoint_number=step)
+          saved_step = step
+        if stop.requested:
+          stopped_early = True
+          break
+    summary = {"model_name": config.model_name, "step": step,
+               "num_train_steps": config.num_train_steps, "stopped_early": stopped_early,
+               "final_losses": losses, "last_throughput": throughput,
+               "train_seconds_this_run": progress.elapsed,
+               "num_replicas": self.num_replicas,
+               "gradient_accumulation_steps": self.accumulation,
+               "latest_checkpoint": manager.latest_checkpoint, "saved_step": saved_step}
+    if self.is_chief:
+      write_json_atomic(os.path.join(config.model_dir, "pretrain_summary.json"), summary)
+    return summary
+
+  # -------------------------------------------------------------------------
+  # Eval
+  # -------------------------------------------------------------------------
+
+  def evaluate(self) -> Dict[str, float]:
+    """The official eval metrics over num_eval_steps batches of the latest checkpoint."""
+    config = self.config
+    checkpoint = tf.train.Checkpoint(model=self.model, global_step=self.global_step)
+    latest = tf.train.latest_checkpoint(config.model_dir)
+    if latest is None:
+      raise FileNotFoundError(f"no checkpoint in {config.model_dir} to evaluate; train first")
+    checkpoint.read(latest).expect_partial()
+
+    def replica_eval(features):
+      replica = tf.distribute.get_replica_context().replica_id_in_sync_group
+      outputs = self.model(features, training=False, seed=self._seed(replica))
+      stats = objectives.metric_statistics(outputs)
+      stats.update({k: tf.reshape(outputs[k], [1]) for k in self._loss_names()})
+      return stats
+
+    @tf.function
+    def eval_step(iterator):
+      per_replica = self.strategy.run(replica_eval, args=(self._distribute(next(iterator)),))
+      return {k: self.strategy.reduce(tf.distribute.ReduceOp.SUM, v, None)
+              for k, v in per_replica.items()}
+
+    iterator = self._worker_iterator(is_training=False)
+    accumulator = objectives.MetricAccumulator()
+    loss_totals: Dict[str, float] = {}
+    for _ in range(config.num_eval_steps):
+      stats = eval_step(iterator)
+      for k in self._loss_names():
+        loss_totals[k] = loss_totals.get(k, 0.0) + float(stats.pop(k)[0]) / self.num_replicas
+      accumulator.update(stats)
+    results = accumulator.result()
+    results.update({f"eval_{k}": v / config.num_eval_steps for k, v in loss_totals.items()})
+    results["global_step"] = int(self.global_step.numpy())
+    if self.is_chief:
+      results_dir = os.path.join(config.model_dir, "results")
+      tf.io.gfile.makedirs(results_dir)
+      write_json_atomic(os.path.join(results_dir, "unsup_results.json"), results)
+      text = "\n".join(f"{k} = {v}" for k, v in sorted(results.items())) + "\n"
+      tmp = os.path.join(results_dir, "unsup_results.txt.tmp")
+      with tf.io.gfile.GFile(tmp, "w") as f:
+        f.write(text)
+      tf.io.gfile.rename(tmp, os.path.join(results_dir, "unsup_results.txt"), overwrite=True)
+      ProgressLogger(1, 0, os.path.join(config.model_dir, "eval"), config.max_seq_length
+                     ).write_summaries(results["global_step"], results)
+      print(text, end="", flush=True)
+    return results
+
+
+def validate_inputs(config: PretrainingConfig) -> None:
+  """Fails before any heavy work on a missing data dir, vocab or mismatched TFRecords."""
+  if config.data_dir is not None and not os.path.isdir(config.data_dir):
+    raise pretrain_data.DataError(f"--data-dir {config.data_dir} does not exist")
+  if config.vocab_file is not None:
+    vocab_lib.load_vocab(config.vocab_file, expected_size=config.vocab_size)
+  pretrain_data.check_tfrecords(config.pretrain_tfrecords or "", config.max_seq_length)
+
+
+def run_pretraining(config: PretrainingConfig, options: RunOptions = RunOptions()
+                    ) -> Dict[str, Any]:
+  """Trains or evaluates as the config says (exactly one of do_train / do_eval)."""
+  start = time.time()
+  validate_inputs(config)
+  run = PretrainingRun(config, options)
+  if config.do_train:
+    result = run.train()
+  else:
+    result = run.evaluate()
+  print(f"done in {time.time() - start:.1f}s", flush=True)
+  return result

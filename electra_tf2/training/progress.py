@@ -1,0 +1,94 @@
+"""Progress lines and TensorBoard summaries (the official ETAHook's information).
+
+One line per logging interval:
+
+  step 400/1000 (40.0%) | total_loss 21.503 mlm_loss 6.921 disc_loss 0.292 | lr 2.0e-04 |
+  31.2 seq/s 3994 tok/s | elapsed 12m04s ETA 18m06s
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from typing import Dict, Mapping, Optional, TextIO
+
+import tensorflow as tf
+
+
+def secs_to_str(seconds: float) -> str:
+  """12345 -> '3h25m45s' (as util/training_utils.secs_to_str)."""
+  seconds = int(round(seconds))
+  hours, rest = divmod(seconds, 3600)
+  minutes, secs = divmod(rest, 60)
+  if hours:
+    return f"{hours}h{minutes:02d}m{secs:02d}s"
+  if minutes:
+    return f"{minutes}m{secs:02d}s"
+  return f"{secs}s"
+
+
+class ProgressLogger:
+  """Prints progress and writes scalar summaries; a no-op writer on non-chief workers.
+
+  Args:
+    total_steps: the step the run ends at.
+    start_step: the step the run (re)started from, so ETA uses this run's speed.
+    summary_dir: TensorBoard directory, or None for no summaries.
+    sequence_length: tokens per sequence, for tokens/s.
+    stream: where lines go (stdout by default).
+  """
+
+  def __init__(self, total_steps: int, start_step: int, summary_dir: Optional[str],
+               sequence_length: int, stream: TextIO = sys.stdout):
+    self.total_steps = total_steps
+    self.sequence_length = sequence_length
+    self.stream = stream
+    self._writer = tf.summary.create_file_writer(summary_dir) if summary_dir else None
+    self._start_time = time.time()
+    self._start_step = start_step
+    self._last_time = self._start_time
+    self._last_step = start_step
+
+  def log(self, step: int, scalars: Mapping[str, float], learning_rate: float,
+          sequences_per_step: int) -> Dict[str, float]:
+    """Logs one interval ending at `step`; returns the throughput figures."""
+    now = time.time()
+    interval_steps = max(step - self._last_step, 1)
+    interval_time = max(now - self._last_time, 1e-9)
+    seq_per_sec = interval_steps * sequences_per_step / interval_time
+    run_steps = max(step - self._start_step, 1)
+    steps_per_sec = run_steps / max(now - self._start_time, 1e-9)
+    eta = (self.total_steps - step) / steps_per_sec
+    throughput = {"sequences_per_sec": seq_per_sec,
+                  "tokens_per_sec": seq_per_sec * self.sequence_length}
+    losses = " ".join(f"{k} {v:.4g}" for k, v in scalars.items())
+    print(f"step {step}/{self.total_steps} ({100.0 * step / self.total_steps:.1f}%) | {losses} | "
+          f"lr {learning_rate:.2e} | {seq_per_sec:.1f} seq/s "
+          f"{throughput['tokens_per_sec']:.0f} tok/s | "
+          f"elapsed {secs_to_str(now - self._start_time)} ETA {secs_to_str(eta)}",
+          file=self.stream, flush=True)
+    self.write_summaries(step, {**scalars, "learning_rate": learning_rate, **throughput})
+    self._last_time, self._last_step = now, step
+    return throughput
+
+  def write_summaries(self, step: int, scalars: Mapping[str, float], prefix: str = "") -> None:
+    if self._writer is None:
+      return
+    with self._writer.as_default():
+      for name, value in scalars.items():
+        tf.summary.scalar(prefix + name, value, step=step)
+    self._writer.flush()
+
+  @property
+  def elapsed(self) -> float:
+    return time.time() - self._start_time
+
+
+def write_json_atomic(path: str, data: Mapping) -> None:
+  """Writes JSON to `path` through a temporary file, so readers never see half a file."""
+  tmp = f"{path}.tmp-{os.getpid()}"
+  with tf.io.gfile.GFile(tmp, "w") as f:
+    f.write(json.dumps(data, indent=2, sort_keys=True) + "\n")
+  tf.io.gfile.rename(tmp, path, overwrite=True)

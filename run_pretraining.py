@@ -1,0 +1,60 @@
+"""Pre-trains (or evaluates) ELECTRA.
+
+  python run_pretraining.py --data-dir DIR --model-name electra_small \
+      [--hparams '{"num_train_steps": 1000}' | --hparams my_hparams.json] \
+      [--distribution-strategy auto] [--mixed-precision float32] [--jit-compile]
+
+DIR holds pretrain_tfrecords/pretrain_data.tfrecord* and vocab.txt; the model
+goes to DIR/models/<model-name>. Model names are the presets in configs/.
+"""
+
+import os
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+from absl import app, flags  # noqa: E402
+
+from electra_tf2 import config as config_lib  # noqa: E402
+from electra_tf2.training import distribution  # noqa: E402
+
+flags.DEFINE_string("data-dir", None, "Directory with pretrain_tfrecords/ and vocab.txt.")
+flags.DEFINE_string("model-name", None, "A preset of configs/ (electra_small, electra_base, ...)"
+                    " or a path to a preset .json; also names DIR/models/<model-name>.")
+flags.DEFINE_string("hparams", "{}", "JSON object or .json file of hyperparameters "
+                    "(see configs/pretraining_defaults.json).")
+flags.DEFINE_enum("distribution-strategy", "auto", list(distribution.STRATEGIES),
+                  "auto: a TPU if --tpu, all GPUs if several, else one device.")
+flags.DEFINE_string("tpu", None, "TPU name or grpc:// address.")
+flags.DEFINE_enum("mixed-precision", "float32", list(distribution.PRECISIONS),
+                  "Compute dtype policy; mixed_float16 adds loss scaling.")
+flags.DEFINE_bool("jit-compile", False, "Compile the forward/backward pass with XLA.")
+flags.DEFINE_integer("log-every", None, "Steps between progress lines "
+                     "(default: iterations_per_loop).")
+FLAGS = flags.FLAGS
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+  for name in ("data-dir", "model-name"):
+    if not FLAGS[name].value:
+      raise app.UsageError(f"--{name} is required")
+  from electra_tf2 import pretrain_data, vocab  # noqa: E402  (after flag errors, TF is slow)
+  from electra_tf2.training import pretraining_loop  # noqa: E402
+  try:
+    config = config_lib.resolve_pretraining_config(
+        FLAGS["model-name"].value, FLAGS["data-dir"].value, FLAGS.hparams)
+    options = pretraining_loop.RunOptions(
+        distribution_strategy=FLAGS["distribution-strategy"].value, tpu=FLAGS.tpu,
+        mixed_precision=FLAGS["mixed-precision"].value, jit_compile=FLAGS["jit-compile"].value,
+        log_every=FLAGS["log-every"].value)
+    pretraining_loop.run_pretraining(config, options)
+  except (config_lib.ConfigError, pretrain_data.DataError, vocab.VocabError,
+          distribution.DistributionError) as e:
+    print(f"error: {e}", file=sys.stderr)
+    sys.exit(2)
+
+
+if __name__ == "__main__":
+  app.run(main)

@@ -1,0 +1,60 @@
+"""Tiny pre-training data written by the tests themselves (no ../shared needed)."""
+
+import os
+from typing import List
+
+import numpy as np
+import tensorflow as tf
+
+SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+
+
+def write_vocab(path: str, size: int) -> List[str]:
+  """A vocab with the special tokens first, then filler words."""
+  tokens = SPECIALS + [f"w{i}" for i in range(size - len(SPECIALS))]
+  with open(path, "w", encoding="utf-8") as f:
+    f.write("\n".join(tokens) + "\n")
+  return tokens
+
+
+def write_pretraining_data(data_dir: str, num_examples: int = 64, seq_len: int = 32,
+                           vocab_size: int = 30522, num_files: int = 2, seed: int = 0,
+                           bert_ids: bool = True) -> str:
+  """Writes vocab.txt and pretrain_tfrecords/ like the data builder's output.
+
+  Examples are [CLS] A [SEP] B [SEP] + padding, of random lengths. With
+  bert_ids the special ids are BERT's (vocab_size must be 30522); otherwise
+  the vocab written here (specials at 0..4) is used.
+  """
+  rng = np.random.default_rng(seed)
+  os.makedirs(os.path.join(data_dir, "pretrain_tfrecords"), exist_ok=True)
+  if bert_ids:
+    cls, sep = 101, 102
+    tokens = ["[PAD]"] + [f"[unused{i}]" for i in range(99)] + ["[UNK]", "[CLS]", "[SEP]",
+                                                               "[MASK]"]
+    tokens += [f"w{i}" for i in range(vocab_size - len(tokens))]
+    with open(os.path.join(data_dir, "vocab.txt"), "w", encoding="utf-8") as f:
+      f.write("\n".join(tokens) + "\n")
+    low = 1000
+  else:
+    write_vocab(os.path.join(data_dir, "vocab.txt"), vocab_size)
+    cls, sep, low = 2, 3, 5
+  writers = [tf.io.TFRecordWriter(os.path.join(
+      data_dir, "pretrain_tfrecords", f"pretrain_data.tfrecord-{i}-of-{num_files}"))
+      for i in range(num_files)]
+  for n in range(num_examples):
+    length = int(rng.integers(seq_len // 2, seq_len + 1))
+    split = int(rng.integers(2, length - 1))
+    ids = rng.integers(low, vocab_size, seq_len)
+    ids[0], ids[split], ids[length - 1] = cls, sep, sep
+    ids[length:] = 0
+    mask = (np.arange(seq_len) < length).astype(np.int64)
+    segments = ((np.arange(seq_len) > split) & (mask == 1)).astype(np.int64)
+    feature = {name: tf.train.Feature(int64_list=tf.train.Int64List(value=list(map(int, v))))
+               for name, v in (("input_ids", ids), ("input_mask", mask),
+                               ("segment_ids", segments))}
+    writers[n % num_files].write(
+        tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString())
+  for w in writers:
+    w.close()
+  return data_dir
