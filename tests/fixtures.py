@@ -19,12 +19,13 @@ def write_vocab(path: str, size: int) -> List[str]:
 
 def write_pretraining_data(data_dir: str, num_examples: int = 64, seq_len: int = 32,
                            vocab_size: int = 30522, num_files: int = 2, seed: int = 0,
-                           bert_ids: bool = True) -> str:
+                           bert_ids: bool = True, num_word_types: int = 0) -> str:
   """Writes vocab.txt and pretrain_tfrecords/ like the data builder's output.
 
   Examples are [CLS] A [SEP] B [SEP] + padding, of random lengths. With
   bert_ids the special ids are BERT's (vocab_size must be 30522); otherwise
-  the vocab written here (specials at 0..4) is used.
+  the vocab written here (specials at 0..4) is used. num_word_types > 0 draws
+  words from that many ids only, so a model can learn something quickly.
   """
   rng = np.random.default_rng(seed)
   os.makedirs(os.path.join(data_dir, "pretrain_tfrecords"), exist_ok=True)
@@ -45,7 +46,8 @@ def write_pretraining_data(data_dir: str, num_examples: int = 64, seq_len: int =
   for n in range(num_examples):
     length = int(rng.integers(seq_len // 2, seq_len + 1))
     split = int(rng.integers(2, length - 1))
-    ids = rng.integers(low, vocab_size, seq_len)
+    high = low + num_word_types if num_word_types else vocab_size
+    ids = rng.integers(low, high, seq_len)
     ids[0], ids[split], ids[length - 1] = cls, sep, sep
     ids[length:] = 0
     mask = (np.arange(seq_len) < length).astype(np.int64)

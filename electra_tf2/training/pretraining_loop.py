@@ -80,11 +80,13 @@ class StopRequested:
 class PretrainingRun:
   """Everything one pre-training (or pre-training eval) run holds."""
 
-  def __init__(self, config: PretrainingConfig, options: RunOptions = RunOptions()):
+  def __init__(self, config: PretrainingConfig, options: RunOptions = RunOptions(),
+               strategy: Optional[tf.distribute.Strategy] = None):
     self.config = config
     self.options = options
+    self.strategy = strategy or distribution.get_strategy(options.distribution_strategy,
+                                                          options.tpu)
     distribution.set_precision_policy(options.mixed_precision)
-    self.strategy = distribution.get_strategy(options.distribution_strategy, options.tpu)
     self.is_chief = distribution.is_chief(self.strategy)
     self.accumulation = config.gradient_accumulation_steps
     self.num_replicas = self.strategy.num_replicas_in_sync
@@ -248,6 +250,7 @@ class PretrainingRun:
     train_loop = self._build_train_loop()
     log_every = self.options.log_every or config.iterations_per_loop
     losses: Dict[str, float] = {}
+    history: List[Dict[str, float]] = []
     throughput: Dict[str, float] = {}
     step = saved_step = start_step
     stopped_early = False
@@ -260,6 +263,7 @@ class PretrainingRun:
         result = train_loop(iterator, tf.constant(num_steps))
         step = int(self.global_step.numpy())
         losses = {k: float(v) for k, v in result.items()}
+        history.append({"step": step, **losses})
         for name, value in losses.items():
           if not tf.math.is_finite(value):
             manager.save(checkpoint_number=step)
@@ -284,7 +288,7 @@ class PretrainingRun:
                "latest_checkpoint": manager.latest_checkpoint, "saved_step": saved_step}
     if self.is_chief:
       write_json_atomic(os.path.join(config.model_dir, "pretrain_summary.json"), summary)
-    return summary
+    return {**summary, "history": history}
 
   # -------------------------------------------------------------------------
   # Eval
@@ -303,7 +307,7 @@ class PretrainingRun:
       replica = tf.distribute.get_replica_context().replica_id_in_sync_group
       outputs = self.model(features, training=False, seed=self._seed(replica))
       stats = objectives.metric_statistics(outputs)
-      stats.update({k: tf.reshape(outputs[k], [1]) for k in self._loss_names()})
+      stats["loss"] = tf.reshape(outputs["total_loss"], [1])
       return stats
 
     @tf.function
@@ -314,14 +318,13 @@ class PretrainingRun:
 
     iterator = self._worker_iterator(is_training=False)
     accumulator = objectives.MetricAccumulator()
-    loss_totals: Dict[str, float] = {}
+    loss_total = 0.0
     for _ in range(config.num_eval_steps):
       stats = eval_step(iterator)
-      for k in self._loss_names():
-        loss_totals[k] = loss_totals.get(k, 0.0) + float(stats.pop(k)[0]) / self.num_replicas
+      loss_total += float(stats.pop("loss")[0]) / self.num_replicas
       accumulator.update(stats)
     results = accumulator.result()
-    results.update({f"eval_{k}": v / config.num_eval_steps for k, v in loss_totals.items()})
+    results["loss"] = loss_total / config.num_eval_steps
     results["global_step"] = int(self.global_step.numpy())
     if self.is_chief:
       results_dir = os.path.join(config.model_dir, "results")
@@ -351,8 +354,10 @@ def run_pretraining(config: PretrainingConfig, options: RunOptions = RunOptions(
                     ) -> Dict[str, Any]:
   """Trains or evaluates as the config says (exactly one of do_train / do_eval)."""
   start = time.time()
+  # Multi-worker collectives must be set up before TensorFlow runs any op.
+  strategy = distribution.get_strategy(options.distribution_strategy, options.tpu)
   validate_inputs(config)
-  run = PretrainingRun(config, options)
+  run = PretrainingRun(config, options, strategy)
   if config.do_train:
     result = run.train()
   else:

@@ -1,0 +1,267 @@
+"""The pre-training driver end to end, on tiny TFRecords written by the tests.
+
+Heavier checks run in subprocesses (logical CPU devices, signals, several
+workers) with bounded time.
+"""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from electra_tf2 import pretrain_data
+from electra_tf2.config import resolve_pretraining_config
+from electra_tf2.training import pretraining_loop
+from electra_tf2.vocab import VocabError
+from tests.conftest import REPO_ROOT
+from tests.fixtures import write_pretraining_data
+
+TINY = {"debug": True, "vocab_size": 512, "max_seq_length": 32, "train_batch_size": 8,
+        "num_warmup_steps": 0, "learning_rate": 2e-3, "deterministic": True}
+NO_DROPOUT = {"hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0}
+
+
+def tiny_data(tmp_path, **kw):
+  args = dict(num_examples=96, seq_len=32, vocab_size=512, bert_ids=False, num_word_types=24)
+  args.update(kw)
+  return write_pretraining_data(str(tmp_path / "data"), **args)
+
+
+def env():
+  return dict(os.environ, CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="2",
+              PYTHONPATH=REPO_ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+
+
+def run_script(script: str, timeout: int = 240) -> str:
+  result = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], env=env(),
+                          cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout)
+  assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:]
+  return result.stdout
+
+
+def checkpoint_weights(model_dir: str) -> dict:
+  """Every variable of the latest checkpoint (model, optimizer slots, step), by key."""
+  path = tf.train.latest_checkpoint(model_dir)
+  reader = tf.train.load_checkpoint(path)
+  return {name: reader.get_tensor(name) for name, _ in tf.train.list_variables(path)
+          if not name.startswith(("iterator", "_CHECKPOINTABLE", "save_counter"))}
+
+
+# ---------------------------------------------------------------------------
+# Input pipeline
+# ---------------------------------------------------------------------------
+
+
+def test_input_fn_batches_and_worker_shards(tmp_path):
+  data = tiny_data(tmp_path, num_files=4)
+  config = resolve_pretraining_config("electra_small", data, TINY)
+  batch = next(iter(pretrain_data.input_fn(config, True, 5)))
+  assert set(batch) == {"input_ids", "input_mask", "segment_ids"}
+  assert all(v.shape == (5, 32) and v.dtype == tf.int32 for v in batch.values())
+  # Two input pipelines read disjoint files.
+  seen = []
+  for worker in range(2):
+    context = tf.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=worker)
+    ids = [tuple(r) for b in pretrain_data.input_fn(config, False, 4, context).take(12)
+           for r in b["input_ids"].numpy()]
+    seen.append(set(ids))
+  assert seen[0] and seen[1] and not seen[0] & seen[1]
+
+
+# ---------------------------------------------------------------------------
+# Training in-process
+# ---------------------------------------------------------------------------
+
+
+def test_thirty_steps_lower_the_loss_and_eval_writes_every_metric(tmp_path):
+  data = tiny_data(tmp_path)
+  config = resolve_pretraining_config("electra_small", data, dict(
+      TINY, num_train_steps=30, iterations_per_loop=5, save_checkpoints_steps=10))
+  result = pretraining_loop.run_pretraining(config)
+  history = result["history"]
+  assert [h["step"] for h in history] == [5, 10, 15, 20, 25, 30]
+  first, last = history[0], history[-1]
+  assert last["total_loss"] < 0.8 * first["total_loss"]
+  assert last["mlm_loss"] < first["mlm_loss"] and last["disc_loss"] < first["disc_loss"]
+  model_dir = config.model_dir
+  summary = json.load(open(os.path.join(model_dir, "pretrain_summary.json")))
+  assert summary["step"] == 30 and not summary["stopped_early"]
+  assert tf.train.latest_checkpoint(model_dir).endswith("ckpt-30")
+  assert os.listdir(os.path.join(model_dir, "train"))  # TensorBoard events
+
+  eval_config = resolve_pretraining_config("electra_small", data, dict(
+      TINY, do_train=False, do_eval=True, num_eval_steps=3))
+  results = pretraining_loop.run_pretraining(eval_config)
+  for metric in ("masked_lm_accuracy", "masked_lm_loss", "sampled_masked_lm_accuracy",
+                 "disc_loss", "disc_auc", "disc_accuracy", "disc_precision", "disc_recall"):
+    assert np.isfinite(results[metric]), metric
+  assert results["global_step"] == 30
+  assert 0.5 < results["disc_auc"] <= 1.0
+  written = json.load(open(os.path.join(model_dir, "results", "unsup_results.json")))
+  assert written["disc_auc"] == results["disc_auc"]
+
+
+@pytest.mark.parametrize("hparams,error,message", [
+    ({"vocab_size": 600}, VocabError, "has 512 tokens but the model config says vocab_size=600"),
+    ({"max_seq_length": 64}, pretrain_data.DataError, "has length 32 but max_seq_length is 64"),
+    ({"pretrain_tfrecords": "/nonexistent/x*"}, pretrain_data.DataError,
+     "no pre-training TFRecords match /nonexistent/x"),
+])
+def test_bad_inputs_fail_before_heavy_work(tmp_path, hparams, error, message):
+  data = tiny_data(tmp_path)
+  config = resolve_pretraining_config("electra_small", data, dict(TINY, **hparams))
+  with pytest.raises(error, match=message):
+    pretraining_loop.validate_inputs(config)
+
+
+def test_missing_data_dir(tmp_path):
+  config = resolve_pretraining_config("electra_small", str(tmp_path / "nope"), TINY)
+  with pytest.raises(pretrain_data.DataError, match="does not exist"):
+    pretraining_loop.validate_inputs(config)
+
+
+# ---------------------------------------------------------------------------
+# The command line, resume and signals
+# ---------------------------------------------------------------------------
+
+
+def test_cli_as_a_user_types_it(tmp_path):
+  data = write_pretraining_data(str(tmp_path / "d"), num_examples=64, seq_len=128)
+  cmd = [sys.executable, "run_pretraining.py", "--data-dir", data, "--model-name",
+         "electra_small", "--hparams", '{"debug": true, "num_train_steps": 20}']
+  result = subprocess.run(cmd, env=env(), cwd=REPO_ROOT, capture_output=True, text=True,
+                          timeout=240)
+  assert result.returncode == 0, result.stderr[-4000:]
+  assert "step 20/20 (100.0%)" in result.stdout and "ETA" in result.stdout
+  summary = json.load(open(os.path.join(data, "models", "electra_small",
+                                        "pretrain_summary.json")))
+  assert summary["step"] == 20
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--model-name", "electra_tiny"], "unknown model name 'electra_tiny'"),
+    (["--model-name", "electra_small", "--hparams", '{"num_steps": 3}'],
+     "unknown hparam 'num_steps'"),
+])
+def test_cli_errors_are_one_line(tmp_path, args, message):
+  data = tiny_data(tmp_path)
+  result = subprocess.run([sys.executable, "run_pretraining.py", "--data-dir", data] + args,
+                          env=env(), cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+  assert result.returncode == 2
+  assert message in result.stderr and "Traceback" not in result.stderr
+
+
+def test_sigterm_saves_and_resume_matches_uninterrupted_run(tmp_path):
+  data = tiny_data(tmp_path)
+  hparams = dict(TINY, num_train_steps=40, iterations_per_loop=2, save_checkpoints_steps=20)
+
+  def cmd(model_dir):
+    return [sys.executable, "run_pretraining.py", "--data-dir", data, "--model-name",
+            "electra_small", "--log-every", "2",
+            "--hparams", json.dumps(dict(hparams, model_dir=model_dir))]
+
+  whole, parts = str(tmp_path / "whole"), str(tmp_path / "parts")
+  subprocess.run(cmd(whole), env=env(), cwd=REPO_ROOT, check=True, capture_output=True,
+                 timeout=240)
+  process = subprocess.Popen(cmd(parts), env=env(), cwd=REPO_ROOT, stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, text=True)
+  deadline = time.time() + 180
+  for line in process.stdout:  # stop once training is under way
+    if line.startswith("step 4/") or time.time() > deadline:
+      break
+  process.send_signal(signal.SIGTERM)
+  process.stdout.read()
+  assert process.wait(timeout=120) == 0
+  summary = json.load(open(os.path.join(parts, "pretrain_summary.json")))
+  assert summary["stopped_early"] and 4 <= summary["saved_step"] < 40
+  resumed = subprocess.run(cmd(parts), env=env(), cwd=REPO_ROOT, capture_output=True,
+                           text=True, timeout=240)
+  assert resumed.returncode == 0 and "resumed from" in resumed.stdout, resumed.stderr[-3000:]
+  a, b = checkpoint_weights(whole), checkpoint_weights(parts)
+  assert a.keys() == b.keys() and len(a) > 50
+  worst = max(float(np.abs(a[k] - b[k]).max()) for k in a)
+  assert worst <= 1e-6, worst
+
+
+# ---------------------------------------------------------------------------
+# tf.distribute
+# ---------------------------------------------------------------------------
+
+
+def test_mirrored_two_cpus_matches_one_device(tmp_path):
+  """Two replicas of 4 = one device over two micro-batches of 4 (same rows, seeds)."""
+  data = tiny_data(tmp_path)
+  hparams = dict(TINY, num_train_steps=4, iterations_per_loop=2,
+                 model_hparam_overrides=NO_DROPOUT)
+  out = run_script(f"""
+      import json
+      import numpy as np
+      import tensorflow as tf
+      cpu = tf.config.list_physical_devices("CPU")[0]
+      tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+      from electra_tf2 import checkpoint_names
+      from electra_tf2.config import resolve_pretraining_config
+      from electra_tf2.training.pretraining_loop import PretrainingRun, RunOptions
+      weights = []
+      for strategy, accumulation in (("one_device", 2), ("mirrored", 1)):
+        hp = dict(json.loads({json.dumps(json.dumps(hparams))}),
+                  gradient_accumulation_steps=accumulation,
+                  model_dir={str(tmp_path)!r} + "/" + strategy)
+        run = PretrainingRun(resolve_pretraining_config("electra_small", {data!r}, hp),
+                             RunOptions(distribution_strategy=strategy))
+        assert run.num_replicas == (2 if strategy == "mirrored" else 1)
+        run.train()
+        weights.append({{n: v.numpy() for n, v in
+                        checkpoint_names.pretrainer_variable_map(run.model).items()}})
+      diff = max(float(np.abs(weights[0][n] - weights[1][n]).max()) for n in weights[0])
+      moved = max(float(np.abs(weights[0][n]).max()) for n in weights[0])
+      print("MAXDIFF", diff)
+  """)
+  diff = float(out.split("MAXDIFF")[1].split()[0])
+  assert diff <= 1e-5, diff
+
+
+def free_port() -> int:
+  with socket.socket() as s:
+    s.bind(("127.0.0.1", 0))
+    return s.getsockname()[1]
+
+
+def test_multi_worker_mirrored_two_processes(tmp_path):
+  data = tiny_data(tmp_path, num_files=2)
+  model_dir = str(tmp_path / "mw")
+  hparams = dict(TINY, num_train_steps=4, iterations_per_loop=2, model_dir=model_dir)
+  workers = [f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"]
+  processes = []
+  for index in range(2):
+    worker_env = env()
+    worker_env["TF_CONFIG"] = json.dumps(
+        {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}})
+    processes.append(subprocess.Popen(
+        [sys.executable, "run_pretraining.py", "--data-dir", data, "--model-name",
+         "electra_small", "--distribution-strategy", "multi_worker_mirrored",
+         "--hparams", json.dumps(hparams)],
+        env=worker_env, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True))
+  try:
+    outputs = [p.communicate(timeout=240) for p in processes]
+  finally:
+    for p in processes:
+      p.kill()
+  for p, (out, err) in zip(processes, outputs):
+    assert p.returncode == 0, err[-4000:]
+  chief = checkpoint_weights(model_dir)
+  worker = checkpoint_weights(os.path.join(model_dir, "worker_worker_1"))
+  assert chief.keys() == worker.keys() and len(chief) > 50
+  for name in chief:
+    np.testing.assert_array_equal(chief[name], worker[name], err_msg=name)
+  summary = json.load(open(os.path.join(model_dir, "pretrain_summary.json")))
+  assert summary["num_replicas"] == 2 and summary["step"] == 4
