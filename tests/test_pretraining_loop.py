@@ -95,7 +95,13 @@ def test_thirty_steps_lower_the_loss_and_eval_writes_every_metric(tmp_path):
   summary = json.load(open(os.path.join(model_dir, "pretrain_summary.json")))
   assert summary["step"] == 30 and not summary["stopped_early"]
   assert tf.train.latest_checkpoint(model_dir).endswith("ckpt-30")
-  assert os.listdir(os.path.join(model_dir, "train"))  # TensorBoard events
+  tags = set()
+  for event_file in tf.io.gfile.glob(os.path.join(model_dir, "train", "events*")):
+    for event in tf.compat.v1.train.summary_iterator(event_file):
+      tags |= {v.tag for v in event.summary.value}
+  assert {"total_loss", "mlm_loss", "disc_loss", "learning_rate", "sequences_per_sec",
+          "tokens_per_sec", "train_metrics/disc_auc", "train_metrics/masked_lm_accuracy",
+          "train_metrics/sampled_masked_lm_accuracy", "train_metrics/disc_recall"} <= tags
 
   eval_config = resolve_pretraining_config("electra_small", data, dict(
       TINY, do_train=False, do_eval=True, num_eval_steps=3))

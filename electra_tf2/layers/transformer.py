@@ -96,36 +96,41 @@ class TransformerLayer(keras.layers.Layer):
     self.output_layer_norm.build(hidden_shape)
     super().build(input_shape)
 
-  def _split_heads(self, x: tf.Tensor, batch: tf.Tensor, seq_len: tf.Tensor) -> tf.Tensor:
-    """`[batch, seq_len, hidden]` -> `[batch, heads, seq_len, head_size]`."""
-    x = tf.reshape(x, [batch, seq_len, self.num_attention_heads, self.head_size])
-    return tf.transpose(x, [0, 2, 1, 3])
+  def _dense(self, layer: keras.layers.Dense, x: tf.Tensor) -> tf.Tensor:
+    """A Dense layer's weights on a 2-D `[tokens, in]` tensor (MatMul+BiasAdd fuse on CPU)."""
+    dtype = self.compute_dtype
+    y = tf.nn.bias_add(tf.matmul(x, tf.cast(layer.kernel, dtype)), tf.cast(layer.bias, dtype))
+    return layer.activation(y) if layer.activation is not None else y
 
   def call(self, hidden: tf.Tensor, bias: tf.Tensor, training: bool = False) -> tf.Tensor:
     """hidden: `[batch, seq_len, hidden]`; bias: from `attention_bias`."""
     batch, seq_len = tf.shape(hidden)[0], tf.shape(hidden)[1]
+    heads, head_size = self.num_attention_heads, self.head_size
     dtype = self.compute_dtype
-    # One fused projection for q, k and v: [hidden, 3 * hidden].
-    kernel = tf.cast(tf.concat([self.query.kernel, self.key.kernel, self.value.kernel], 1), dtype)
-    qkv_bias = tf.cast(tf.concat([self.query.bias, self.key.bias, self.value.bias], 0), dtype)
-    qkv = tf.matmul(tf.reshape(hidden, [-1, self.hidden_size]), kernel) + qkv_bias
-    q, k, v = tf.split(tf.reshape(qkv, [batch, seq_len, 3 * self.hidden_size]), 3, axis=-1)
-    q = self._split_heads(q, batch, seq_len)
-    k = self._split_heads(k, batch, seq_len)
-    v = self._split_heads(v, batch, seq_len)
+    x = tf.reshape(hidden, [-1, self.hidden_size])  # [tokens, hidden]
 
-    scores = tf.matmul(q, k, transpose_b=True) * (1.0 / math.sqrt(self.head_size))
+    # One fused projection for q, k and v: [hidden, 3 * hidden], then
+    # [3, batch, heads, seq_len, head_size].
+    kernel = tf.concat([self.query.kernel, self.key.kernel, self.value.kernel], 1)
+    qkv_bias = tf.concat([self.query.bias, self.key.bias, self.value.bias], 0)
+    qkv = tf.nn.bias_add(tf.matmul(x, tf.cast(kernel, dtype)), tf.cast(qkv_bias, dtype))
+    qkv = tf.transpose(tf.reshape(qkv, [batch, seq_len, 3, heads, head_size]), [2, 0, 3, 1, 4])
+    q, k, v = qkv[0], qkv[1], qkv[2]
+
+    scores = tf.matmul(q * tf.cast(1.0 / math.sqrt(head_size), dtype), k, transpose_b=True)
     scores = tf.cast(scores, tf.float32) + tf.cast(bias, tf.float32)
     probs = tf.cast(tf.nn.softmax(scores, axis=-1), dtype)
     probs = self.attention_dropout(probs, training=training)
-    context = tf.transpose(tf.matmul(probs, v), [0, 2, 1, 3])
-    context = tf.reshape(context, [batch, seq_len, self.hidden_size])
+    context = tf.transpose(tf.matmul(probs, v), [0, 2, 1, 3])  # [batch, seq_len, heads, size]
+    context = tf.reshape(context, [-1, self.hidden_size])
 
-    attention_output = self.hidden_dropout(self.attention_output_dense(context), training=training)
-    attention_output = self.attention_layer_norm(attention_output + hidden)
-    layer_output = self.output_dense(self.intermediate_dense(attention_output))
-    layer_output = self.hidden_dropout(layer_output, training=training)
-    return self.output_layer_norm(layer_output + attention_output)
+    attention = self.hidden_dropout(self._dense(self.attention_output_dense, context),
+                                    training=training)
+    attention = self.attention_layer_norm(attention + x)
+    output = self._dense(self.output_dense, self._dense(self.intermediate_dense, attention))
+    output = self.hidden_dropout(output, training=training)
+    output = self.output_layer_norm(output + attention)
+    return tf.reshape(output, [batch, seq_len, self.hidden_size])
 
   def get_config(self) -> Dict[str, Any]:
     config = super().get_config()

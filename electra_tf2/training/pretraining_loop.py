@@ -114,6 +114,8 @@ class PretrainingRun:
       self.optimizer.build(self.model.trainable_variables)
       self.global_step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step",
                                      aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+    self._compute_gradients = tf.function(self._forward_backward,
+                                          jit_compile=options.jit_compile)
     self._rng_states = tf.Module()
     self._rng_states.states = {f"s{i}": v for i, v in enumerate(self.model.non_trainable_variables)
                                if "seed_generator" in v.path}
@@ -185,22 +187,33 @@ class PretrainingRun:
         loss = self.optimizer.scale_loss(loss)
     grads = tape.gradient(loss, self.model.trainable_variables)
     grads = [tf.convert_to_tensor(g) for g in grads]  # dense: summed across micro-batches
-    return grads, {k: outputs[k] for k in LOSS_NAMES if k in outputs}
+    stats = {f"metric/{k}": v for k, v in objectives.metric_statistics(outputs).items()}
+    return grads, {**{k: outputs[k] for k in LOSS_NAMES if k in outputs}, **stats}
+
+  def train_step(self, micro_batches: List[Dict[str, Any]]) -> Dict[str, tf.Tensor]:
+    """One optimizer step over `gradient_accumulation_steps` micro-batches.
+
+    Each micro-batch is a features dict of per-replica values (or plain
+    tensors on one device). Returns the global-batch losses; call it inside a
+    `tf.function`.
+    """
+    per_replica = self.strategy.run(self._replica_train_step, args=(micro_batches,))
+    self.global_step.assign_add(1)
+    return {k: self.strategy.reduce(tf.distribute.ReduceOp.SUM, v, None)
+            for k, v in per_replica.items()}
 
   def _build_train_loop(self):
-    self._compute_gradients = tf.function(self._forward_backward,
-                                          jit_compile=self.options.jit_compile)
-
     @tf.function
     def train_loop(iterator, num_steps: tf.Tensor) -> Dict[str, tf.Tensor]:
-      totals = {k: tf.constant(0.0) for k in self._loss_names()}
-      for _ in tf.range(num_steps):
-        micro_batches = [self._distribute(next(iterator)) for _ in range(self.accumulation)]
-        per_replica = self.strategy.run(self._replica_train_step, args=(micro_batches,))
-        totals = {k: v + self.strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica[k], None)
-                  for k, v in totals.items()}
-        self.global_step.assign_add(1)
-      return {k: v / tf.cast(num_steps, tf.float32) for k, v in totals.items()}
+      """Runs num_steps steps; returns mean losses and summed metric statistics."""
+      def step():
+        return self.train_step(
+            [self._distribute(next(iterator)) for _ in range(self.accumulation)])
+      totals = step()
+      for _ in tf.range(num_steps - 1):
+        totals = {k: v + w for (k, v), w in zip(totals.items(), step().values())}
+      return {k: v if k.startswith("metric/") else v / tf.cast(num_steps, tf.float32)
+              for k, v in totals.items()}
     return train_loop
 
   def _loss_names(self) -> List[str]:
@@ -252,6 +265,7 @@ class PretrainingRun:
     losses: Dict[str, float] = {}
     history: List[Dict[str, float]] = []
     throughput: Dict[str, float] = {}
+    metrics = objectives.MetricAccumulator()
     step = saved_step = start_step
     stopped_early = False
     with StopRequested() as stop:
@@ -262,7 +276,8 @@ class PretrainingRun:
                         config.num_train_steps - step)
         result = train_loop(iterator, tf.constant(num_steps))
         step = int(self.global_step.numpy())
-        losses = {k: float(v) for k, v in result.items()}
+        losses = {k: float(v) for k, v in result.items() if not k.startswith("metric/")}
+        metrics.update({k[len("metric/"):]: v for k, v in result.items() if k.startswith("metric/")})
         history.append({"step": step, **losses})
         for name, value in losses.items():
           if not tf.math.is_finite(value):
@@ -272,6 +287,8 @@ class PretrainingRun:
         if step % log_every == 0 or step == config.num_train_steps:
           lr = float(self.base_optimizer.learning_rate)
           throughput = progress.log(step, losses, lr, config.train_batch_size)
+          progress.write_summaries(step, metrics.result(), prefix="train_metrics/")
+          metrics = objectives.MetricAccumulator()
         if (step % config.save_checkpoints_steps == 0 or step == config.num_train_steps
             or stop.requested):
           manager.save(checkpoint_number=step)

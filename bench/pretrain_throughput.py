@@ -1,0 +1,207 @@
+"""Pre-training step throughput: electra_tf2 against Model Garden, in the same run.
+
+    python bench/pretrain_throughput.py [--model-name electra_small] [--batch-sizes 8,32]
+        [--steps 10] [--rounds 3] [--mixed-precision float32] [--jit-compile]
+
+For each batch size it times a full training step (forward, backward,
+optimizer update) of
+  - ours: `PretrainingRun.train_step` (in-graph masking, sampling, official
+    optimizer), and
+  - the anchor: Model Garden's `ElectraPretrainer` (tf_keras) with BertEncoder
+    generator/discriminator of the same shapes, the same number of predictions
+    and disc weight 50, its masked inputs given (it masks outside the step), and
+    tf_keras Adam;
+alternating the two `--rounds` times and taking each one's best round (the
+machine is shared: one configuration varies by up to 15% between runs). It
+prints sequences/s, the ratio, and our model-FLOPs utilisation against a large
+float32 matmul timed in the same run. Inputs are in memory: the input
+pipeline is measured separately (--pipeline).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from typing import Callable, Dict
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+from electra_tf2.config import PretrainingConfig, resolve_pretraining_config  # noqa: E402
+from electra_tf2.training.pretraining_loop import PretrainingRun, RunOptions  # noqa: E402
+
+
+# ---------------------------------------------------------------------------
+# FLOPs (matmuls only; training = 3 x forward)
+# ---------------------------------------------------------------------------
+
+
+def encoder_forward_flops(seq_len: int, embedding: int, hidden: int, inter: int,
+                          layers: int) -> float:
+  flops = 2.0 * seq_len * embedding * hidden if embedding != hidden else 0.0
+  per_layer = (2.0 * seq_len * hidden * 4 * hidden      # q, k, v, attention output
+               + 4.0 * seq_len * seq_len * hidden       # scores and weighted values
+               + 4.0 * seq_len * hidden * inter)        # feed-forward
+  return flops + layers * per_layer
+
+
+def train_step_flops(config: PretrainingConfig, batch: int) -> float:
+  """Analytic matmul FLOPs of one ELECTRA training step."""
+  d, g = config.bert_config, config.generator_bert_config
+  L, E, V, N = config.max_seq_length, config.resolved_embedding_size, d.vocab_size, \
+      config.max_predictions_per_seq
+  disc = encoder_forward_flops(L, E, d.hidden_size, d.intermediate_size, d.num_hidden_layers)
+  disc += 2.0 * L * d.hidden_size * (d.hidden_size + 1)
+  gen = encoder_forward_flops(L, E, g.hidden_size, g.intermediate_size, g.num_hidden_layers)
+  gen += 2.0 * N * (g.hidden_size * E + E * V)
+  return 3.0 * batch * (disc + gen)
+
+
+def matmul_peak_flops(n: int = 2048, repeats: int = 10) -> float:
+  a = tf.random.normal([n, n])
+  b = tf.random.normal([n, n])
+
+  @tf.function
+  def run():
+    c = a
+    for _ in range(repeats):
+      c = tf.matmul(c, b) * 1e-3
+    return c
+  run().numpy()
+  best = float("inf")
+  for _ in range(3):
+    start = time.perf_counter()
+    run().numpy()
+    best = min(best, time.perf_counter() - start)
+  return 2.0 * n ** 3 * repeats / best
+
+
+# ---------------------------------------------------------------------------
+# The two steps
+# ---------------------------------------------------------------------------
+
+
+def fake_features(config: PretrainingConfig, batch: int, seed: int = 0) -> Dict[str, tf.Tensor]:
+  rng = np.random.default_rng(seed)
+  L = config.max_seq_length
+  ids = rng.integers(1000, config.vocab_size, (batch, L)).astype(np.int32)
+  ids[:, 0], ids[:, L // 2], ids[:, -1] = 101, 102, 102
+  segments = (np.arange(L)[None] > L // 2).astype(np.int32).repeat(batch, 0)
+  return {"input_ids": tf.constant(ids), "input_mask": tf.ones([batch, L], tf.int32),
+          "segment_ids": tf.constant(segments)}
+
+
+def ours_step(config: PretrainingConfig, batch: int, options: RunOptions) -> Callable:
+  run = PretrainingRun(config, options)
+  features = fake_features(config, batch)
+
+  @tf.function
+  def step():
+    return run.train_step([features])["total_loss"]
+  return step
+
+
+def model_garden_step(config: PretrainingConfig, batch: int) -> Callable:
+  import tf_keras
+  from official.nlp.modeling import models, networks
+  d, g = config.bert_config, config.generator_bert_config
+  E, N, L = config.resolved_embedding_size, config.max_predictions_per_seq, config.max_seq_length
+
+  def encoder(bert):
+    return networks.BertEncoder(
+        vocab_size=bert.vocab_size, hidden_size=bert.hidden_size,
+        num_layers=bert.num_hidden_layers, num_attention_heads=bert.num_attention_heads,
+        max_sequence_length=bert.max_position_embeddings, type_vocab_size=2,
+        inner_dim=bert.intermediate_size,
+        inner_activation=lambda x: tf_keras.activations.gelu(x, approximate=False),
+        output_dropout=0.1, attention_dropout=0.1, embedding_width=E, dict_outputs=True,
+        initializer=tf_keras.initializers.TruncatedNormal(stddev=0.02))
+
+  pretrainer = models.ElectraPretrainer(
+      generator_network=encoder(g), discriminator_network=encoder(d), vocab_size=d.vocab_size,
+      num_classes=2, num_token_predictions=N,
+      mlm_activation=lambda x: tf_keras.activations.gelu(x, approximate=False),
+      mlm_initializer=tf_keras.initializers.TruncatedNormal(stddev=0.02))
+  optimizer = tf_keras.optimizers.Adam(1e-4)
+  rng = np.random.default_rng(1)
+  features = fake_features(config, batch)
+  positions = np.sort(rng.integers(1, L - 1, (batch, N)), -1).astype(np.int32)
+  inputs = {"input_word_ids": features["input_ids"], "input_mask": features["input_mask"],
+            "input_type_ids": features["segment_ids"],
+            "masked_lm_positions": tf.constant(positions),
+            "masked_lm_ids": tf.gather(features["input_ids"], positions, batch_dims=1),
+            "masked_lm_weights": tf.ones([batch, N])}
+
+  @tf.function
+  def step():
+    with tf.GradientTape() as tape:
+      out = pretrainer(inputs, training=True)
+      mlm = tf_keras.losses.sparse_categorical_crossentropy(
+          inputs["masked_lm_ids"], out["lm_outputs"], from_logits=True)
+      mlm = tf.reduce_sum(mlm * inputs["masked_lm_weights"]) / tf.reduce_sum(
+          inputs["masked_lm_weights"])
+      mask = tf.cast(inputs["input_mask"], tf.float32)
+      disc = tf.nn.sigmoid_cross_entropy_with_logits(
+          labels=tf.cast(out["disc_label"], tf.float32), logits=out["disc_logits"])
+      loss = mlm + 50.0 * tf.reduce_sum(disc * mask) / tf.reduce_sum(mask)
+    variables = pretrainer.trainable_variables
+    grads = tape.gradient(loss, variables)
+    grads, _ = tf.clip_by_global_norm(grads, 1.0)
+    optimizer.apply_gradients(zip(grads, variables))
+    return loss
+  return step
+
+
+def time_steps(step: Callable, steps: int) -> float:
+  """Seconds per step over `steps` steps (after the caller's warm-up)."""
+  start = time.perf_counter()
+  for _ in range(steps):
+    loss = step()
+  loss.numpy()
+  return (time.perf_counter() - start) / steps
+
+
+def main() -> None:
+  parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+  parser.add_argument("--model-name", default="electra_small")
+  parser.add_argument("--batch-sizes", default="8,32")
+  parser.add_argument("--seq-len", type=int, default=128)
+  parser.add_argument("--steps", type=int, default=10)
+  parser.add_argument("--rounds", type=int, default=3)
+  parser.add_argument("--mixed-precision", default="float32")
+  parser.add_argument("--jit-compile", action="store_true")
+  parser.add_argument("--skip-model-garden", action="store_true")
+  args = parser.parse_args()
+
+  peak = matmul_peak_flops()
+  print(f"float32 matmul peak (2048^3, this run): {peak / 1e9:.1f} GFLOP/s")
+  print(f"{'batch':>5} {'ours seq/s':>11} {'MG seq/s':>9} {'ratio':>6} {'ours GFLOP/s':>13} "
+        f"{'MFU':>6}")
+  for batch in (int(b) for b in args.batch_sizes.split(",")):
+    config = resolve_pretraining_config(args.model_name, None, {
+        "max_seq_length": args.seq_len, "train_batch_size": batch, "num_warmup_steps": 0})
+    options = RunOptions(distribution_strategy="one_device",
+                         mixed_precision=args.mixed_precision, jit_compile=args.jit_compile)
+    steps = {"ours": ours_step(config, batch, options)}
+    if not args.skip_model_garden:
+      steps["mg"] = model_garden_step(config, batch)
+    for step in steps.values():  # compile and warm up
+      time_steps(step, 2)
+    best = {name: float("inf") for name in steps}
+    for _ in range(args.rounds):
+      for name, step in steps.items():
+        best[name] = min(best[name], time_steps(step, args.steps))
+    ours = batch / best["ours"]
+    flops = train_step_flops(config, batch) / best["ours"]
+    mg = batch / best["mg"] if "mg" in best else float("nan")
+    print(f"{batch:>5} {ours:>11.2f} {mg:>9.2f} {ours / mg:>6.2f} {flops / 1e9:>13.1f} "
+          f"{flops / peak:>6.1%}", flush=True)
+
+
+if __name__ == "__main__":
+  main()
