@@ -271,3 +271,23 @@ def test_multi_worker_mirrored_two_processes(tmp_path):
     np.testing.assert_array_equal(chief[name], worker[name], err_msg=name)
   summary = json.load(open(os.path.join(model_dir, "pretrain_summary.json")))
   assert summary["num_replicas"] == 2 and summary["step"] == 4
+
+
+@pytest.mark.parametrize("precision,jit", [("mixed_bfloat16", True), ("mixed_float16", False)])
+def test_mixed_precision_and_xla_paths_train(tmp_path, precision, jit):
+  import keras
+  data = tiny_data(tmp_path)
+  config = resolve_pretraining_config("electra_small", data, dict(
+      TINY, num_train_steps=4, iterations_per_loop=2, deterministic=False))
+  try:
+    run = pretraining_loop.PretrainingRun(
+        config, pretraining_loop.RunOptions(mixed_precision=precision, jit_compile=jit))
+    assert run.model.discriminator.compute_dtype == precision.split("_")[1]
+    assert all(v.dtype == "float32" for v in run.model.trainable_variables)
+    result = run.train()
+  finally:
+    keras.mixed_precision.set_global_policy("float32")
+  assert result["step"] == 4
+  assert all(np.isfinite(v) for v in result["final_losses"].values())
+  if precision == "mixed_float16":
+    assert isinstance(run.optimizer, keras.optimizers.LossScaleOptimizer)
