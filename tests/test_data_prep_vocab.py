@@ -1,0 +1,135 @@
+"""Vocabulary learning (data_prep/build_vocab.py) and the embedded default corpus."""
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO_ROOT
+
+pytest.importorskip("tensorflow")
+pytest.importorskip("tensorflow_text")
+
+from data_prep import default_corpus  # noqa: E402
+from data_prep.build_vocab import learn_vocab, learn_vocab_from_files  # noqa: E402
+from data_prep.common import DataPrepError  # noqa: E402
+from electra_tf2.tokenization import FullTokenizer  # noqa: E402
+from electra_tf2.vocab import SPECIAL_TOKENS, load_vocab  # noqa: E402
+
+TEXT = """The quick brown fox jumps over the lazy dog.
+Unaffable people want wanted wanting things; the dogs jumped quickly.
+Crème brûlée and café au lait, naïve façade, Straße.
+
+中文字符 and 日本語 text, plus Ελληνικά words and ΟΔΟΣ.
+Numbers 1984, 3.14 and e-mail@example.com appear [MASK] too.
+"""
+
+
+@pytest.fixture()
+def corpus(tmp_path):
+  d = tmp_path / "corpus"
+  d.mkdir()
+  for i in range(3):
+    (d / f"part{i}.txt").write_text(TEXT * (5 + i), encoding="utf-8")
+  (d / "binary.dat").write_bytes(b"\x00\x01\x02garbage")
+  return d
+
+
+def test_learned_vocab_has_the_special_tokens_first_and_the_exact_size(corpus, tmp_path):
+  out = tmp_path / "vocab.txt"
+  files = sorted(str(p) for p in corpus.iterdir())
+  warnings = []
+  summary = learn_vocab_from_files(files, 300, str(out), num_unused=3, log=None,
+                                   warn=warnings.append)
+  tokens = out.read_text(encoding="utf-8").split("\n")[:-1]
+  assert len(tokens) == 300 == summary["vocab_size"]
+  assert tokens[:5] == list(SPECIAL_TOKENS) == ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+  assert tokens[5:8] == ["[unused0]", "[unused1]", "[unused2]"]
+  assert summary["skipped"] == 1 and any("binary.dat" in w for w in warnings)
+  vocab = load_vocab(str(out), expected_size=300)
+  assert "##s" in vocab and "the" in vocab and "ο" in vocab and "中" in vocab
+  # Every character of the corpus is in the vocab alone and as ##c: no [UNK] on it.
+  tok = FullTokenizer(str(out))
+  ids = [i for line in TEXT.splitlines() for i in tok.encode(line)]
+  assert vocab["[UNK]"] not in ids
+  assert tok.tokenize("the dogs") == ["the", "dogs"] or tok.tokenize("the dogs")[0] == "the"
+
+
+def test_cased_vocab_keeps_case_and_accents(corpus, tmp_path):
+  out = tmp_path / "cased.txt"
+  learn_vocab_from_files([str(corpus / "part0.txt")], 400, str(out), do_lower_case=False,
+                         log=None)
+  vocab = load_vocab(str(out))
+  assert "T" in vocab and "è" in vocab and "Σ" in vocab
+
+
+def test_small_corpus_is_padded_with_unused_tokens():
+  vocab = learn_vocab({"hello": 5, "world": 3}, 60)
+  assert len(vocab) == 60 and vocab[:5] == list(SPECIAL_TOKENS)
+  assert vocab[-1].startswith("[unused") and len(set(vocab)) == 60
+  with pytest.raises(DataPrepError, match="too small"):
+    learn_vocab({"abcdefghijklmnopqrstuvwxyz": 5}, 20)
+  with pytest.raises(DataPrepError, match="no words"):
+    learn_vocab({}, 100)
+
+
+def test_binary_search_option_uses_the_library_learner():
+  counts = {w: n for w, n in zip("the of and to in is it you that he was for on are".split(),
+                                  range(200, 10, -13))}
+  vocab = learn_vocab(counts, 80, binary_search=True)
+  assert len(vocab) == 80 and vocab[:5] == list(SPECIAL_TOKENS)
+
+
+def test_build_vocab_command_line_errors(tmp_path):
+  script = os.path.join(REPO_ROOT, "data_prep", "build_vocab.py")
+  (tmp_path / "empty").mkdir()
+  result = subprocess.run([sys.executable, script, "--corpus-dir", str(tmp_path / "empty"),
+                           "--vocab-size", "100", "--output", str(tmp_path / "v.txt")],
+                          capture_output=True, text=True, timeout=120)
+  assert result.returncode == 1 and result.stderr.strip() == "error: no input files found"
+  result = subprocess.run([sys.executable, script, "--vocab-size", "100", "--output", "v.txt"],
+                          capture_output=True, text=True, timeout=120)
+  assert result.returncode == 2 and "--corpus-dir" in result.stderr
+
+
+def test_default_corpus_is_deterministic_prose(tmp_path):
+  a = default_corpus.write_default_corpus(str(tmp_path / "a"), max_bytes=150_000, num_files=3)
+  b = default_corpus.write_default_corpus(str(tmp_path / "b"), max_bytes=150_000, num_files=3)
+  assert a == b and a["files"] == 3 and 100_000 < a["bytes"] < 300_000
+  names = sorted(os.listdir(tmp_path / "a"))
+  assert names == ["docstrings-00.txt", "docstrings-01.txt", "docstrings-02.txt"]
+  for name in names:
+    assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+  text = (tmp_path / "a" / names[0]).read_text(encoding="utf-8")
+  assert "\n\n" in text and ">>>" not in text
+  lines = [l for l in text.split("\n") if l]
+  assert all(len(re.findall("[A-Za-z]{2,}", l)) >= 4 for l in lines)
+  with pytest.raises(DataPrepError, match="already holds files"):
+    default_corpus.write_default_corpus(str(tmp_path / "a"))
+
+
+def test_prepare_default_data_dir_builds_then_skips(tmp_path):
+  data = tmp_path / "data"
+  logs = []
+  result = default_corpus.prepare_default_data_dir(
+      str(data), vocab_size=1000, max_seq_length=64, num_shards=2, num_processes=1,
+      corpus_bytes=200_000, log=logs.append)
+  assert result["built"] == ["corpus", "vocab", "tfrecords"]
+  assert result["vocab_size"] == 1000 and result["num_examples"] > 100
+  shards = sorted(os.listdir(data / "pretrain_tfrecords"))
+  assert shards == ["pretrain_data.info.json", "pretrain_data.tfrecord-0-of-2",
+                    "pretrain_data.tfrecord-1-of-2"]
+  assert result["tfrecords"] == str(data / "pretrain_tfrecords" / "pretrain_data.tfrecord*")
+  again = default_corpus.prepare_default_data_dir(
+      str(data), vocab_size=1000, max_seq_length=64, num_shards=2, num_processes=1,
+      corpus_bytes=200_000, log=None)
+  assert again["built"] == [] and again["num_examples"] == result["num_examples"]
+  # Another sequence length rebuilds the TFRecords only.
+  third = default_corpus.prepare_default_data_dir(
+      str(data), vocab_size=1000, max_seq_length=32, num_shards=2, num_processes=1, log=None)
+  assert third["built"] == ["tfrecords"]
+  from electra_tf2.vocab import VocabError
+  with pytest.raises(VocabError, match="vocab_size=2000"):
+    default_corpus.prepare_default_data_dir(str(data), vocab_size=2000, log=None)
