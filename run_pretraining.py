@@ -13,7 +13,7 @@ import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from absl import app, flags  # noqa: E402
+from absl import app, flags, logging  # noqa: E402
 
 from electra_tf2 import config as config_lib  # noqa: E402
 from electra_tf2.training import distribution  # noqa: E402
@@ -35,6 +35,7 @@ FLAGS = flags.FLAGS
 
 
 def main(argv):
+  logging.set_verbosity(logging.WARNING)  # progress lines are printed; TF's INFO chatter is not
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
   for name in ("data-dir", "model-name"):
