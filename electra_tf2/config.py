@@ -27,7 +27,8 @@ from typing import Any, Dict, Mapping, Optional, Union
 from electra_tf2 import vocab as vocab_lib
 
 CONFIG_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "configs")
-_NON_PRESETS = ("pretraining_defaults", "model_sizes", "debug")
+_NON_PRESETS = ("pretraining_defaults", "model_sizes", "debug", "finetuning_defaults",
+                "finetuning_rules")
 _TYPES = {"int": (int,), "float": (int, float), "bool": (bool,), "str": (str,),
           "dict": (dict,), "list": (list,)}
 

@@ -1,0 +1,310 @@
+r"""TF SavedModels with serving signatures on token ids and on raw text.
+
+  python -m electra_tf2.export --model-dir DATA/models/electra_small \
+      --kind discriminator --output-dir export/electra_small_discriminator
+
+  # serving needs nothing but TensorFlow and tensorflow-text:
+  import tensorflow as tf, tensorflow_text  # tensorflow_text registers the tokenizer ops
+  model = tf.saved_model.load("export/electra_small_discriminator")
+  model.signatures["text"](text=tf.constant(["the chef ate the meal"]))["replaced_probability"]
+
+Kinds (`--kind`) and their outputs:
+  encoder        `sequence_output` [batch, seq_len, hidden] and `pooled_output`
+                 [batch, hidden], the [CLS] state (ELECTRA has no pooler layer);
+  discriminator  `replaced_probability` [batch, seq_len], the pre-training
+                 discriminator's sigmoid per token, and its `logits`;
+  finetuned      a fine-tuned model (finetuning_models/<tasks>_model_<trial>):
+                 every head's outputs as `<task>_<name>` (`mnli_logits`,
+                 `mnli_predictions`, `squad_start_logits`, ...), plus
+                 `<task>_label`, the label string, for classification. Tagging
+                 predicts every WordPiece (the official task reads the first
+                 WordPiece of each word); QA reads the question as `text` and
+                 the context as `text_b` of `text_pair`.
+--kind defaults to finetuned for a fine-tuned model directory, else discriminator.
+
+Signatures:
+  token_ids  inputs `input_ids`, `input_mask`, `segment_ids`: int32 [batch, seq_len];
+  text       input `text`: string [batch];
+  text_pair  inputs `text`, `text_b`: string [batch] (sentence pairs);
+  serving_default = text (token_ids when exported with --no-text-signatures).
+The text signatures also return the `input_ids`, `input_mask` and
+`segment_ids` they built, so per-token outputs can be matched to WordPieces.
+
+Text is tokenised in the graph by `electra_tf2.tokenization.TokenizerModule`
+(BERT's FullTokenizer, with `do_lower_case` of the model's config) and laid
+out as BERT does: `[CLS] a [SEP]` (segment 0) and, for pairs, `b [SEP]`
+(segment 1), padded with 0 to the longest row of the batch. Truncation never
+fails: a single text keeps its first max_seq_length - 2 WordPieces; a pair is
+cut to max_seq_length - 3 WordPieces by BERT's `_truncate_seq_pair`, which
+drops the last WordPiece of the longer text (of `text_b` on a tie) until the
+pair fits. The vocabulary is saved as the asset `vocab.txt` (`model.vocab_file`).
+
+`saved_model_cli` loads the text signatures once the tensorflow-text ops are
+registered (the stock command does not load them):
+
+  python -c "import sys, tensorflow_text; from tensorflow.python.tools import saved_model_cli; \
+      sys.argv[0] = 'saved_model_cli'; saved_model_cli.main()" \
+      run --dir export/electra_small_discriminator --tag_set serve --signature_def text \
+      --input_exprs 'text=["the chef ate the meal"]'
+
+A model exported with --no-text-signatures holds no tensorflow-text op and
+runs with the stock `saved_model_cli` and TensorFlow alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Callable, Dict, Optional, Sequence, Tuple
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import tensorflow as tf  # noqa: E402
+
+from electra_tf2 import pretrained, vocab as vocab_lib  # noqa: E402
+
+KINDS = ("encoder", "discriminator", "finetuned")
+_IDS = tf.TensorSpec([None, None], tf.int32)
+_TEXT = tf.TensorSpec([None], tf.string)
+
+
+class ExportError(ValueError):
+  """A model or option that cannot be exported as asked."""
+
+
+def truncated_pair_lengths(len_a, len_b, budget) -> Tuple:
+  """Lengths BERT's `_truncate_seq_pair` leaves: tensors (or numbers) in, same out.
+
+  It pops from the longer sequence (from b on a tie) while len_a + len_b >
+  budget, so the shorter keeps its length when it fits in half the budget and
+  otherwise a gets ceil(budget / 2) and b floor(budget / 2).
+  """
+  half_up = budget - budget // 2
+  half_down = budget // 2
+  new_a = tf.minimum(len_a, tf.maximum(budget - len_b, half_up))
+  new_b = tf.minimum(len_b, tf.maximum(budget - len_a, half_down))
+  return new_a, new_b
+
+
+def _keep_first(ragged: tf.RaggedTensor, lengths: tf.Tensor) -> tf.RaggedTensor:
+  """The first `lengths[i]` items of row i."""
+  positions = tf.ragged.range(ragged.row_lengths())
+  return tf.ragged.boolean_mask(ragged, positions < tf.expand_dims(lengths, 1))
+
+
+class ServingModule(tf.Module):
+  """A SavedModel root: `token_ids` and, with a vocabulary, `text` / `text_pair` functions.
+
+  Args:
+    predict: `(input_ids, input_mask, segment_ids) -> {name: tensor}` on int32
+      `[batch, seq_len]` inputs, a Python function over Keras layers.
+    variables: the `keras.Variable`s that `predict` reads.
+    vocab_file: the vocabulary of the in-graph tokenizer; None for no text signatures.
+    do_lower_case: the tokenizer's lowercasing (and accent stripping).
+    max_seq_length: WordPieces per row of the text signatures, [CLS]/[SEP] included.
+
+  The module tracks the TensorFlow variables under the Keras ones, not the
+  Keras layers: a Keras 3 variable is saved as a copy of itself, which TF2
+  loading maps back but a TF1 loader (`saved_model_cli run`, TF Serving) does
+  not, leaving the functions' own variables uninitialised.
+  """
+
+  def __init__(self, predict: Callable[..., Dict[str, tf.Tensor]], variables: Sequence,
+               vocab_file: Optional[str] = None, do_lower_case: bool = True,
+               max_seq_length: int = 128):
+    super().__init__()
+    self._predict = predict
+    self._variables = [v.value for v in variables]
+    self.token_ids = tf.function(predict, input_signature=[_IDS] * 3)
+    self.tokenizer = None
+    if vocab_file is None:
+      return
+    from electra_tf2.tokenization import TokenizerModule  # imports tensorflow_text
+    if max_seq_length < 3:
+      raise ExportError(f"max_seq_length must be >= 3 for text pairs, got {max_seq_length}")
+    vocab = vocab_lib.load_vocab(vocab_file)
+    tokens = sorted(vocab, key=vocab.get)
+    self.tokenizer = TokenizerModule(tokens, do_lower_case=do_lower_case)
+    self.vocab_file = tf.saved_model.Asset(vocab_file)
+    self._max_seq_length = max_seq_length
+    self._cls_id, self._sep_id = vocab["[CLS]"], vocab["[SEP]"]
+    self.text = tf.function(self._predict_text, input_signature=[_TEXT])
+    self.text_pair = tf.function(self._predict_text_pair, input_signature=[_TEXT, _TEXT])
+
+  def _features(self, segments) -> Dict[str, tf.Tensor]:
+    """Ragged WordPiece ids per segment -> padded int32 BERT inputs."""
+    import tensorflow_text as tft
+    ids, segment_ids = tft.combine_segments(segments, start_of_sequence_id=self._cls_id,
+                                            end_of_segment_id=self._sep_id)
+    return {"input_ids": tf.cast(ids.to_tensor(), tf.int32),
+            "input_mask": tf.ones_like(ids, tf.int32).to_tensor(),
+            "segment_ids": tf.cast(segment_ids.to_tensor(), tf.int32)}
+
+  def _with_features(self, features: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
+    outputs = dict(self._predict(**features))
+    outputs.update(features)
+    return outputs
+
+  def _predict_text(self, text):
+    ids = self.tokenizer.tokenize_to_ids(text)
+    return self._with_features(self._features([ids[:, :self._max_seq_length - 2]]))
+
+  def _predict_text_pair(self, text, text_b):
+    ids_a = self.tokenizer.tokenize_to_ids(text)
+    ids_b = self.tokenizer.tokenize_to_ids(text_b)
+    len_a, len_b = truncated_pair_lengths(ids_a.row_lengths(), ids_b.row_lengths(),
+                                          tf.constant(self._max_seq_length - 3, tf.int64))
+    return self._with_features(self._features([_keep_first(ids_a, len_a),
+                                               _keep_first(ids_b, len_b)]))
+
+  def signatures(self) -> Dict[str, tf.types.experimental.ConcreteFunction]:
+    functions = {"token_ids": self.token_ids.get_concrete_function()}
+    if self.tokenizer is not None:
+      functions["text"] = self.text.get_concrete_function()
+      functions["text_pair"] = self.text_pair.get_concrete_function()
+    functions["serving_default"] = functions.get("text", functions["token_ids"])
+    return functions
+
+  def save(self, path: str) -> str:
+    tf.saved_model.save(self, path, signatures=self.signatures())
+    return path
+
+
+def encoder_outputs(encoder) -> Callable[..., Dict[str, tf.Tensor]]:
+  """`sequence_output` [batch, seq_len, H] and `pooled_output` [batch, H] (the [CLS] state)."""
+  def predict(input_ids, input_mask, segment_ids):
+    sequence = encoder(input_ids, input_mask, segment_ids, training=False)
+    return {"sequence_output": sequence, "pooled_output": sequence[:, 0]}
+  return predict
+
+
+def discriminator_outputs(encoder, head) -> Callable[..., Dict[str, tf.Tensor]]:
+  """`logits` and `replaced_probability` (their sigmoid), [batch, seq_len]."""
+  def predict(input_ids, input_mask, segment_ids):
+    logits = head(encoder(input_ids, input_mask, segment_ids, training=False))
+    return {"logits": logits, "replaced_probability": tf.sigmoid(logits)}
+  return predict
+
+
+def finetuned_outputs(model) -> Callable[..., Dict[str, tf.Tensor]]:
+  """Every head's outputs as `<task>_<output>`, plus `<task>_label` for classification.
+
+  A tagging head is asked for every position, so its predictions are per
+  WordPiece (the official task reads the first WordPiece of each word).
+  """
+  tagging = [spec["task"] for spec in model.head_specs if spec["kind"] == "tagging"]
+  labels = {spec["task"]: list(spec["label_list"]) for spec in model.head_specs
+            if spec["kind"] == "classification"}
+
+  def predict(input_ids, input_mask, segment_ids):
+    features = {"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids}
+    positions = tf.broadcast_to(tf.range(tf.shape(input_ids)[1]), tf.shape(input_ids))
+    features.update({f"{task}_labeled_positions": positions for task in tagging})
+    outputs = {}
+    for task, task_outputs in model(features, training=False).items():
+      outputs.update({f"{task}_{name}": value for name, value in task_outputs.items()})
+      if task in labels:
+        outputs[f"{task}_label"] = tf.gather(tf.constant(labels[task]),
+                                             task_outputs["predictions"])
+    return outputs
+  return predict
+
+
+def serving_module(model, kind: str, vocab_file: Optional[str] = None,
+                   do_lower_case: bool = True, max_seq_length: int = 128) -> ServingModule:
+  """The `ServingModule` of one `kind`.
+
+  `model` is an `ElectraPretrainer` for "encoder" and "discriminator", a
+  `FinetuningModel` for "finetuned".
+  """
+  if kind not in KINDS:
+    raise ExportError(f"unknown kind {kind!r}: use one of {', '.join(KINDS)}")
+  encoder = model.encoder if kind == "finetuned" else model.discriminator
+  if max_seq_length > encoder.bert_config.max_position_embeddings:
+    raise ExportError(f"max_seq_length {max_seq_length} exceeds max_position_embeddings "
+                      f"{encoder.bert_config.max_position_embeddings}")
+  options = dict(vocab_file=vocab_file, do_lower_case=do_lower_case,
+                 max_seq_length=max_seq_length)
+  if kind == "encoder":
+    return ServingModule(encoder_outputs(encoder), encoder.variables, **options)
+  if kind == "finetuned":
+    return ServingModule(finetuned_outputs(model), model.variables, **options)
+  head = model.discriminator_head
+  if head is None or model.config.electric_objective:
+    raise ExportError("--kind discriminator needs an ELECTRA discriminator head; this model "
+                      "is ELECTRIC (whose scores also need the cloze generator) or MLM-only: "
+                      "export --kind encoder")
+  return ServingModule(discriminator_outputs(encoder, head),
+                       encoder.variables + head.variables, **options)
+
+
+def find_vocab(model_dir: str, config) -> Optional[str]:
+  """`model_dir/vocab.txt`, else the config's `vocab_file`, if either exists."""
+  for path in (os.path.join(model_dir, "vocab.txt"), config.vocab_file):
+    if path and tf.io.gfile.exists(path):
+      return path
+  return None
+
+
+def _load(model_dir: str, kind: Optional[str], checkpoint_path: Optional[str]):
+  """`(model, kind, vocab_file, do_lower_case, max_seq_length)` of a model directory."""
+  from electra_tf2 import convert
+  if kind is None:
+    kind = "finetuned" if convert.is_finetuned_model_dir(model_dir) else "discriminator"
+  if kind == "finetuned":
+    from electra_tf2.finetune import model as finetune_model
+    model, config = finetune_model.load_finetuned_model(model_dir, checkpoint_path)
+    # Chunking always lowercases (official quirk), whatever do_lower_case says.
+    lower = config.do_lower_case or config.task_names == ["chunk"]
+    vocab_file = config.vocab_file if tf.io.gfile.exists(config.vocab_file) else None
+    return model, kind, vocab_file, lower, config.max_seq_length
+  model = pretrained.restore_pretrainer(model_dir, checkpoint_path)
+  config = model.config
+  return (model, kind, find_vocab(model_dir, config), config.do_lower_case,
+          config.max_seq_length)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+  parser = argparse.ArgumentParser(prog="python -m electra_tf2.export",
+                                   description=__doc__,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+  parser.add_argument("--model-dir", required=True,
+                      help="a pre-trained model directory (pretrain_config.json + ckpt-N) or "
+                           "a fine-tuned one (finetuning_models/<tasks>_model_<trial>)")
+  parser.add_argument("--checkpoint", default=None, help="a ckpt-N prefix (default the latest)")
+  parser.add_argument("--kind", choices=KINDS, default=None,
+                      help="default: finetuned for a fine-tuned model dir, else discriminator")
+  parser.add_argument("--output-dir", required=True, help="SavedModel directory to write")
+  parser.add_argument("--vocab-file", default=None,
+                      help="vocabulary (default: the model dir's vocab.txt or the config's)")
+  parser.add_argument("--do-lower-case", action=argparse.BooleanOptionalAction, default=None,
+                      help="lowercase text (default: the config's do_lower_case)")
+  parser.add_argument("--max-seq-length", type=int, default=None,
+                      help="WordPieces per row of the text signatures, [CLS] and [SEP] "
+                           "included (default: the config's max_seq_length)")
+  parser.add_argument("--no-text-signatures", dest="text", action="store_false",
+                      help="only the token_ids signature: no tensorflow-text op in the model")
+  args = parser.parse_args(argv)
+  try:
+    model, kind, vocab_file, lower, max_seq_length = _load(args.model_dir, args.kind,
+                                                           args.checkpoint)
+    vocab_file = args.vocab_file or vocab_file
+    if args.text and vocab_file is None:
+      raise ExportError("the text signatures need the vocabulary: pass --vocab-file (or "
+                        "--no-text-signatures)")
+    module = serving_module(
+        model, kind, vocab_file if args.text else None,
+        lower if args.do_lower_case is None else args.do_lower_case,
+        args.max_seq_length or max_seq_length)
+    module.save(args.output_dir)
+  except (ExportError, pretrained.PretrainedModelError, vocab_lib.VocabError,
+          FileNotFoundError) as e:
+    print(f"error: {e}", file=sys.stderr)
+    return 2
+  print(f"wrote {args.output_dir} ({kind}; signatures: {', '.join(sorted(module.signatures()))})")
+  return 0
+
+
+if __name__ == "__main__":
+  sys.exit(main())

@@ -1,0 +1,198 @@
+"""The fine-tuning model (official `FinetuningModel`, run_finetuning.py:37-73, spec 6.1).
+
+One shared encoder named `electra` and one head per task. A head's Keras name
+is its task, and its Dense layers carry the official names, so
+`variable_map()` gives every trainable variable its official checkpoint name:
+`electra/...` for the encoder and `task_specific/<task>/<layer>/{kernel,bias}`
+for the heads (the names the optimizer's weight-decay and layer-wise rules,
+and the checkpoint converters, use).
+
+The loss is `sum(stack(task_losses) * one_hot(task_id, n_tasks))` over the
+batch (official), or its mean over the batch with loss_reduction "mean".
+Padding rows have task_id = n_tasks and contribute nothing.
+
+A fine-tuned model directory (finetuning_models/<tasks>_model_<trial>) holds
+`ckpt-<step>` (tf.train.Checkpoint(model=...)), `model_config.json` (this
+model's `get_config()`) and `finetuning_config.json`; `load_finetuned_model`
+rebuilds the model from it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+import keras
+import tensorflow as tf
+
+from electra_tf2 import checkpoint_names
+from electra_tf2.config import BertConfig
+from electra_tf2.finetune.classification import ClassificationHead, RegressionHead
+from electra_tf2.finetune.config import FinetuningConfig
+from electra_tf2.finetune.qa import QAHead
+from electra_tf2.finetune.tagging import TaggingHead
+from electra_tf2.networks.encoder import Encoder
+
+HEADS = {"classification": ClassificationHead, "regression": RegressionHead, "qa": QAHead,
+         "tagging": TaggingHead}
+MODEL_CONFIG_FILE = "model_config.json"
+FINETUNING_CONFIG_FILE = "finetuning_config.json"
+
+
+def build_head(spec: Mapping[str, Any], dtype=None) -> keras.layers.Layer:
+  """A head from its spec {"kind": ..., "task": ..., constructor arguments}."""
+  spec = dict(spec)
+  kind = spec.pop("kind")
+  if kind not in HEADS:
+    raise ValueError(f"unknown head kind {kind!r}; known: {', '.join(HEADS)}")
+  return HEADS[kind](dtype=dtype, **spec)
+
+
+@keras.saving.register_keras_serializable(package="electra_tf2")
+class FinetuningModel(keras.Model):
+  """Shared `electra` encoder plus task heads.
+
+  Args:
+    bert_config: the encoder `BertConfig` (or its dict).
+    embedding_size: E; None means hidden_size.
+    heads: one spec per task, in task-id order (`Task.head_spec()`).
+
+  `call(features, training)` takes `input_ids`, `input_mask`, `segment_ids`
+  (`[batch, seq_len]` int) plus what the heads read (QA training: the gold
+  `<task>_start_positions`; tagging: `<task>_labeled_positions`) and returns
+  {task: {output name: tensor}}.
+  """
+
+  def __init__(self, bert_config: BertConfig | Dict[str, Any], embedding_size: Optional[int],
+               heads: Sequence[Mapping[str, Any]], **kwargs):
+    kwargs.setdefault("name", "finetuning_model")
+    super().__init__(**kwargs)
+    if isinstance(bert_config, dict):
+      bert_config = BertConfig(**bert_config)
+    self.bert_config = bert_config
+    self.embedding_size = embedding_size
+    self.head_specs = [dict(spec) for spec in heads]
+    self.task_names = [spec["task"] for spec in self.head_specs]
+    if len(set(self.task_names)) != len(self.task_names):
+      raise ValueError(f"one head per task, got {self.task_names}")
+    self.encoder = Encoder(bert_config, embedding_size, name="electra", dtype=self.dtype_policy)
+    # Attributes, not a list: tf.train.Checkpoint does not see lists of Keras 3 layers.
+    for spec in self.head_specs:
+      setattr(self, f"head_{spec['task']}", build_head(spec, self.dtype_policy))
+    self.build()
+
+  @property
+  def heads(self) -> List[keras.layers.Layer]:
+    return [getattr(self, f"head_{name}") for name in self.task_names]
+
+  def head(self, task: str) -> keras.layers.Layer:
+    return getattr(self, f"head_{task}")
+
+  def build(self, input_shape=None):
+    if self.built:
+      return
+    self.encoder.build()
+    for head in self.heads:
+      head.build((None, None, self.bert_config.hidden_size))
+    super().build(input_shape)
+
+  def call(self, features: Dict[str, tf.Tensor], training: bool = False
+           ) -> Dict[str, Dict[str, tf.Tensor]]:
+    hidden = self.encoder(features["input_ids"], features["input_mask"],
+                          features["segment_ids"], training=training)
+    return {name: head(hidden, features, training=training)
+            for name, head in zip(self.task_names, self.heads)}
+
+  def losses_per_example(self, features: Dict[str, tf.Tensor],
+                         outputs: Dict[str, Dict[str, tf.Tensor]]) -> tf.Tensor:
+    """`[batch]`: each row's loss under its own task (0 for padding rows)."""
+    losses = tf.stack([head.loss(outputs[name], features)
+                       for name, head in zip(self.task_names, self.heads)], -1)
+    task_one_hot = tf.one_hot(features["task_id"], len(self.task_names))
+    return tf.reduce_sum(losses * task_one_hot, -1)
+
+  def variable_map(self) -> Dict[str, keras.Variable]:
+    """{official checkpoint name: variable} for every trainable variable."""
+    names = checkpoint_names.encoder_variable_map(self.encoder, "electra")
+    for name, head in zip(self.task_names, self.heads):
+      for layer in head.official_layers:
+        prefix = f"task_specific/{name}/{layer.name}"
+        names[f"{prefix}/kernel"] = layer.kernel
+        names[f"{prefix}/bias"] = layer.bias
+    return names
+
+  def get_config(self) -> Dict[str, Any]:
+    config = super().get_config()
+    config.update(bert_config=self.bert_config.to_dict(), embedding_size=self.embedding_size,
+                  heads=[dict(spec) for spec in self.head_specs])
+    return config
+
+
+def build_model(config: FinetuningConfig, head_specs: Sequence[Mapping[str, Any]]
+                ) -> FinetuningModel:
+  return FinetuningModel(config.bert_config, config.embedding_size, head_specs)
+
+
+# ---------------------------------------------------------------------------
+# Pre-trained weights and saved fine-tuned models
+# ---------------------------------------------------------------------------
+
+
+def load_pretrained_encoder(model: FinetuningModel, init_checkpoint: str) -> str:
+  """Copies the pre-trained discriminator of `init_checkpoint` into `model.encoder`.
+
+  Args:
+    init_checkpoint: a model directory written by run_pretraining.py (its
+      latest checkpoint is used) or a `ckpt-N` prefix inside one.
+
+  Returns:
+    The checkpoint path that was read.
+  """
+  from electra_tf2 import pretrained  # pylint: disable=g-import-not-at-top
+  if os.path.isdir(init_checkpoint):
+    model_dir, checkpoint_path = init_checkpoint, tf.train.latest_checkpoint(init_checkpoint)
+  else:
+    model_dir, checkpoint_path = os.path.dirname(init_checkpoint), init_checkpoint
+  pretrainer = pretrained.restore_pretrainer(model_dir, checkpoint_path)
+  pretrained.copy_encoder_weights(pretrainer.discriminator, model.encoder)
+  return checkpoint_path or tf.train.latest_checkpoint(model_dir)
+
+
+def save_model_files(model: FinetuningModel, config: FinetuningConfig, model_dir: str) -> None:
+  """Writes model_config.json and finetuning_config.json next to the checkpoints."""
+  from electra_tf2.training.progress import write_json_atomic  # pylint: disable=g-import-not-at-top
+  tf.io.gfile.makedirs(model_dir)
+  write_json_atomic(os.path.join(model_dir, MODEL_CONFIG_FILE), model.get_config())
+  write_json_atomic(os.path.join(model_dir, FINETUNING_CONFIG_FILE), config.to_dict())
+
+
+def load_finetuned_model(model_dir: str, checkpoint_path: Optional[str] = None
+                         ) -> Tuple[FinetuningModel, FinetuningConfig]:
+  """Rebuilds a fine-tuned model from its directory and restores its weights.
+
+  Args:
+    model_dir: finetuning_models/<tasks>_model_<trial> (model_config.json,
+      finetuning_config.json, ckpt-N).
+    checkpoint_path: a specific `ckpt-N` prefix; default the latest.
+
+  Returns:
+    The model (weights restored) and the fine-tuning config it was trained with.
+  """
+  paths = {name: os.path.join(model_dir, name)
+           for name in (MODEL_CONFIG_FILE, FINETUNING_CONFIG_FILE)}
+  for path in paths.values():
+    if not tf.io.gfile.exists(path):
+      raise FileNotFoundError(f"{path} is missing: {model_dir} is not a fine-tuned model "
+                              "directory written by run_finetuning.py")
+  with tf.io.gfile.GFile(paths[MODEL_CONFIG_FILE]) as f:
+    model_config = json.load(f)
+  with tf.io.gfile.GFile(paths[FINETUNING_CONFIG_FILE]) as f:
+    config = FinetuningConfig.from_dict(json.load(f))
+  checkpoint_path = checkpoint_path or tf.train.latest_checkpoint(model_dir)
+  if checkpoint_path is None:
+    raise FileNotFoundError(f"{model_dir} holds no checkpoint (ckpt-N.index files)")
+  model = FinetuningModel.from_config(model_config)
+  tf.train.Checkpoint(model=model).read(checkpoint_path).expect_partial() \
+      .assert_existing_objects_matched()
+  return model, config

@@ -1,0 +1,563 @@
+"""Span question answering: SQuAD 1.1/2.0 and MRQA (official finetune/qa/qa_tasks.py, spec 6.3).
+
+Data:
+- SQuAD: `finetuning_data/{squad,squadv1}/{split}.json` (`{split}-debug.json`
+  in debug mode); `squad` is SQuAD 2.0 (`is_impossible` questions);
+- MRQA: `finetuning_data/{newsqa,naturalqs,triviaqa,searchqa}/{split}.jsonl`,
+  one paragraph per line after a header line; training uses the first
+  detected answer's first char span; ids are `qid`.
+
+Examples: the context is split on whitespace (U+202F included) with a
+character-to-word map; training uses the first answer only, and answers
+whose text cannot be found again in the words (lowercased) are skipped and
+counted, as in the official code. Port: a SQuAD training answer whose
+`answer_start` lies outside the context, or whose text differs from the
+context at that offset, raises FinetuningDataError naming file and question.
+
+Features: the question is cut to max_query_length wordpieces; the document is
+tokenized word by word and covered by windows of `max_seq_length - |q| - 3`
+tokens with stride `min(length, doc_stride)`; each window is
+`[CLS] q [SEP]` (segment 0) `doc [SEP]` (segment 1) with `token_to_orig_map`
+and `token_is_max_context` (score min(left, right) + 0.01 * length). Training
+labels: the answer's wordpiece span (refined by `improve_answer_span`) offset
+into the window, or 0/0 when it is outside the window or the question is
+impossible. eid = 1000 * example eid + window index.
+
+Head (`QAHead`, task_specific/<task>/...): see its docstring.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import keras
+import tensorflow as tf
+
+from electra_tf2.finetune.config import FinetuningConfig
+from electra_tf2.finetune.task import (CachedTokenizer, Example, FeatureSpec,
+                                       FinetuningDataError, Task, log_features, read_lines)
+from electra_tf2.layers import initializers
+from electra_tf2.layers.transformer import gelu
+
+DocSpan = collections.namedtuple("DocSpan", ["start", "length"])
+
+
+class QAExample(Example):
+  """One question about a whitespace-tokenized context."""
+
+  def __init__(self, task_name: str, eid: int, qas_id: Optional[str], qid: Optional[str],
+               question_text: str, doc_tokens: List[str], orig_answer_text: Optional[str] = None,
+               start_position: Optional[int] = None, end_position: Optional[int] = None,
+               is_impossible: bool = False):
+    super().__init__(task_name, eid)
+    self.qas_id = qas_id
+    self.qid = qid
+    self.question_text = question_text
+    self.doc_tokens = doc_tokens
+    self.orig_answer_text = orig_answer_text
+    self.start_position = start_position
+    self.end_position = end_position
+    self.is_impossible = is_impossible
+
+  @property
+  def example_id(self) -> str:
+    """The id predictions are keyed by: SQuAD's `id`, MRQA's `qid`."""
+    return self.qas_id if self.qas_id is not None else self.qid
+
+
+def is_whitespace(c: str) -> bool:
+  return c in " \t\r\n" or ord(c) == 0x202F
+
+
+def split_context(text: str) -> Tuple[List[str], List[int]]:
+  """Whitespace words of a context and the word index of every character."""
+  doc_tokens: List[str] = []
+  char_to_word_offset: List[int] = []
+  prev_is_whitespace = True
+  for c in text:
+    if is_whitespace(c):
+      prev_is_whitespace = True
+    else:
+      if prev_is_whitespace:
+        doc_tokens.append(c)
+      else:
+        doc_tokens[-1] += c
+      prev_is_whitespace = False
+    char_to_word_offset.append(len(doc_tokens) - 1)
+  return doc_tokens, char_to_word_offset
+
+
+def check_is_max_context(doc_spans: Sequence[DocSpan], cur_span_index: int, position: int
+                         ) -> bool:
+  """Whether window `cur_span_index` gives token `position` its most balanced context."""
+  best_score, best_span_index = None, None
+  for span_index, doc_span in enumerate(doc_spans):
+    end = doc_span.start + doc_span.length - 1
+    if position < doc_span.start or position > end:
+      continue
+    score = min(position - doc_span.start, end - position) + 0.01 * doc_span.length
+    if best_score is None or score > best_score:
+      best_score, best_span_index = score, span_index
+  return cur_span_index == best_span_index
+
+
+def improve_answer_span(doc_tokens: Sequence[str], input_start: int, input_end: int,
+                        tokenizer: CachedTokenizer, orig_answer_text: str) -> Tuple[int, int]:
+  """The tightest wordpiece sub-span whose text equals the tokenized answer, if any."""
+  tok_answer_text = " ".join(tokenizer.tokenize(orig_answer_text))
+  for new_start in range(input_start, input_end + 1):
+    for new_end in range(input_end, new_start - 1, -1):
+      if " ".join(doc_tokens[new_start:new_end + 1]) == tok_answer_text:
+        return new_start, new_end
+  return input_start, input_end
+
+
+def doc_spans_for(n_tokens: int, max_tokens_for_doc: int, doc_stride: int) -> List[DocSpan]:
+  """The sliding windows over `n_tokens` document wordpieces."""
+  spans = []
+  start = 0
+  while start < n_tokens:
+    length = min(n_tokens - start, max_tokens_for_doc)
+    spans.append(DocSpan(start, length))
+    if start + length == n_tokens:
+      break
+    start += min(length, doc_stride)
+  return spans
+
+
+class QATask(Task):
+  """A span-extraction QA task (official QATask)."""
+
+  file_extension = ".json"
+
+  def __init__(self, config: FinetuningConfig, name: str, tokenizer: CachedTokenizer,
+               v2: bool = False):
+    super().__init__(config, name)
+    self._tokenizer = tokenizer
+    self._examples: Dict[str, List[QAExample]] = {}
+    self.v2 = v2
+
+  def split_path(self, split: str) -> str:
+    return self.data_path(split, self.file_extension)
+
+  def get_examples(self, split: str) -> List[QAExample]:
+    if split not in self._examples:
+      examples: List[QAExample] = []
+      failures = [0]
+      path = self.split_path(split)
+      for paragraph in self._paragraphs(path):
+        self._add_examples(examples, failures, paragraph, split, path)
+      if failures[0]:
+        print(f"{self.name} {split}: {len(examples)} examples, {failures[0]} answers not "
+              "found in their context (skipped)", flush=True)
+      self._examples[split] = self.limit(examples)
+    return self._examples[split]
+
+  def _paragraphs(self, path: str) -> List[Dict[str, Any]]:
+    raise NotImplementedError
+
+  def _add_examples(self, examples: List[QAExample], failures: List[int],
+                    paragraph: Dict[str, Any], split: str, path: str) -> None:
+    doc_tokens, char_to_word_offset = split_context(paragraph["context"])
+    for qa in paragraph["qas"]:
+      qas_id, qid = qa.get("id"), qa.get("qid")
+      where = f"{path}: question {qas_id if qas_id is not None else qid}"
+      start_position = end_position = orig_answer_text = None
+      is_impossible = False
+      if split == "train":
+        if self.v2:
+          if "is_impossible" not in qa:
+            raise FinetuningDataError(f"{where} has no is_impossible field; task {self.name} "
+                                      "expects SQuAD 2.0 data")
+          is_impossible = bool(qa["is_impossible"])
+        if is_impossible:
+          start_position = end_position = -1
+          orig_answer_text = ""
+        else:
+          answer_offset, orig_answer_text = self._first_answer(qa, paragraph["context"], where)
+          start_position = char_to_word_offset[answer_offset]
+          end_char = answer_offset + len(orig_answer_text) - 1
+          if end_char >= len(char_to_word_offset):
+            failures[0] += 1
+            continue
+          end_position = char_to_word_offset[end_char]
+          actual_text = " ".join(doc_tokens[start_position:end_position + 1]).lower()
+          if actual_text.find(" ".join(orig_answer_text.split()).lower()) == -1:
+            failures[0] += 1
+            continue
+      examples.append(QAExample(self.name, len(examples), qas_id, qid, qa["question"],
+                                doc_tokens, orig_answer_text, start_position, end_position,
+                                is_impossible))
+
+  def _first_answer(self, qa: Dict[str, Any], context: str, where: str) -> Tuple[int, str]:
+    raise NotImplementedError
+
+  def prepare(self, examples: Sequence[QAExample]) -> None:
+    texts = []
+    seen_docs = set()
+    for example in examples:
+      texts.append(example.question_text)
+      if example.orig_answer_text:
+        texts.append(example.orig_answer_text)
+      if id(example.doc_tokens) not in seen_docs:
+        seen_docs.add(id(example.doc_tokens))
+        texts.extend(example.doc_tokens)
+    self._tokenizer.warm(texts)
+
+  def release(self) -> None:
+    self._tokenizer.clear()
+
+  def get_feature_specs(self) -> List[FeatureSpec]:
+    return [FeatureSpec(self.name + "_eid", []),
+            FeatureSpec(self.name + "_start_positions", []),
+            FeatureSpec(self.name + "_end_positions", []),
+            FeatureSpec(self.name + "_is_impossible", [])]
+
+  def featurize(self, example: QAExample, is_training: bool, log: bool = False,
+                for_eval: bool = False) -> List[Dict[str, Any]]:
+    """One feature dict per window; with for_eval also the decoding maps of the window."""
+    config = self.config
+    query_tokens = self._tokenizer.tokenize(example.question_text)[:config.max_query_length]
+    tok_to_orig_index: List[int] = []
+    orig_to_tok_index: List[int] = []
+    all_doc_tokens: List[str] = []
+    for i, token in enumerate(example.doc_tokens):
+      orig_to_tok_index.append(len(all_doc_tokens))
+      for sub_token in self._tokenizer.tokenize(token):
+        tok_to_orig_index.append(i)
+        all_doc_tokens.append(sub_token)
+
+    tok_start_position = tok_end_position = None
+    if is_training and example.is_impossible:
+      tok_start_position = tok_end_position = -1
+    if is_training and not example.is_impossible:
+      tok_start_position = orig_to_tok_index[example.start_position]
+      if example.end_position < len(example.doc_tokens) - 1:
+        tok_end_position = orig_to_tok_index[example.end_position + 1] - 1
+      else:
+        tok_end_position = len(all_doc_tokens) - 1
+      tok_start_position, tok_end_position = improve_answer_span(
+          all_doc_tokens, tok_start_position, tok_end_position, self._tokenizer,
+          example.orig_answer_text)
+
+    max_tokens_for_doc = config.max_seq_length - len(query_tokens) - 3
+    doc_spans = doc_spans_for(len(all_doc_tokens), max_tokens_for_doc, config.doc_stride)
+    all_features = []
+    for doc_span_index, doc_span in enumerate(doc_spans):
+      tokens = ["[CLS]"] + query_tokens + ["[SEP]"]
+      segment_ids = [0] * len(tokens)
+      token_to_orig_map: Dict[int, int] = {}
+      token_is_max_context: Dict[int, bool] = {}
+      for i in range(doc_span.length):
+        split_token_index = doc_span.start + i
+        token_to_orig_map[len(tokens)] = tok_to_orig_index[split_token_index]
+        token_is_max_context[len(tokens)] = check_is_max_context(doc_spans, doc_span_index,
+                                                                 split_token_index)
+        tokens.append(all_doc_tokens[split_token_index])
+        segment_ids.append(1)
+      tokens.append("[SEP]")
+      segment_ids.append(1)
+      input_ids = self._tokenizer.convert_tokens_to_ids(tokens)
+      pad = config.max_seq_length - len(input_ids)
+
+      start_position = end_position = None
+      if is_training and not example.is_impossible:
+        doc_start = doc_span.start
+        doc_end = doc_span.start + doc_span.length - 1
+        if tok_start_position >= doc_start and tok_end_position <= doc_end:
+          doc_offset = len(query_tokens) + 2
+          start_position = tok_start_position - doc_start + doc_offset
+          end_position = tok_end_position - doc_start + doc_offset
+        else:
+          start_position = end_position = 0
+      if is_training and example.is_impossible:
+        start_position = end_position = 0
+
+      features: Dict[str, Any] = {
+          "task_id": self.task_id,
+          self.name + "_eid": 1000 * example.eid + doc_span_index,
+          "input_ids": input_ids + [0] * pad,
+          "input_mask": [1] * len(input_ids) + [0] * pad,
+          "segment_ids": segment_ids + [0] * pad,
+      }
+      if is_training:
+        features.update({self.name + "_start_positions": start_position,
+                         self.name + "_end_positions": end_position,
+                         self.name + "_is_impossible": int(example.is_impossible)})
+      if log:
+        log_features(self.name, features, tokens)
+      if for_eval:
+        features.update({self.name + "_doc_span_index": doc_span_index,
+                         self.name + "_tokens": tokens,
+                         self.name + "_token_to_orig_map": token_to_orig_map,
+                         self.name + "_token_is_max_context": token_is_max_context})
+      all_features.append(features)
+    return all_features
+
+  def head_spec(self) -> Dict[str, Any]:
+    config = self.config
+    return {"kind": "qa", "task": self.name, "beam_size": config.beam_size,
+            "joint_prediction": config.joint_prediction,
+            "answerable_classifier": config.answerable_classifier,
+            "answerable_uses_start_logits": config.answerable_uses_start_logits,
+            "answerable_weight": config.answerable_weight}
+
+  def get_scorer(self, split: str = "dev"):
+    from electra_tf2.finetune.qa_decoding import SpanBasedQAScorer  # decoding imports this module
+    return SpanBasedQAScorer(self.config, self, split, self.v2)
+
+
+def _load_json(path: str) -> Any:
+  try:
+    with open(path, encoding="utf-8") as f:
+      return json.load(f)
+  except json.JSONDecodeError as e:
+    raise FinetuningDataError(f"{path}:{e.lineno}: not valid JSON ({e.msg})") from None
+  except UnicodeDecodeError as e:
+    raise FinetuningDataError(f"{path} is not UTF-8 text ({e.reason} at byte {e.start})"
+                              ) from None
+
+
+class SQuADTask(QATask):
+  """SQuAD 2.0 (v2) or 1.1 JSON."""
+
+  def data_hint(self) -> str:
+    version = "2.0" if self.v2 else "1.1"
+    return (f"Put the SQuAD {version} train-v{version}.json and dev-v{version}.json in "
+            f"{self.config.task_data_dir(self.name)}/ as train.json and dev.json.")
+
+  def split_path(self, split: str) -> str:
+    return self.data_path(split + ("-debug" if self.config.debug else ""), ".json")
+
+  def _paragraphs(self, path: str) -> List[Dict[str, Any]]:
+    data = _load_json(path)
+    if not isinstance(data, dict) or "data" not in data:
+      raise FinetuningDataError(f"{path}: not a SQuAD file (no top-level 'data' list)")
+    return [paragraph for entry in data["data"] for paragraph in entry["paragraphs"]]
+
+  def _first_answer(self, qa: Dict[str, Any], context: str, where: str) -> Tuple[int, str]:
+    if not qa.get("answers"):
+      raise FinetuningDataError(f"{where} has no answers but is not marked is_impossible")
+    answer = qa["answers"][0]
+    start, text = answer.get("answer_start"), answer.get("text", "")
+    if not isinstance(start, int) or not 0 <= start < len(context):
+      raise FinetuningDataError(f"{where}: answer_start {start!r} is outside the context "
+                                f"({len(context)} characters)")
+    if context[start:start + len(text)] != text:
+      raise FinetuningDataError(
+          f"{where}: the answer {text!r} does not match the context at answer_start {start} "
+          f"({context[start:start + len(text)]!r}); fix the offset or the text")
+    return start, text
+
+  def dataset(self, split: str) -> List[Dict[str, Any]]:
+    """The raw `data` articles of a split (what the official eval scripts read)."""
+    return _load_json(self.split_path(split))["data"]
+
+
+class MRQATask(QATask):
+  """An MRQA 2019 shared-task dataset (jsonl)."""
+
+  file_extension = ".jsonl"
+
+  def data_hint(self) -> str:
+    return (f"Put the MRQA jsonl files in {self.config.task_data_dir(self.name)}/ as "
+            "train.jsonl and dev.jsonl.")
+
+  def _paragraphs(self, path: str) -> List[Dict[str, Any]]:
+    paragraphs = []
+    for i, line in enumerate(read_lines(path)):
+      if self.config.debug and i > 10:
+        break
+      try:
+        paragraph = json.loads(line.strip())
+      except json.JSONDecodeError as e:
+        raise FinetuningDataError(f"{path}:{i + 1}: not valid JSON ({e.msg})") from None
+      if "header" not in paragraph:
+        paragraphs.append(paragraph)
+    return paragraphs
+
+  def _first_answer(self, qa: Dict[str, Any], context: str, where: str) -> Tuple[int, str]:
+    try:
+      answer = qa["detected_answers"][0]
+      start = answer["char_spans"][0][0]
+      text = answer["text"]
+    except (KeyError, IndexError, TypeError):
+      raise FinetuningDataError(f"{where} has no detected_answers[0] with char_spans "
+                                "and text") from None
+    if not isinstance(start, int) or not 0 <= start < len(context):
+      raise FinetuningDataError(f"{where}: char span start {start!r} is outside the context "
+                                f"({len(context)} characters)")
+    return start, text
+
+  def gold_answers(self, split: str) -> Dict[str, List[str]]:
+    """qid -> answers of a split (official mrqa read_answers)."""
+    return {qa["qid"]: qa["answers"] for paragraph in self._paragraphs(self.split_path(split))
+            for qa in paragraph["qas"]}
+
+
+def squad(config: FinetuningConfig, tokenizer: CachedTokenizer) -> SQuADTask:
+  return SQuADTask(config, "squad", tokenizer, v2=True)
+
+
+def squadv1(config: FinetuningConfig, tokenizer: CachedTokenizer) -> SQuADTask:
+  return SQuADTask(config, "squadv1", tokenizer)
+
+
+def mrqa(name: str):
+  """Factory of an MRQA task (newsqa, naturalqs, triviaqa, searchqa)."""
+  def build(config: FinetuningConfig, tokenizer: CachedTokenizer) -> MRQATask:
+    return MRQATask(config, name, tokenizer)
+  return build
+
+
+# ---------------------------------------------------------------------------
+# Head
+# ---------------------------------------------------------------------------
+
+
+@keras.saving.register_keras_serializable(package="electra_tf2")
+class QAHead(keras.layers.Layer):
+  """ELECTRA's XLNet-style span head with an answerability classifier.
+
+  Official variables under task_specific/<task>: `dense` (start logits),
+  with joint_prediction `qa_hidden` (512, gelu) and `dense_1` (end logits),
+  without it `dense_1` (end logits); with answerable_classifier `dense_2`
+  (512, gelu) and `dense_3` (logit), or just `dense_2` without
+  answerable_uses_start_logits.
+
+  The answer mask is `input_mask * segment_ids + one_hot(0)`: document tokens,
+  the final `[SEP]` and `[CLS]`; masked logits get -1000.
+  - Joint, training: the end logits see `[H(gold start); H]` (teacher forcing).
+  - Joint, inference: the top `beam_size` starts, and for each the top
+    `beam_size` ends of its end log-softmax; `end_logits` are zeros.
+  - The answerability logit sees `[H(CLS); sum softmax(start_logits) H]`.
+  `qa_hidden` on the concatenation is computed as two matmuls with the halves
+  of its kernel (the same function, without tiling the states per beam).
+  """
+
+  def __init__(self, task: str, beam_size: int = 20, joint_prediction: bool = True,
+               answerable_classifier: bool = True, answerable_uses_start_logits: bool = True,
+               answerable_weight: float = 0.5, **kwargs):
+    kwargs.setdefault("name", task)
+    super().__init__(**kwargs)
+    self.task = task
+    self.beam_size = beam_size
+    self.joint_prediction = joint_prediction
+    self.answerable_classifier = answerable_classifier
+    self.answerable_uses_start_logits = answerable_uses_start_logits
+    self.answerable_weight = answerable_weight
+
+    def dense(units: int, name: str, activation=None) -> keras.layers.Dense:
+      return keras.layers.Dense(units, activation=activation, name=name,
+                                kernel_initializer=initializers.glorot_uniform(),
+                                dtype=self.dtype_policy)
+    self.start_dense = dense(1, "dense")
+    self.qa_hidden = dense(512, "qa_hidden", gelu) if joint_prediction else None
+    self.end_dense = dense(1, "dense_1")
+    self.answerable_hidden = self.answerable_dense = None
+    if answerable_classifier:
+      if answerable_uses_start_logits:
+        self.answerable_hidden = dense(512, "dense_2", gelu)
+        self.answerable_dense = dense(1, "dense_3")
+      else:
+        self.answerable_dense = dense(1, "dense_2")
+
+  def build(self, input_shape):
+    hidden = input_shape[-1]
+    self.start_dense.build((None, None, hidden))
+    if self.qa_hidden is not None:
+      self.qa_hidden.build((None, None, 2 * hidden))
+      self.end_dense.build((None, None, 512))
+    else:
+      self.end_dense.build((None, None, hidden))
+    if self.answerable_hidden is not None:
+      self.answerable_hidden.build((None, 2 * hidden))
+      self.answerable_dense.build((None, 512))
+    elif self.answerable_dense is not None:
+      self.answerable_dense.build((None, hidden))
+    super().build(input_shape)
+
+  @property
+  def official_layers(self) -> List[keras.layers.Dense]:
+    return [layer for layer in (self.start_dense, self.qa_hidden, self.end_dense,
+                                self.answerable_hidden, self.answerable_dense)
+            if layer is not None]
+
+  def _end_hidden(self, start_states: tf.Tensor, hidden: tf.Tensor) -> tf.Tensor:
+    """gelu(qa_hidden([start; H])): start `[B, S, h]`, hidden `[B, L, h]` -> `[B, S, L, 512]`."""
+    size = hidden.shape[-1]
+    kernel = tf.cast(self.qa_hidden.kernel, hidden.dtype)
+    bias = tf.cast(self.qa_hidden.bias, hidden.dtype)
+    from_start = tf.einsum("bsh,hk->bsk", start_states, kernel[:size])
+    from_end = tf.einsum("blh,hk->blk", hidden, kernel[size:])
+    return gelu(from_start[:, :, tf.newaxis, :] + from_end[:, tf.newaxis, :, :] + bias)
+
+  def call(self, hidden: tf.Tensor, features: Dict[str, tf.Tensor], training: bool = False
+           ) -> Dict[str, tf.Tensor]:
+    """hidden `[B, L, h]` -> start/end logits `[B, L]`, answerable_logit `[B]`,
+    start_top_log_probs/index `[B, k]`, end_top_log_probs/index `[B, k, k]` (k = beam_size)."""
+    batch_size, seq_length = tf.shape(hidden)[0], tf.shape(hidden)[1]
+    k = self.beam_size
+    answer_mask = (tf.cast(features["input_mask"], tf.float32)
+                   * tf.cast(features["segment_ids"], tf.float32)
+                   + tf.one_hot(0, seq_length))
+    penalty = 1000.0 * (answer_mask - 1.0)
+    start_logits = tf.cast(tf.squeeze(self.start_dense(hidden), -1), tf.float32) + penalty
+    start_top_log_probs = tf.zeros([batch_size, k])
+    start_top_index = tf.zeros([batch_size, k], tf.int32)
+    end_top_log_probs = tf.zeros([batch_size, k, k])
+    end_top_index = tf.zeros([batch_size, k, k], tf.int32)
+    if self.joint_prediction:
+      start_top_log_probs, start_top_index = tf.nn.top_k(tf.nn.log_softmax(start_logits), k=k)
+      if training:
+        positions = tf.cast(features[self.task + "_start_positions"], tf.int32)
+        start_states = tf.gather(hidden, positions[:, tf.newaxis], batch_dims=1)
+        end_hidden = self._end_hidden(start_states, hidden)[:, 0]
+        end_logits = tf.cast(tf.squeeze(self.end_dense(end_hidden), -1), tf.float32) + penalty
+      else:
+        start_states = tf.gather(hidden, start_top_index, batch_dims=1)
+        end_hidden = self._end_hidden(start_states, hidden)
+        beam_end_logits = (tf.cast(tf.squeeze(self.end_dense(end_hidden), -1), tf.float32)
+                           + penalty[:, tf.newaxis, :])
+        end_top_log_probs, end_top_index = tf.nn.top_k(tf.nn.log_softmax(beam_end_logits), k=k)
+        end_logits = tf.zeros([batch_size, seq_length])
+    else:
+      end_logits = tf.cast(tf.squeeze(self.end_dense(hidden), -1), tf.float32) + penalty
+
+    answerable_logit = tf.zeros([batch_size])
+    if self.answerable_classifier:
+      reprs = hidden[:, 0]
+      if self.answerable_uses_start_logits:
+        start_p = tf.cast(tf.nn.softmax(start_logits), hidden.dtype)
+        start_feature = tf.einsum("bl,blh->bh", start_p, hidden)
+        reprs = self.answerable_hidden(tf.concat([reprs, start_feature], -1))
+      answerable_logit = tf.cast(tf.squeeze(self.answerable_dense(reprs), -1), tf.float32)
+    return {"start_logits": start_logits, "end_logits": end_logits,
+            "answerable_logit": answerable_logit,
+            "start_top_log_probs": start_top_log_probs, "start_top_index": start_top_index,
+            "end_top_log_probs": end_top_log_probs, "end_top_index": end_top_index}
+
+  def loss(self, outputs: Dict[str, tf.Tensor], features: Dict[str, tf.Tensor]) -> tf.Tensor:
+    """(start CE + end CE) / 2 + answerable_weight * answerability BCE, `[batch]`."""
+    def cross_entropy(logits: tf.Tensor, positions: tf.Tensor) -> tf.Tensor:
+      one_hot = tf.one_hot(positions, tf.shape(logits)[-1])
+      return -tf.reduce_sum(one_hot * tf.nn.log_softmax(logits, axis=-1), axis=-1)
+    losses = (cross_entropy(outputs["start_logits"], features[self.task + "_start_positions"])
+              + cross_entropy(outputs["end_logits"], features[self.task + "_end_positions"])
+              ) / 2.0
+    if self.answerable_classifier:
+      losses += self.answerable_weight * tf.nn.sigmoid_cross_entropy_with_logits(
+          labels=tf.cast(features[self.task + "_is_impossible"], tf.float32),
+          logits=outputs["answerable_logit"])
+    return losses
+
+  def get_config(self) -> Dict[str, Any]:
+    config = super().get_config()
+    config.update(task=self.task, beam_size=self.beam_size,
+                  joint_prediction=self.joint_prediction,
+                  answerable_classifier=self.answerable_classifier,
+                  answerable_uses_start_logits=self.answerable_uses_start_logits,
+                  answerable_weight=self.answerable_weight)
+    return config

@@ -1,0 +1,413 @@
+"""The fine-tuning driver: trials, training, evaluation, results and test outputs.
+
+`run_finetuning(config, options)` is what run_finetuning.py calls
+(official run_finetuning.py:230-301). For every trial t (1..num_trials, or
+forever when negative):
+
+1. `ModelRunner` builds the model with seed `seed + t - 1` (head
+   initialisation, dropout, input shuffling) and copies the pre-trained
+   discriminator from init_checkpoint into its `electra` encoder;
+2. training (do_train) runs in a fresh `<model_dir>_<t>` with the official
+   optimizer (warmup proportion, linear decay, layer-wise learning-rate
+   decay, weight decay, global-norm clip 1.0) on the official summed loss,
+   logging progress and TensorBoard summaries, checkpointing every
+   save_checkpoints_steps and at the end;
+3. evaluation (do_eval) scores the dev split of every task and appends
+   {task: metrics} to the results; results_txt (official lines) and
+   results_json (every trial plus mean/median/std per metric) are rewritten;
+4. with write_test_outputs, the first n_writes_test trials write test
+   predictions: raw outputs as JSON, GLUE server TSVs, SQuAD 2.0 answers.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import shutil
+import time
+from typing import Any, Dict, List, Optional
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from electra_tf2 import checkpoint_names, optimization
+from electra_tf2 import vocab as vocab_lib
+from electra_tf2.finetune import classification, model as model_lib
+from electra_tf2.finetune.config import GLUE_TASKS, FinetuningConfig
+from electra_tf2.finetune.preprocessing import Preprocessor
+from electra_tf2.finetune.task import FinetuningDataError, Task
+from electra_tf2.finetune.task_builder import get_tasks
+from electra_tf2.pretrained import PRETRAIN_CONFIG_FILE, PretrainedModelError
+from electra_tf2.training import distribution
+from electra_tf2.training.pretraining_loop import RunOptions, StopRequested
+from electra_tf2.training.progress import ProgressLogger, write_json_atomic
+
+TaskResults = Dict[str, float]
+
+
+class ModelRunner:
+  """One trial: a model, its training and its evaluation (official ModelRunner).
+
+  Args:
+    config: the resolved fine-tuning config.
+    tasks: the tasks (shared across trials: examples and tokenizations are cached).
+    trial: 1-based trial number; seed config.seed + trial - 1.
+    strategy: the tf.distribute strategy.
+    options: command-line run options (precision, jit, log interval).
+  """
+
+  def __init__(self, config: FinetuningConfig, tasks: List[Task], trial: int,
+               strategy: tf.distribute.Strategy, options: RunOptions = RunOptions()):
+    self.config = config
+    self.tasks = tasks
+    self.trial = trial
+    self.seed = config.trial_seed(trial)
+    self.strategy = strategy
+    self.options = options
+    self.model_dir = config.trial_model_dir(trial)
+    self.is_chief = distribution.is_chief(strategy)
+    self.preprocessor = Preprocessor(config, tasks)
+    self.step = 0
+    self._predict_steps = {}
+    with strategy.scope():
+      keras.utils.set_random_seed(self.seed)
+      self.model = model_lib.build_model(config, [task.head_spec() for task in tasks])
+
+  # -------------------------------------------------------------------------
+  # Weights
+  # -------------------------------------------------------------------------
+
+  def load_pretrained(self) -> Optional[str]:
+    """Copies the pre-trained encoder (init_checkpoint) into the model; None if unset."""
+    if not self.config.init_checkpoint:
+      print("init_checkpoint is null: fine-tuning from random initialisation", flush=True)
+      return None
+    path = model_lib.load_pretrained_encoder(self.model, self.config.init_checkpoint)
+    print(f"initialised the encoder from {path}", flush=True)
+    return path
+
+  def restore(self) -> str:
+    """Loads this trial's fine-tuned checkpoint (do_eval without do_train)."""
+    latest = tf.train.latest_checkpoint(self.model_dir)
+    if latest is None:
+      raise FinetuningDataError(f"do_train is false but {self.model_dir} holds no fine-tuned "
+                                "checkpoint to evaluate; train first")
+    tf.train.Checkpoint(model=self.model).read(latest).expect_partial()
+    self.step = int(latest.rsplit("-", 1)[-1])
+    return latest
+
+  # -------------------------------------------------------------------------
+  # Training
+  # -------------------------------------------------------------------------
+
+  def _make_optimizer(self, num_train_steps: int):
+    config = self.config
+    optimizer = optimization.create_optimizer(
+        learning_rate=config.learning_rate, num_train_steps=num_train_steps,
+        weight_decay_rate=config.weight_decay_rate, warmup_proportion=config.warmup_proportion,
+        layerwise_lr_decay_power=config.layerwise_lr_decay,
+        n_transformer_layers=self.model.bert_config.num_hidden_layers,
+        variable_name_fn=checkpoint_names.official_name_fn(self.model.variable_map()),
+        fix_layerwise_lr_off_by_one=config.fix_layerwise_lr_off_by_one)
+    base = optimizer
+    if self.options.mixed_precision == "mixed_float16":
+      optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
+    optimizer.build(self.model.trainable_variables)
+    return optimizer, base
+
+  def train(self) -> Dict[str, Any]:
+    """Fine-tunes from scratch in the trial's model directory; returns a summary."""
+    config = self.config
+    path, num_steps = self.preprocessor.prepare_train()
+    if num_steps < 1:
+      raise FinetuningDataError(
+          f"{path} gives 0 training steps: fewer padded examples than train_batch_size "
+          f"{config.train_batch_size} x num_train_epochs {config.num_train_epochs}")
+    if self.is_chief and tf.io.gfile.exists(self.model_dir):
+      tf.io.gfile.rmtree(self.model_dir)
+    self.load_pretrained()
+    with self.strategy.scope():
+      optimizer, base_optimizer = self._make_optimizer(num_steps)
+    batch_size = config.train_batch_size
+    dataset = self.preprocessor.dataset(path, True, batch_size, seed=self.seed)
+    iterator = iter(self.strategy.experimental_distribute_dataset(dataset))
+    train_loop = self._build_train_loop(optimizer, batch_size)
+    global_step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
+    checkpoint = tf.train.Checkpoint(model=self.model, global_step=global_step)
+    directory = self.model_dir
+    if not self.is_chief:  # other workers must not write over the chief's checkpoints
+      resolver = self.strategy.cluster_resolver
+      directory = os.path.join(directory, f"worker_{resolver.task_type}_{resolver.task_id}")
+    manager = tf.train.CheckpointManager(checkpoint, directory, max_to_keep=1,
+                                         checkpoint_name="ckpt")
+    if self.is_chief:
+      model_lib.save_model_files(self.model, config, self.model_dir)
+    print(f"training {config.tasks_str} (trial {self.trial}, seed {self.seed}) for "
+          f"{num_steps} steps", flush=True)
+    progress = ProgressLogger(num_steps, 0, os.path.join(self.model_dir, "train")
+                              if self.is_chief else None, config.max_seq_length)
+    log_every = self.options.log_every or config.iterations_per_loop
+    step, loss = 0, float("nan")
+    stopped_early = False
+    with StopRequested() as stop:
+      while step < num_steps:
+        next_save = (step // config.save_checkpoints_steps + 1) * config.save_checkpoints_steps
+        next_log = (step // log_every + 1) * log_every
+        n = min(config.iterations_per_loop, next_save - step, next_log - step, num_steps - step)
+        loss = float(train_loop(iterator, tf.constant(n)))
+        step = self.step = step + n
+        if not np.isfinite(loss):
+          raise FloatingPointError(f"the training loss became {loss} at step {step}")
+        if step % log_every == 0 or step == num_steps:
+          progress.log(step, {"loss": loss}, float(base_optimizer.learning_rate), batch_size)
+        if step % config.save_checkpoints_steps == 0 or step == num_steps or stop.requested:
+          global_step.assign(step)
+          manager.save(checkpoint_number=step)
+        if stop.requested:
+          stopped_early = True
+          break
+    return {"trial": self.trial, "seed": self.seed, "step": step, "num_train_steps": num_steps,
+            "final_loss": loss, "stopped_early": stopped_early,
+            "train_seconds": progress.elapsed, "checkpoint": manager.latest_checkpoint}
+
+  def _build_train_loop(self, optimizer, global_batch_size: int):
+    model, strategy = self.model, self.strategy
+    mean = self.config.loss_reduction == "mean"
+
+    def forward_backward(features):
+      with tf.GradientTape() as tape:
+        outputs = model(features, training=True)
+        loss = tf.reduce_sum(model.losses_per_example(features, outputs))
+        if mean:
+          loss /= global_batch_size
+        scaled = (optimizer.scale_loss(loss)
+                  if isinstance(optimizer, keras.optimizers.LossScaleOptimizer) else loss)
+      grads = tape.gradient(scaled, model.trainable_variables)
+      return [tf.convert_to_tensor(g) for g in grads], loss
+    compiled = tf.function(forward_backward, jit_compile=self.options.jit_compile)
+
+    def replica_step(features):
+      grads, loss = compiled(features)
+      optimizer.apply(grads, model.trainable_variables)
+      return loss
+
+    @tf.function
+    def train_loop(iterator, num_steps: tf.Tensor) -> tf.Tensor:
+      total = tf.constant(0.0)
+      for _ in tf.range(num_steps):
+        per_replica = strategy.run(replica_step, args=(next(iterator),))
+        total += strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, None)
+      return total / tf.cast(num_steps, tf.float32)
+    return train_loop
+
+  # -------------------------------------------------------------------------
+  # Prediction and evaluation
+  # -------------------------------------------------------------------------
+
+  def predict(self, task: Task, split: str, batch_size: int):
+    """Yields, per batch, numpy dicts of `task`'s rows: the head's outputs, `loss`,
+    `eid` and the task's other features without their `<task>_` prefix."""
+    path, _ = self.preprocessor.prepare_predict([task], split, batch_size)
+    dataset = self.preprocessor.dataset(path, False, batch_size)
+    predict_step = self._predict_steps.get(task.name)
+    if predict_step is None:
+      predict_step = self._predict_steps[task.name] = self._build_predict_step(task)
+    for features in dataset:
+      outputs, task_ids = predict_step(features)
+      rows = task_ids.numpy() == task.task_id
+      if rows.any():
+        yield {k: v.numpy()[rows] for k, v in outputs.items()}
+
+  def _build_predict_step(self, task: Task):
+    model, head, prefix = self.model, self.model.head(task.name), task.name + "_"
+
+    @tf.function
+    def predict_step(features):
+      outputs = dict(model(features, training=False)[task.name])
+      outputs["loss"] = head.loss(outputs, features)
+      outputs.update({k[len(prefix):]: v for k, v in features.items() if k.startswith(prefix)})
+      return outputs, features["task_id"]
+    return predict_step
+
+  def evaluate_task(self, task: Task, split: str = "dev"):
+    """A scorer fed with the model's predictions on `split`."""
+    scorer = task.get_scorer(split)
+    for batch in self.predict(task, split, self.config.eval_batch_size):
+      scorer.update(batch)
+    return scorer
+
+  def evaluate(self) -> Dict[str, TaskResults]:
+    """{task: dev metrics} (also printed and written to TensorBoard)."""
+    results = {}
+    writer = ProgressLogger(1, 0, os.path.join(self.model_dir, "eval")
+                            if self.is_chief else None, self.config.max_seq_length)
+    for task in self.tasks:
+      print(f"evaluating {task.name} (trial {self.trial})", flush=True)
+      scorer = self.evaluate_task(task, "dev")
+      results[task.name] = {k: float(v) for k, v in scorer.get_results().items()}
+      print(f"{task.name}: {scorer.results_str()}", flush=True)
+      writer.write_summaries(self.step, results[task.name], prefix=f"{task.name}/")
+    return results
+
+  # -------------------------------------------------------------------------
+  # Test outputs
+  # -------------------------------------------------------------------------
+
+  def write_test_outputs(self) -> List[str]:
+    """Writes test predictions (GLUE and SQuAD 2.0, as the official code); returns the paths."""
+    config, written = self.config, []
+    for task in self.tasks:
+      if task.name in GLUE_TASKS:
+        for split in task.get_test_splits():
+          written += self._write_glue_test(task, split)
+      elif task.name == "squad":
+        scorer = self.evaluate_task(task, "test")
+        predictions, null_odds = scorer.predictions()
+        answers = {qid: "" if null_odds[qid] > config.qa_na_threshold else text
+                   for qid, text in predictions.items()}
+        path = config.test_predictions_path(task.name, "test", self.trial) + ".json"
+        _write_json(path, answers)
+        written.append(path)
+      else:
+        print(f"skipping task {task.name}: writing test predictions is supported for GLUE "
+              "and SQuAD 2.0 only", flush=True)
+    return written
+
+  def _write_glue_test(self, task: Task, split: str) -> List[str]:
+    config, spec = self.config, task.head_spec()
+    raw: Dict[int, Any] = {}
+    labels: Dict[int, str] = {}
+    for batch in self.predict(task, split, config.predict_batch_size):
+      for row, eid in enumerate(batch["eid"]):
+        if spec["kind"] == "regression":
+          raw[int(eid)] = float(batch["predictions"][row])
+        else:
+          raw[int(eid)] = [float(x) for x in batch["logits"][row]]
+        labels[int(eid)] = classification.submission_label(spec, batch["predictions"][row])
+    json_path = config.test_predictions_path(task.name, split, self.trial) + ".json"
+    _write_json(json_path, {str(k): v for k, v in sorted(raw.items())})
+    written = [json_path]
+    name = classification.submission_file_name(task.name, split)
+    if name is not None:
+      tsv_path = os.path.join(config.glue_submission_dir(self.trial), name + ".tsv")
+      tf.io.gfile.makedirs(os.path.dirname(tsv_path))
+      with tf.io.gfile.GFile(tsv_path + ".tmp", "w") as f:
+        f.write("index\tprediction\n")
+        f.write("".join(f"{eid}\t{label}\n" for eid, label in sorted(labels.items())))
+      tf.io.gfile.rename(tsv_path + ".tmp", tsv_path, overwrite=True)
+      written.append(tsv_path)
+    print(f"wrote {len(raw)} {task.name} {split} predictions to {', '.join(written)}", flush=True)
+    return written
+
+
+# ---------------------------------------------------------------------------
+# Results
+# ---------------------------------------------------------------------------
+
+
+def _write_json(path: str, data: Any) -> None:
+  tf.io.gfile.makedirs(os.path.dirname(path))
+  write_json_atomic(path, data)
+
+
+def summarize(trials: List[Dict[str, TaskResults]]) -> Dict[str, Dict[str, Dict[str, float]]]:
+  """{task: {metric: {mean, median, std, min, max, n}}} over trials (std with ddof=0)."""
+  values: Dict[str, Dict[str, List[float]]] = collections.defaultdict(
+      lambda: collections.defaultdict(list))
+  for trial in trials:
+    for task, metrics in trial.items():
+      for name, value in metrics.items():
+        values[task][name].append(value)
+  return {task: {name: {"mean": float(np.mean(v)), "median": float(np.median(v)),
+                        "std": float(np.std(v)), "min": float(np.min(v)),
+                        "max": float(np.max(v)), "n": len(v)}
+                 for name, v in metrics.items()}
+          for task, metrics in values.items()}
+
+
+def write_results(config: FinetuningConfig, trials: List[Dict[str, TaskResults]],
+                  seeds: List[int]) -> None:
+  """results_txt (official: one line per task per trial) and results_json."""
+  lines = [f"{task}: " + " - ".join(f"{k}: {v:.2f}" for k, v in metrics.items())
+           for trial in trials for task, metrics in trial.items()]
+  summary = summarize(trials)
+  if len(trials) > 1:
+    lines += [f"{task} ({len(trials)} trials): " + " - ".join(
+        f"{k}: median {s['median']:.2f} mean {s['mean']:.2f} std {s['std']:.2f}"
+        for k, s in metrics.items()) for task, metrics in summary.items()]
+  tf.io.gfile.makedirs(os.path.dirname(config.results_txt))
+  with tf.io.gfile.GFile(config.results_txt + ".tmp", "w") as f:
+    f.write("\n".join(lines) + "\n")
+  tf.io.gfile.rename(config.results_txt + ".tmp", config.results_txt, overwrite=True)
+  _write_json(config.results_json, {
+      "model_name": config.model_name, "task_names": list(config.task_names),
+      "trials": [{"trial": i + 1, "seed": seed, "results": trial}
+                 for i, (seed, trial) in enumerate(zip(seeds, trials))],
+      "summary": summary})
+  print(f"wrote {config.results_txt} and {config.results_json}", flush=True)
+
+
+# ---------------------------------------------------------------------------
+# Entry point
+# ---------------------------------------------------------------------------
+
+
+def validate_inputs(config: FinetuningConfig, tasks: List[Task]) -> None:
+  """Fails before any heavy work on a missing vocab, pre-trained model or task file."""
+  if not os.path.isdir(config.data_dir):
+    raise FinetuningDataError(f"--data-dir {config.data_dir} does not exist")
+  if config.init_checkpoint and config.do_train:
+    source = config.pretrained_model_dir or config.init_checkpoint
+    if not os.path.isfile(os.path.join(source, PRETRAIN_CONFIG_FILE)):
+      raise PretrainedModelError(
+          f"no pre-trained model at {config.init_checkpoint} ({PRETRAIN_CONFIG_FILE} missing): "
+          f"pre-train one with run_pretraining.py --data-dir {config.data_dir} --model-name "
+          f"{config.model_name}, or fine-tune from random initialisation with --hparams "
+          "'{\"init_checkpoint\": null}'")
+    if os.path.isdir(config.init_checkpoint) and \
+        tf.train.latest_checkpoint(config.init_checkpoint) is None:
+      raise PretrainedModelError(f"{config.init_checkpoint} holds no checkpoint (ckpt-N.index)")
+  for task in tasks:
+    if config.do_train:
+      task.split_path("train")
+    if config.do_eval:
+      task.split_path("dev")
+
+
+def run_finetuning(config: FinetuningConfig, options: RunOptions = RunOptions()
+                   ) -> List[Dict[str, TaskResults]]:
+  """Runs every trial; returns each trial's {task: dev metrics} (empty without do_eval)."""
+  start = time.time()
+  vocab_lib.load_vocab(config.vocab_file, expected_size=config.vocab_size)
+  distribution.set_precision_policy(options.mixed_precision)
+  strategy = distribution.get_strategy(options.distribution_strategy, options.tpu)
+  tasks = get_tasks(config)
+  validate_inputs(config, tasks)
+  results: List[Dict[str, TaskResults]] = []
+  seeds: List[int] = []
+  trial = 1
+  while config.num_trials < 0 or trial <= config.num_trials:
+    print(f"=== {config.model_name} {config.tasks_str}: trial {trial}"
+          f"{'/' + str(config.num_trials) if config.num_trials > 0 else ''} ===", flush=True)
+    runner = ModelRunner(config, tasks, trial, strategy, options)
+    if config.do_train:
+      summary = runner.train()
+      if summary["stopped_early"]:
+        print(f"stopped at step {summary['step']}; checkpoint {summary['checkpoint']}",
+              flush=True)
+        break
+    else:
+      runner.restore()
+    if config.do_eval:
+      results.append(runner.evaluate())
+      seeds.append(runner.seed)
+      if runner.is_chief:
+        write_results(config, results, seeds)
+        if config.write_test_outputs and trial <= config.n_writes_test:
+          runner.write_test_outputs()
+    if trial != config.num_trials and not config.keep_all_models and runner.is_chief:
+      shutil.rmtree(runner.model_dir, ignore_errors=True)
+    trial += 1
+  print(f"done in {time.time() - start:.1f}s", flush=True)
+  return results

@@ -1,0 +1,243 @@
+"""Chunking (CoNLL-2000) with the official tagging task (finetune/tagging/, spec 6.4).
+
+Data: `finetuning_data/chunk/{train,dev[,test]}.txt`, whitespace-separated
+columns (word first, tag last), a blank line between sentences, `-DOCSTART-`
+skipped. The README puts the CoNLL test set at dev.txt.
+
+Labels: the tags are turned into spans and back into BIOES tags; the label
+map is the sorted set of BIOES tags over every split present, saved as
+`<preprocessed_data_dir>/[debug_]chunk_label_mapping.json` (the official
+pickle, as JSON).
+
+Features: `[CLS] words [SEP]`, every word tokenized on its own and tagged at
+its first wordpiece. Official quirks kept: segment id 1 for every real token
+(`[CLS]` included); words are always lowercased and accent-stripped, whatever
+do_lower_case says; the truncation test `n_words + 2 + len(ids) + 1 >
+max_seq_length` appends `[SEP]` and stops. Fixed: a sentence whose last word
+alone overflows is cut at max_seq_length (the official code fails an assert),
+and a file's last sentence counts without a trailing blank line.
+
+Head (`task_specific/chunk/dense`): the first-wordpiece states -> glorot
+`dense(n_labels)`, softmax cross-entropy times the label mask, summed over
+words. Metric: span precision, recall and F1.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import keras
+import tensorflow as tf
+
+from electra_tf2.finetune import scorers
+from electra_tf2.finetune.config import FinetuningConfig
+from electra_tf2.finetune.task import (CachedTokenizer, Example, FeatureSpec,
+                                       FinetuningDataError, Task, log_features, read_lines)
+from electra_tf2.layers import initializers
+
+LABEL_ENCODING = "BIOES"
+Sentence = Tuple[Tuple[str, ...], Tuple[str, ...]]
+
+
+class TaggingExample(Example):
+  """A sentence with one label id per word."""
+
+  def __init__(self, eid: int, task_name: str, words: Sequence[str], labels: Sequence[int]):
+    super().__init__(task_name, eid)
+    self.words = list(words)
+    self.labels = list(labels)
+
+
+def read_conll(path: str, max_sentences: Optional[int] = None) -> List[Sentence]:
+  """(words, tags) per sentence; tags must be O or B/I/E/S-<type>."""
+  sentences: List[Sentence] = []
+  sentence: List[Tuple[str, str]] = []
+  for line_number, line in enumerate(read_lines(path), 1):
+    parts = line.strip().split()
+    if not parts:
+      if sentence:
+        sentences.append(tuple(zip(*sentence)))
+        sentence = []
+        if max_sentences and len(sentences) > max_sentences:
+          return sentences
+      continue
+    if parts[0] == "-DOCSTART-":
+      continue
+    if len(parts) < 2:
+      raise FinetuningDataError(f"{path}:{line_number}: expected 'word ... tag' columns, "
+                                f"got {line.strip()!r}")
+    tag = parts[-1]
+    if tag != "O" and (len(tag) < 3 or tag[0] not in "BIES" or tag[1] != "-"):
+      raise FinetuningDataError(f"{path}:{line_number}: tag {tag!r} is neither O nor "
+                                "B-/I-/E-/S-<type>")
+    sentence.append((parts[0], tag))
+  if sentence:
+    sentences.append(tuple(zip(*sentence)))
+  return sentences
+
+
+class Chunking(Task):
+  """Text chunking (CoNLL-2000) as span tagging with BIOES labels."""
+
+  def __init__(self, config: FinetuningConfig, tokenizer: CachedTokenizer,
+               name: str = "chunk"):
+    super().__init__(config, name)
+    self._tokenizer = tokenizer
+    self._label_mapping: Optional[Dict[str, int]] = None
+    prefix = "debug_" if config.debug else ""
+    self.label_mapping_path = os.path.join(config.preprocessed_data_dir,
+                                           f"{prefix}{name}_label_mapping.json")
+
+  def data_hint(self) -> str:
+    return (f"Put the CoNLL-2000 train.txt and test.txt in {self.config.task_data_dir(self.name)}"
+            "/ as train.txt and dev.txt.")
+
+  def split_path(self, split: str) -> str:
+    return self.data_path(split, ".txt")
+
+  def _sentences(self, split: str) -> List[Sentence]:
+    return read_conll(self.split_path(split), 100 if self.config.debug else None)
+
+  def get_examples(self, split: str) -> List[TaggingExample]:
+    sentences = self._sentences(split)
+    mapping = self.label_mapping(split, sentences)
+    examples = []
+    for i, (words, tags) in enumerate(sentences):
+      bioes = scorers.get_tags(scorers.get_span_labels(tags), len(words), LABEL_ENCODING)
+      examples.append(TaggingExample(i, self.name, words, [mapping[t] for t in bioes]))
+    return self.limit(examples)
+
+  def label_mapping(self, provided_split: Optional[str] = None,
+                    provided_sentences: Optional[List[Sentence]] = None) -> Dict[str, int]:
+    """BIOES tag -> id over all splits present; cached in label_mapping_path."""
+    if self._label_mapping is not None:
+      return self._label_mapping
+    if os.path.isfile(self.label_mapping_path):
+      with open(self.label_mapping_path, encoding="utf-8") as f:
+        self._label_mapping = json.load(f)
+      return self._label_mapping
+    tags = set()
+    directory = self.config.task_data_dir(self.name)
+    for split in ("train", "dev", "test"):
+      if not os.path.isfile(os.path.join(directory, split + ".txt")):
+        continue
+      sentences = provided_sentences if split == provided_split else self._sentences(split)
+      for _, sentence_tags in sentences:
+        tags.update(scorers.get_tags(scorers.get_span_labels(sentence_tags),
+                                     len(sentence_tags), LABEL_ENCODING))
+    if not tags:
+      self.split_path("train")  # raises the missing-data error
+    self._label_mapping = {tag: i for i, tag in enumerate(sorted(tags))}
+    os.makedirs(os.path.dirname(self.label_mapping_path), exist_ok=True)
+    tmp = f"{self.label_mapping_path}.tmp-{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as f:
+      json.dump(self._label_mapping, f, indent=1, sort_keys=True)
+    os.replace(tmp, self.label_mapping_path)
+    return self._label_mapping
+
+  def prepare(self, examples: Sequence[TaggingExample]) -> None:
+    self._tokenizer.warm([w for e in examples for w in e.words])
+
+  def release(self) -> None:
+    self._tokenizer.clear()
+
+  def _word_tokens(self, words: Sequence[str]) -> List[List[str]]:
+    """The official tokenize_and_align: specials kept, every word tokenized alone."""
+    return [["[CLS]"]] + [self._tokenizer.tokenize(w) for w in words] + [["[SEP]"]]
+
+  def featurize(self, example: TaggingExample, is_training: bool, log: bool = False
+                ) -> List[Dict[str, Any]]:
+    max_len = self.config.max_seq_length
+    vocab = self._tokenizer.vocab
+    words_to_tokens = self._word_tokens(example.words)
+    input_ids: List[int] = []
+    tagged_positions: List[int] = []
+    for word_tokens in words_to_tokens:
+      if len(words_to_tokens) + len(input_ids) + 1 > max_len:
+        input_ids.append(vocab["[SEP]"])
+        break
+      if "[CLS]" not in word_tokens and "[SEP]" not in word_tokens:
+        tagged_positions.append(len(input_ids))
+      input_ids.extend(vocab[t] for t in word_tokens)
+    if len(input_ids) > max_len:
+      input_ids = input_ids[:max_len - 1] + [vocab["[SEP]"]]
+      tagged_positions = [p for p in tagged_positions if p < max_len - 1]
+
+    def pad(values: List[Any]) -> List[Any]:
+      return values + [0] * (max_len - len(values))
+    features = {"input_ids": pad(input_ids),
+                "input_mask": pad([1] * len(input_ids)),
+                "segment_ids": pad([1] * len(input_ids)),
+                "task_id": self.task_id,
+                self.name + "_eid": example.eid,
+                self.name + "_labels": pad(example.labels[:max_len]),
+                self.name + "_labels_mask": pad([1.0] * len(tagged_positions)),
+                self.name + "_labeled_positions": pad(tagged_positions)}
+    if log:
+      log_features(self.name, features)
+    return [features]
+
+  def get_feature_specs(self) -> List[FeatureSpec]:
+    length = self.config.max_seq_length
+    return [FeatureSpec(self.name + "_eid", []),
+            FeatureSpec(self.name + "_labels", [length]),
+            FeatureSpec(self.name + "_labels_mask", [length], is_int_feature=False),
+            FeatureSpec(self.name + "_labeled_positions", [length])]
+
+  def head_spec(self) -> Dict[str, Any]:
+    mapping = self.label_mapping()
+    return {"kind": "tagging", "task": self.name,
+            "label_list": sorted(mapping, key=mapping.__getitem__)}
+
+  def get_scorer(self, split: str = "dev") -> scorers.Scorer:
+    return scorers.EntityLevelF1Scorer(self.label_mapping())
+
+
+@keras.saving.register_keras_serializable(package="electra_tf2")
+class TaggingHead(keras.layers.Layer):
+  """First-wordpiece states -> `dense(n_labels)` logits (official TaggingTask head).
+
+  Args:
+    task: the task name (the layer's name).
+    label_list: the tags, in id order.
+  """
+
+  def __init__(self, task: str, label_list: Sequence[str], **kwargs):
+    kwargs.setdefault("name", task)
+    super().__init__(**kwargs)
+    self.task = task
+    self.label_list = list(label_list)
+    self.dense = keras.layers.Dense(len(self.label_list), name="dense",
+                                    kernel_initializer=initializers.glorot_uniform(),
+                                    dtype=self.dtype_policy)
+
+  def build(self, input_shape):
+    self.dense.build((None, None, input_shape[-1]))
+    super().build(input_shape)
+
+  @property
+  def official_layers(self) -> List[keras.layers.Dense]:
+    return [self.dense]
+
+  def call(self, hidden: tf.Tensor, features: Dict[str, tf.Tensor], training: bool = False
+           ) -> Dict[str, tf.Tensor]:
+    """hidden `[batch, seq_len, H]`, `<task>_labeled_positions` `[batch, seq_len]` ->
+    logits `[batch, seq_len, n_labels]`, predictions `[batch, seq_len]` (per word)."""
+    positions = tf.cast(features[self.task + "_labeled_positions"], tf.int32)
+    reprs = tf.gather(hidden, positions, batch_dims=1)
+    logits = tf.cast(self.dense(reprs), tf.float32)
+    return {"logits": logits, "predictions": tf.argmax(logits, axis=-1, output_type=tf.int32)}
+
+  def loss(self, outputs: Dict[str, tf.Tensor], features: Dict[str, tf.Tensor]) -> tf.Tensor:
+    """Masked cross-entropy summed over words `[batch]`."""
+    labels = tf.one_hot(features[self.task + "_labels"], len(self.label_list))
+    losses = tf.nn.softmax_cross_entropy_with_logits(labels=labels, logits=outputs["logits"])
+    return tf.reduce_sum(losses * tf.cast(features[self.task + "_labels_mask"], tf.float32),
+                         axis=-1)
+
+  def get_config(self) -> Dict[str, Any]:
+    config = super().get_config()
+    config.update(task=self.task, label_list=self.label_list)
+    return config

@@ -1,0 +1,195 @@
+r"""Hugging Face directories (config.json + model.safetensors) for users who move to PyTorch.
+
+  python -m electra_tf2.hf_export --model-dir DATA/models/electra_small \
+      --output-dir hf/electra-small-discriminator
+  python -m electra_tf2.hf_export --model-dir DATA/models/electra_small \
+      --output-dir hf/electra-small-generator --generator
+
+  # in PyTorch:
+  from transformers import ElectraForPreTraining
+  model = ElectraForPreTraining.from_pretrained("hf/electra-small-discriminator")
+
+The discriminator becomes an `ElectraForPreTraining`, the generator (or the
+MLM model of the BERT objective) an `ElectraForMaskedLM` whose output layer is
+tied to the word embeddings, as in ours. With a known vocabulary the directory
+also gets `vocab.txt` and `tokenizer_config.json`, for `ElectraTokenizerFast`.
+
+Parameter names follow the rules of transformers' `load_tf_weights_in_electra`
+applied to our official names (dense kernels are transposed to `[out, in]`);
+tests/test_hf_parity.py checks the result against transformers itself. The
+weights are written by `write_safetensors` with numpy alone: neither torch
+nor transformers is needed to export.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import struct
+import sys
+from typing import Any, Dict, Mapping, Optional, Sequence
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+from electra_tf2 import checkpoint_names, export, pretrained  # noqa: E402
+from electra_tf2.config import BertConfig  # noqa: E402
+
+WEIGHTS_FILE = "model.safetensors"
+LAYER_NORM_EPS = 1e-12  # official LayerNorm (spec 4.1)
+_SAFETENSORS_DTYPES = {np.dtype("float32"): "F32"}
+
+
+class HuggingFaceExportError(ValueError):
+  """A model that has no Hugging Face counterpart in the requested mode."""
+
+
+def write_safetensors(path: str, tensors: Mapping[str, np.ndarray]) -> None:
+  """Writes the safetensors format: u64 header size, JSON header, raw little-endian data."""
+  header: Dict[str, Any] = {"__metadata__": {"format": "pt"}}
+  arrays = []
+  offset = 0
+  for name in sorted(tensors):
+    array = np.ascontiguousarray(tensors[name])
+    if array.dtype not in _SAFETENSORS_DTYPES:
+      raise ValueError(f"{name}: dtype {array.dtype} is not supported (float32 only)")
+    array = array.astype(array.dtype.newbyteorder("<"), copy=False)
+    header[name] = {"dtype": _SAFETENSORS_DTYPES[array.dtype], "shape": list(array.shape),
+                    "data_offsets": [offset, offset + array.nbytes]}
+    arrays.append(array)
+    offset += array.nbytes
+  encoded = json.dumps(header, separators=(",", ":")).encode("utf-8")
+  encoded += b" " * (-len(encoded) % 8)  # the data starts 8-byte aligned
+  with tf.io.gfile.GFile(path, "wb") as f:
+    f.write(struct.pack("<Q", len(encoded)))
+    f.write(encoded)
+    for array in arrays:
+      f.write(array.tobytes())
+
+
+def hf_config(bert_config: BertConfig, embedding_size: int, architecture: str,
+              pad_token_id: int = 0) -> Dict[str, Any]:
+  """The `ElectraConfig` (config.json) of one encoder with our shapes."""
+  return {
+      "architectures": [architecture],
+      "model_type": "electra",
+      "vocab_size": bert_config.vocab_size,
+      "embedding_size": embedding_size,
+      "hidden_size": bert_config.hidden_size,
+      "num_hidden_layers": bert_config.num_hidden_layers,
+      "num_attention_heads": bert_config.num_attention_heads,
+      "intermediate_size": bert_config.intermediate_size,
+      "hidden_act": bert_config.hidden_act,  # "gelu" is the exact erf form in both
+      "hidden_dropout_prob": bert_config.hidden_dropout_prob,
+      "attention_probs_dropout_prob": bert_config.attention_probs_dropout_prob,
+      "max_position_embeddings": bert_config.max_position_embeddings,
+      "type_vocab_size": bert_config.type_vocab_size,
+      "initializer_range": bert_config.initializer_range,
+      "layer_norm_eps": LAYER_NORM_EPS,
+      "position_embedding_type": "absolute",
+      "pad_token_id": pad_token_id,
+      "tie_word_embeddings": True,
+      "torch_dtype": "float32",
+  }
+
+
+def hf_parameter_name(official_name: str, encoder_scope: str) -> str:
+  """The PyTorch parameter name of an official variable name.
+
+  `encoder_scope` is the scope that becomes HF's `electra.` ("electra" for the
+  discriminator, "generator" for the generator); `electra/embeddings/` always
+  does, as the generator shares it.
+  """
+  name = re.sub(rf"^({re.escape(encoder_scope)}|electra)/embeddings/", "electra/embeddings/",
+                official_name)
+  name = re.sub(rf"^{re.escape(encoder_scope)}/", "electra/", name)
+  name = name.replace("generator_predictions/output_bias", "generator_lm_head/bias")
+  name = name.replace("/dense_1/", "/dense_prediction/")
+  name = re.sub(r"/layer_(\d+)/", r"/layer/\1/", name)
+  name = re.sub(r"/(kernel|gamma)$", "/weight", name)
+  name = re.sub(r"/beta$", "/bias", name)
+  name = re.sub(r"_embeddings$", "_embeddings/weight", name)
+  return name.replace("/", ".")
+
+
+def hf_state_dict(model, generator: bool = False) -> Dict[str, np.ndarray]:
+  """`{PyTorch name: array}` of the discriminator or of the generator of an `ElectraPretrainer`."""
+  names = checkpoint_names.pretrainer_variable_map(model)
+  if generator:
+    encoder = model.mlm_encoder
+    if encoder is None:
+      raise HuggingFaceExportError("this model has no MLM generator (uniform or ELECTRIC "
+                                   "two-tower generator): nothing maps to ElectraForMaskedLM")
+    scope = encoder.name
+    embeddings = f"{scope}/embeddings/" if encoder.owns_embeddings else "electra/embeddings/"
+    prefixes = (embeddings, f"{scope}/embeddings_project/", f"{scope}/encoder/",
+                "generator_predictions/")
+  else:
+    if model.discriminator_head is None or model.config.electric_objective:
+      raise HuggingFaceExportError(
+          "ElectraForPreTraining needs the ELECTRA discriminator head; this model "
+          f"({'ELECTRIC' if model.config.electric_objective else 'MLM only'}) has no "
+          "counterpart (export the generator with --generator, if any)")
+    scope = "electra"
+    prefixes = ("electra/", "discriminator_predictions/")
+  state = {}
+  for official, variable in names.items():
+    if official.startswith(prefixes):
+      value = variable.numpy()
+      state[hf_parameter_name(official, scope)] = value.T if official.endswith("/kernel") else value
+  return state
+
+
+def export_hugging_face(model, output_dir: str, generator: bool = False,
+                        vocab_file: Optional[str] = None) -> str:
+  """Writes `output_dir` with config.json, model.safetensors and (with a vocab) the tokenizer."""
+  config = model.config
+  state = hf_state_dict(model, generator)
+  bert = model.mlm_encoder.bert_config if generator else config.bert_config
+  architecture = "ElectraForMaskedLM" if generator else "ElectraForPreTraining"
+  tf.io.gfile.makedirs(output_dir)
+  with tf.io.gfile.GFile(os.path.join(output_dir, "config.json"), "w") as f:
+    f.write(json.dumps(hf_config(bert, config.resolved_embedding_size, architecture,
+                                 config.special_ids.pad), indent=2) + "\n")
+  write_safetensors(os.path.join(output_dir, WEIGHTS_FILE), state)
+  if vocab_file is not None:
+    tf.io.gfile.copy(vocab_file, os.path.join(output_dir, "vocab.txt"), overwrite=True)
+    tokenizer = {"tokenizer_class": "ElectraTokenizer", "do_lower_case": config.do_lower_case,
+                 "model_max_length": bert.max_position_embeddings}
+    with tf.io.gfile.GFile(os.path.join(output_dir, "tokenizer_config.json"), "w") as f:
+      f.write(json.dumps(tokenizer, indent=2) + "\n")
+  return output_dir
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+  parser = argparse.ArgumentParser(prog="python -m electra_tf2.hf_export",
+                                   description="\n\n".join(__doc__.split("\n\n")[:2]),
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+  parser.add_argument("--model-dir", required=True,
+                      help="model directory (pretrain_config.json + ckpt-N)")
+  parser.add_argument("--checkpoint", default=None, help="a ckpt-N prefix (default the latest)")
+  parser.add_argument("--output-dir", required=True, help="Hugging Face directory to write")
+  parser.add_argument("--generator", action="store_true",
+                      help="export the generator as ElectraForMaskedLM (default: the "
+                           "discriminator as ElectraForPreTraining)")
+  parser.add_argument("--vocab-file", default=None,
+                      help="vocabulary to include (default MODEL_DIR/vocab.txt or the config's)")
+  args = parser.parse_args(argv)
+  try:
+    model = pretrained.restore_pretrainer(args.model_dir, args.checkpoint)
+    vocab_file = args.vocab_file or export.find_vocab(args.model_dir, model.config)
+    export_hugging_face(model, args.output_dir, args.generator, vocab_file)
+  except (HuggingFaceExportError, pretrained.PretrainedModelError) as e:
+    print(f"error: {e}", file=sys.stderr)
+    return 2
+  print(f"wrote {args.output_dir} (config.json, {WEIGHTS_FILE}"
+        f"{', vocab.txt, tokenizer_config.json' if vocab_file else ''})")
+  return 0
+
+
+if __name__ == "__main__":
+  sys.exit(main())

@@ -1,0 +1,71 @@
+"""Fine-tunes a pre-trained ELECTRA on GLUE, SQuAD 1.1/2.0, MRQA or chunking.
+
+  python run_finetuning.py --data-dir DIR --model-name NAME --task squad
+  python run_finetuning.py --data-dir DIR --model-name NAME --task cola,mrpc
+  python run_finetuning.py --data-dir DIR --model-name NAME \\
+      --hparams '{"task_names": ["rte"], "num_trials": 10}'   (or --hparams my.json)
+
+DIR holds finetuning_data/<task>/ (the official layout), vocab.txt and the
+pre-trained model DIR/models/NAME (written by run_pretraining.py). Results go
+to DIR/models/NAME/results/, fine-tuned models to
+DIR/models/NAME/finetuning_models/. Hyperparameters: configs/finetuning_defaults.json
+and docs/finetuning.md.
+"""
+
+import os
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+from absl import app, flags, logging  # noqa: E402
+
+from electra_tf2.training import distribution  # noqa: E402
+
+flags.DEFINE_string("data-dir", None, "Directory with finetuning_data/, vocab.txt and models/.")
+flags.DEFINE_string("model-name", None, "The pre-trained model: DIR/models/<model-name>.")
+flags.DEFINE_string("task", None, "Task name(s), comma-separated (cola, sst, mrpc, sts, qqp, "
+                    "mnli, qnli, rte, wnli, squad, squadv1, newsqa, naturalqs, triviaqa, "
+                    "searchqa, chunk); the same as task_names in --hparams.")
+flags.DEFINE_string("hparams", "{}", "JSON object or .json file of hyperparameters "
+                    "(see configs/finetuning_defaults.json).")
+flags.DEFINE_enum("distribution-strategy", "auto", list(distribution.STRATEGIES),
+                  "auto: a TPU if --tpu, all GPUs if several, else one device.")
+flags.DEFINE_string("tpu", None, "TPU name or grpc:// address.")
+flags.DEFINE_enum("mixed-precision", "float32", list(distribution.PRECISIONS),
+                  "Compute dtype policy; mixed_float16 adds loss scaling.")
+flags.DEFINE_bool("jit-compile", False, "Compile the forward/backward pass with XLA.")
+flags.DEFINE_integer("log-every", None, "Steps between progress lines "
+                     "(default: iterations_per_loop).")
+FLAGS = flags.FLAGS
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+  for name in ("data-dir", "model-name"):
+    if not FLAGS[name].value:
+      raise app.UsageError(f"--{name} is required")
+  logging.set_verbosity(logging.WARNING)
+  # Imported after the flag checks: TensorFlow is slow to load.
+  from electra_tf2 import vocab  # noqa: E402
+  from electra_tf2.config import ConfigError  # noqa: E402
+  from electra_tf2.finetune import config as config_lib, runner  # noqa: E402
+  from electra_tf2.finetune.task import FinetuningDataError  # noqa: E402
+  from electra_tf2.pretrained import PretrainedModelError  # noqa: E402
+  from electra_tf2.training.pretraining_loop import RunOptions  # noqa: E402
+  try:
+    config = config_lib.resolve_finetuning_config(
+        FLAGS["model-name"].value, FLAGS["data-dir"].value, FLAGS.hparams, FLAGS.task)
+    options = RunOptions(
+        distribution_strategy=FLAGS["distribution-strategy"].value, tpu=FLAGS.tpu,
+        mixed_precision=FLAGS["mixed-precision"].value, jit_compile=FLAGS["jit-compile"].value,
+        log_every=FLAGS["log-every"].value)
+    runner.run_finetuning(config, options)
+  except (ConfigError, FinetuningDataError, PretrainedModelError, vocab.VocabError,
+          distribution.DistributionError, FloatingPointError, OSError) as e:
+    print(f"error: {e}", file=sys.stderr)
+    sys.exit(2)
+
+
+if __name__ == "__main__":
+  app.run(main)

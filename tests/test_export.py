@@ -1,0 +1,249 @@
+"""SavedModels: token-id and raw-text signatures, loaded back and through saved_model_cli."""
+
+import os
+import shutil
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from conftest import REPO_ROOT, shared_data_path
+from electra_tf2 import convert, export
+from electra_tf2.config import resolve_pretraining_config
+from electra_tf2.finetune import config as finetune_config, model as finetune_model
+from electra_tf2.models.pretrainer import ElectraPretrainer
+from electra_tf2.tokenization import FullTokenizer
+
+MAX_LEN = 16
+TINY = {"model_hparam_overrides": {"hidden_size": 32, "num_hidden_layers": 2},
+        "embedding_size": 16, "generator_hidden_size": 0.5, "max_seq_length": MAX_LEN}
+TEXTS = ["The chef cooked the meal.",
+         "",
+         "Possibly this may have been the reason why early risers in that locality, during the "
+         "rainy season, adopted a thoughtful habit of body.",  # longer than MAX_LEN
+         "Ünïcödé  and 力加勝北区 too"]
+PAIRS = [("The chef cooked the meal.", "It was good."),
+         ("a " * 30, "b"),
+         ("short", "b c d e f g h i j k l m n o p q r s t"),
+         ("one two three four five six seven eight", "nine ten eleven twelve thirteen fourteen"),
+         ("", "")]
+SAVED_MODEL_CLI = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
+
+
+def bert_truncate_seq_pair(tokens_a, tokens_b, max_length):
+  """BERT's run_classifier._truncate_seq_pair, as the oracle."""
+  while len(tokens_a) + len(tokens_b) > max_length:
+    (tokens_a if len(tokens_a) > len(tokens_b) else tokens_b).pop()
+
+
+def expected_features(tokenizer, a, b=None):
+  ids_a = tokenizer.encode(a)
+  if b is None:
+    ids_a = ids_a[:MAX_LEN - 2]
+    return [101] + ids_a + [102], [0] * (len(ids_a) + 2)
+  ids_b = tokenizer.encode(b)
+  bert_truncate_seq_pair(ids_a, ids_b, MAX_LEN - 3)
+  return ([101] + ids_a + [102] + ids_b + [102],
+          [0] * (len(ids_a) + 2) + [1] * (len(ids_b) + 1))
+
+
+def test_truncated_pair_lengths_follow_bert():
+  grid = [(a, b, m) for a in range(25) for b in range(25) for m in range(0, 30, 3)]
+  expected = []
+  for a, b, m in grid:
+    tokens_a, tokens_b = list(range(a)), list(range(b))
+    bert_truncate_seq_pair(tokens_a, tokens_b, m)
+    expected.append((len(tokens_a), len(tokens_b)))
+  la, lb, budget = (tf.constant(column, tf.int64) for column in zip(*grid))
+  new_a, new_b = export.truncated_pair_lengths(la, lb, budget)
+  assert list(zip(new_a.numpy().tolist(), new_b.numpy().tolist())) == expected
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+  """DATA/models/tiny, a tiny random pre-trained model with the real vocab, and its
+  discriminator SavedModel."""
+  vocab = shared_data_path("vocab", "vocab.txt")
+  root = tmp_path_factory.mktemp("export")
+  keras.utils.set_random_seed(3)
+  model = ElectraPretrainer(resolve_pretraining_config("electra_small", None, TINY))
+  rng = np.random.default_rng(3)
+  for variable in model.trainable_variables:
+    variable.assign(variable.numpy() + rng.normal(0, 0.1, variable.shape).astype(np.float32))
+  data_dir = str(root / "data")
+  model_dir = os.path.join(data_dir, "models", "tiny")
+  convert.write_model_dir(model, model_dir)
+  shutil.copy(vocab, os.path.join(model_dir, "vocab.txt"))
+  path = str(root / "discriminator")
+  assert export.main(["--model-dir", model_dir, "--output-dir", path]) == 0
+  return {"model": model, "model_dir": model_dir, "data_dir": data_dir, "path": path,
+          "vocab": vocab, "tokenizer": FullTokenizer(vocab), "root": root}
+
+
+@pytest.fixture(scope="module")
+def loaded(exported):
+  return tf.saved_model.load(exported["path"])
+
+
+def in_process(model, input_ids, input_mask, segment_ids):
+  logits = model.discriminator_head(model.discriminator(
+      tf.constant(input_ids, tf.int32), tf.constant(input_mask, tf.int32),
+      tf.constant(segment_ids, tf.int32)))
+  return logits.numpy()
+
+
+def padded(rows):
+  length = max(len(ids) for ids, _ in rows)
+  ids = np.zeros((len(rows), length), np.int32)
+  mask, segments = np.zeros_like(ids), np.zeros_like(ids)
+  for i, (row, segs) in enumerate(rows):
+    ids[i, :len(row)], mask[i, :len(row)], segments[i, :len(row)] = row, 1, segs
+  return ids, mask, segments
+
+
+def test_signatures_and_token_ids(exported, loaded):
+  assert sorted(loaded.signatures) == ["serving_default", "text", "text_pair", "token_ids"]
+  assert os.path.basename(loaded.vocab_file.asset_path.numpy().decode()) == "vocab.txt"
+  ids, mask, segments = padded([([101, 7592, 2088, 102], [0, 0, 0, 0]),
+                                ([101, 2023, 102, 2003, 1037, 3231, 102], [0, 0, 0, 1, 1, 1, 1])])
+  out = loaded.signatures["token_ids"](input_ids=tf.constant(ids), input_mask=tf.constant(mask),
+                                       segment_ids=tf.constant(segments))
+  logits = in_process(exported["model"], ids, mask, segments)
+  np.testing.assert_allclose(out["logits"].numpy(), logits, atol=1e-5)
+  np.testing.assert_allclose(out["replaced_probability"].numpy(), 1 / (1 + np.exp(-logits)),
+                             atol=1e-5)
+
+
+def test_text_signature_tokenizes_pads_and_truncates(exported, loaded):
+  tokenizer = exported["tokenizer"]
+  out = loaded.signatures["text"](text=tf.constant(TEXTS))
+  rows = [expected_features(tokenizer, t) for t in TEXTS]
+  assert len(tokenizer.encode(TEXTS[2])) > MAX_LEN  # truncation is exercised
+  ids, mask, segments = padded(rows)
+  assert ids.shape == (len(TEXTS), MAX_LEN)
+  np.testing.assert_array_equal(out["input_ids"].numpy(), ids)
+  np.testing.assert_array_equal(out["input_mask"].numpy(), mask)
+  np.testing.assert_array_equal(out["segment_ids"].numpy(), segments)
+  logits = in_process(exported["model"], ids, mask, segments)
+  real = mask.astype(bool)
+  np.testing.assert_allclose(out["logits"].numpy()[real], logits[real], atol=1e-5)
+  empty = loaded.signatures["text"](text=tf.constant([], tf.string))
+  assert empty["input_ids"].shape == (0, 0) and empty["logits"].shape == (0, 0)
+  # serving_default is the text signature
+  default = loaded.signatures["serving_default"](text=tf.constant(TEXTS))
+  np.testing.assert_array_equal(default["logits"].numpy(), out["logits"].numpy())
+
+
+def test_text_pair_signature_truncates_like_bert(exported, loaded):
+  tokenizer = exported["tokenizer"]
+  out = loaded.signatures["text_pair"](text=tf.constant([a for a, _ in PAIRS]),
+                                       text_b=tf.constant([b for _, b in PAIRS]))
+  ids, mask, segments = padded([expected_features(tokenizer, a, b) for a, b in PAIRS])
+  np.testing.assert_array_equal(out["input_ids"].numpy(), ids)
+  np.testing.assert_array_equal(out["segment_ids"].numpy(), segments)
+  np.testing.assert_array_equal(out["input_mask"].numpy(), mask)
+  real = mask.astype(bool)
+  np.testing.assert_allclose(out["replaced_probability"].numpy()[real],
+                             1 / (1 + np.exp(-in_process(exported["model"], ids, mask,
+                                                         segments)[real])), atol=1e-5)
+
+
+def run_cli(args, outdir):
+  result = subprocess.run(args + ["--outdir", str(outdir), "--overwrite"], capture_output=True,
+                          text=True, cwd=REPO_ROOT, timeout=300)
+  assert result.returncode == 0, result.stderr[-3000:]
+  return {name[:-4]: np.load(os.path.join(outdir, name)) for name in os.listdir(outdir)}
+
+
+def test_saved_model_cli_runs_both_signatures(exported):
+  """The stock CLI on a --no-text-signatures export; the documented wrapper on text."""
+  root, model = exported["root"], exported["model"]
+  ids_only = str(root / "ids_only")
+  assert export.main(["--model-dir", exported["model_dir"], "--output-dir", ids_only,
+                      "--no-text-signatures"]) == 0
+  outputs = run_cli([SAVED_MODEL_CLI, "run", "--dir", ids_only, "--tag_set", "serve",
+                     "--signature_def", "serving_default", "--input_exprs",
+                     "input_ids=[[101, 7592, 2088, 102, 0]];input_mask=[[1, 1, 1, 1, 0]];"
+                     "segment_ids=[[0, 0, 0, 0, 0]]"], root / "cli_ids")
+  expected = in_process(model, [[101, 7592, 2088, 102, 0]], [[1, 1, 1, 1, 0]], [[0] * 5])
+  np.testing.assert_allclose(outputs["logits"], expected, atol=1e-5)
+
+  wrapper = ("import sys, tensorflow_text; from tensorflow.python.tools import saved_model_cli; "
+             "sys.argv[0] = 'saved_model_cli'; saved_model_cli.main()")
+  outputs = run_cli([sys.executable, "-c", wrapper, "run", "--dir", exported["path"],
+                     "--tag_set", "serve", "--signature_def", "text", "--input_exprs",
+                     f"text={TEXTS!r}"], root / "cli_text")
+  ids, mask, segments = padded([expected_features(exported["tokenizer"], t) for t in TEXTS])
+  np.testing.assert_array_equal(outputs["input_ids"], ids)
+  real = mask.astype(bool)
+  np.testing.assert_allclose(outputs["logits"][real],
+                             in_process(model, ids, mask, segments)[real], atol=1e-5)
+
+
+def test_encoder_export(exported):
+  model = exported["model"]
+  path = export.serving_module(model, "encoder").save(str(exported["root"] / "encoder"))
+  loaded = tf.saved_model.load(path)
+  assert sorted(loaded.signatures) == ["serving_default", "token_ids"]
+  ids, mask, segments = padded([([101, 7592, 2088, 102], [0] * 4), ([101, 2023, 102], [0] * 3)])
+  out = loaded.signatures["serving_default"](input_ids=tf.constant(ids),
+                                             input_mask=tf.constant(mask),
+                                             segment_ids=tf.constant(segments))
+  sequence = model.discriminator(tf.constant(ids), tf.constant(mask), tf.constant(segments))
+  assert out["sequence_output"].shape == (2, 4, 32)
+  np.testing.assert_allclose(out["sequence_output"].numpy()[mask == 1],
+                             sequence.numpy()[mask == 1], atol=1e-5)
+  np.testing.assert_allclose(out["pooled_output"].numpy(), sequence.numpy()[:, 0], atol=1e-5)
+
+
+def test_finetuned_export(exported):
+  """A fine-tuned model directory (classification + tagging heads), auto-detected."""
+  config = finetune_config.resolve_finetuning_config(
+      "tiny", exported["data_dir"], {"max_seq_length": MAX_LEN}, "mnli,chunk")
+  keras.utils.set_random_seed(4)
+  model = finetune_model.build_model(config, [
+      {"kind": "classification", "task": "mnli",
+       "label_list": ["contradiction", "entailment", "neutral"]},
+      {"kind": "tagging", "task": "chunk", "label_list": ["B-NP", "I-NP", "O"]}])
+  model_dir = config.trial_model_dir(1)
+  finetune_model.save_model_files(model, config, model_dir)
+  tf.train.CheckpointManager(tf.train.Checkpoint(model=model), model_dir, max_to_keep=None,
+                             checkpoint_name="ckpt").save(10)
+  path = str(exported["root"] / "finetuned")
+  assert export.main(["--model-dir", model_dir, "--output-dir", path]) == 0
+  loaded = tf.saved_model.load(path)
+  pairs = PAIRS[:3]
+  out = loaded.signatures["text_pair"](text=tf.constant([a for a, _ in pairs]),
+                                       text_b=tf.constant([b for _, b in pairs]))
+  features = {k: out[k] for k in ("input_ids", "input_mask", "segment_ids")}
+  seq_len = features["input_ids"].shape[1]
+  features["chunk_labeled_positions"] = tf.broadcast_to(tf.range(seq_len),
+                                                        features["input_ids"].shape)
+  expected = model(features)
+  np.testing.assert_allclose(out["mnli_logits"].numpy(), expected["mnli"]["logits"].numpy(),
+                             atol=1e-5)
+  labels = np.array(["contradiction", "entailment", "neutral"])
+  assert [x.decode() for x in out["mnli_label"].numpy()] == list(
+      labels[expected["mnli"]["predictions"].numpy()])
+  assert out["chunk_logits"].shape == (len(pairs), seq_len, 3)
+  np.testing.assert_allclose(out["chunk_logits"].numpy(), expected["chunk"]["logits"].numpy(),
+                             atol=1e-5)
+
+
+def test_export_errors(exported, tmp_path, capsys):
+  electric = ElectraPretrainer(resolve_pretraining_config(
+      "electra_small", None, dict(TINY, electric_objective=True)))
+  with pytest.raises(export.ExportError, match="ELECTRIC"):
+    export.serving_module(electric, "discriminator")
+  with pytest.raises(export.ExportError, match="exceeds max_position_embeddings"):
+    export.serving_module(exported["model"], "encoder", max_seq_length=513)
+  os.rename(os.path.join(exported["model_dir"], "vocab.txt"), str(tmp_path / "vocab.txt"))
+  try:
+    assert export.main(["--model-dir", exported["model_dir"],
+                        "--output-dir", str(tmp_path / "x")]) == 2
+  finally:
+    os.rename(str(tmp_path / "vocab.txt"), os.path.join(exported["model_dir"], "vocab.txt"))
+  assert "pass --vocab-file" in capsys.readouterr().err

@@ -1,0 +1,113 @@
+"""The driver on tiny data with a tiny random-init model: trials, results, test outputs, reload."""
+
+import json
+import os
+
+import pytest
+
+from electra_tf2.finetune import model as model_lib, runner
+from electra_tf2.finetune.task import FinetuningDataError
+from electra_tf2.training import distribution
+from tests.test_finetune_fixtures import make_config, make_tasks, write_lines
+
+SST = ["sentence\tlabel"] + [f"{s}\t{i % 2}" for i, s in enumerate(
+    ["the cat sat", "a big red dog", "we see it", "he runs fast", "she sat on the mat",
+     "the new york city", "john smith was born", "paris is big", "the dog runs", "a red house"])]
+SST_TEST = ["index\tsentence", "0\tthe cat", "1\ta dog runs", "2\twe sat"]
+CONLL = ["John NNP B-NP", "Smith NNP I-NP", "runs VBZ B-VP", "", "the DT B-NP", "cat NN I-NP",
+         "sat VBD B-VP", ""]
+
+
+def write_data(config):
+  write_lines(os.path.join(config.task_data_dir("sst"), "train.tsv"), SST)
+  write_lines(os.path.join(config.task_data_dir("sst"), "dev.tsv"), SST[:6])
+  write_lines(os.path.join(config.task_data_dir("sst"), "test.tsv"), SST_TEST)
+  write_lines(os.path.join(config.task_data_dir("chunk"), "train.txt"), CONLL)
+  write_lines(os.path.join(config.task_data_dir("chunk"), "dev.txt"), CONLL)
+
+
+def test_trials_results_and_test_outputs(tmp_path, capsys):
+  config = make_config(str(tmp_path), ["sst", "chunk"], num_trials=2, train_batch_size=4,
+                       eval_batch_size=4, predict_batch_size=4, num_train_epochs=1.0,
+                       write_test_outputs=True, n_writes_test=1, keep_all_models=False)
+  write_data(config)
+  results = runner.run_finetuning(config)
+  assert len(results) == 2 and set(results[0]) == {"sst", "chunk"}
+  assert set(results[0]["sst"]) == {"accuracy", "loss"}
+  assert set(results[0]["chunk"]) == {"precision", "recall", "f1", "loss"}
+  with open(config.results_txt) as f:
+    lines = f.read().splitlines()
+  assert lines[0].startswith("sst: accuracy: ") and lines[1].startswith("chunk: precision: ")
+  assert len(lines) == 6 and lines[4].startswith("sst (2 trials): accuracy: median ")
+  with open(config.results_json) as f:
+    saved = json.load(f)
+  assert [t["seed"] for t in saved["trials"]] == [0, 1]
+  accuracies = [t["results"]["sst"]["accuracy"] for t in saved["trials"]]
+  summary = saved["summary"]["sst"]["accuracy"]
+  assert summary["median"] == pytest.approx(sum(accuracies) / 2)
+  assert summary["std"] == pytest.approx(abs(accuracies[0] - accuracies[1]) / 2)
+  # test outputs for trial 1 only; chunk has none
+  with open(os.path.join(config.glue_submission_dir(1), "SST-2.tsv")) as f:
+    rows = f.read().splitlines()
+  assert rows[0] == "index\tprediction" and [r.split("\t")[0] for r in rows[1:]] == ["0", "1", "2"]
+  assert all(r.split("\t")[1] in ("0", "1") for r in rows[1:])
+  with open(config.test_predictions_path("sst", "test", 1) + ".json") as f:
+    assert len(json.load(f)["2"]) == 2  # logits per example
+  assert not os.path.exists(config.glue_submission_dir(2))
+  assert "skipping task chunk" in capsys.readouterr().out
+  # keep_all_models false: only the last trial's model stays; it can be rebuilt
+  assert not os.path.exists(config.trial_model_dir(1))
+  model, saved_config = model_lib.load_finetuned_model(config.trial_model_dir(2))
+  assert saved_config.task_names == ["sst", "chunk"] and model.task_names == ["sst", "chunk"]
+  assert model.head("chunk").label_list == ["B-NP", "E-NP", "S-VP"]
+
+
+def test_eval_only_and_missing_model(tmp_path):
+  config = make_config(str(tmp_path), ["sst"], train_batch_size=4, eval_batch_size=2,
+                       num_train_epochs=1.0)
+  write_data(config)
+  trained = runner.run_finetuning(config)
+  again = runner.run_finetuning(config.replace(do_train=False))
+  assert again[0]["sst"]["accuracy"] == trained[0]["sst"]["accuracy"]
+  with pytest.raises(FinetuningDataError, match="holds no fine-tuned checkpoint"):
+    runner.run_finetuning(config.replace(do_train=False, model_dir=str(tmp_path / "nothing")))
+
+
+def test_summed_loss_is_batch_size_times_the_mean(tmp_path):
+  def first_step_loss(reduction):
+    # 10 examples padded to 16: int(16 // 8 * 0.5) = 1 step
+    config = make_config(str(tmp_path / reduction), ["sst"], train_batch_size=8,
+                         num_train_epochs=0.5, loss_reduction=reduction)
+    write_data(config)
+    trial = runner.ModelRunner(config, make_tasks(config), 1,
+                               distribution.get_strategy("one_device"))
+    summary = trial.train()
+    assert summary["num_train_steps"] == 1
+    return summary["final_loss"]
+  assert first_step_loss("sum") == pytest.approx(8 * first_step_loss("mean"), rel=1e-5)
+
+
+def test_squad_v2_test_predictions(tmp_path):
+  config = make_config(str(tmp_path), ["squad"], max_seq_length=32, max_query_length=8,
+                       doc_stride=8, beam_size=4, train_batch_size=4, eval_batch_size=4,
+                       predict_batch_size=4, num_train_epochs=1.0, write_test_outputs=True)
+  paragraph = {"context": "john smith was born in paris in 1895 .", "qas": [
+      {"id": "a", "question": "who was born ?", "is_impossible": False,
+       "answers": [{"text": "john smith", "answer_start": 0}]},
+      {"id": "b", "question": "what year ?", "is_impossible": True, "answers": []}]}
+  for split in ("train", "dev", "test"):
+    path = os.path.join(config.task_data_dir("squad"), split + ".json")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+      json.dump({"version": "v2.0", "data": [{"title": "t", "paragraphs": [paragraph]}]}, f)
+  results = runner.run_finetuning(config)
+  assert {"exact", "f1", "HasAns_exact", "NoAns_exact", "best_f1_thresh"} <= set(results[0]["squad"])
+  with open(config.qa_na_path("squad")) as f:
+    odds = json.load(f)
+  with open(config.test_predictions_path("squad", "test", 1) + ".json") as f:
+    answers = json.load(f)
+  with open(config.qa_preds_path("squad")) as f:
+    preds = json.load(f)
+  assert set(answers) == set(odds) == set(preds) == {"a", "b"}
+  for qid in answers:
+    assert answers[qid] == ("" if odds[qid] > -2.75 else preds[qid])
