@@ -130,13 +130,8 @@ class BertConfig:
 # ---------------------------------------------------------------------------
 
 
-class PretrainingConfig:
-  """The resolved pre-training hyperparameters (attributes as in the official code).
-
-  Build it with `resolve_pretraining_config`; `from_dict` rebuilds a saved one.
-  Besides the official attributes it carries `model_name`, `data_dir` and the
-  derived `max_predictions_per_seq`.
-  """
+class ResolvedConfig:
+  """Attribute access over a resolved dict of hyperparameters (JSON-serialisable)."""
 
   def __init__(self, values: Mapping[str, Any]):
     self._values = dict(values)
@@ -145,17 +140,26 @@ class PretrainingConfig:
     values = self.__dict__.get("_values", {})
     if name in values:
       return values[name]
-    raise AttributeError(f"PretrainingConfig has no attribute {name!r}")
+    raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
 
   def to_dict(self) -> Dict[str, Any]:
     return copy.deepcopy(self._values)
 
   @classmethod
-  def from_dict(cls, values: Mapping[str, Any]) -> "PretrainingConfig":
+  def from_dict(cls, values: Mapping[str, Any]):
     return cls(values)
 
   def __repr__(self) -> str:
-    return f"PretrainingConfig({json.dumps(self._values, sort_keys=True)})"
+    return f"{type(self).__name__}({json.dumps(self._values, sort_keys=True)})"
+
+
+class PretrainingConfig(ResolvedConfig):
+  """The resolved pre-training hyperparameters (attributes as in the official code).
+
+  Build it with `resolve_pretraining_config`; `from_dict` rebuilds a saved one.
+  Besides the official attributes it carries `model_name`, `data_dir` and the
+  derived `max_predictions_per_seq`.
+  """
 
   @property
   def special_ids(self) -> vocab_lib.SpecialTokenIds:

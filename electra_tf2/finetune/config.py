@@ -26,16 +26,13 @@ final `FinetuningConfig`. Resolution follows configure_finetuning.py (spec 2.3):
 from __future__ import annotations
 
 import copy
-import json
 import os
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
-from electra_tf2.config import (CONFIG_DIR, BertConfig, ConfigError, PretrainingConfig,
-                                get_bert_config, parse_hparams)
+from electra_tf2.config import (_TYPES, CONFIG_DIR, BertConfig, ConfigError, PretrainingConfig,
+                                ResolvedConfig, get_bert_config, parse_hparams)
 from electra_tf2.config import _read_json as read_config_json
 
-_TYPES = {"int": (int,), "float": (int, float), "bool": (bool,), "str": (str,),
-          "dict": (dict,), "list": (list,)}
 _DERIVED = ("bert_config", "model_name", "data_dir", "pretrained_model_dir")
 LOSS_REDUCTIONS = ("sum", "mean")
 GLUE_TASKS = ("cola", "mrpc", "mnli", "sst", "rte", "qnli", "qqp", "sts", "wnli")
@@ -62,7 +59,7 @@ def known_tasks() -> List[str]:
 # ---------------------------------------------------------------------------
 
 
-class FinetuningConfig:
+class FinetuningConfig(ResolvedConfig):
   """The resolved fine-tuning hyperparameters (attributes as in the official code).
 
   Build it with `resolve_finetuning_config`; `from_dict` rebuilds a saved one.
@@ -71,30 +68,11 @@ class FinetuningConfig:
   below fill them in.
   """
 
-  def __init__(self, values: Mapping[str, Any]):
-    self._values = dict(values)
-
-  def __getattr__(self, name: str) -> Any:
-    values = self.__dict__.get("_values", {})
-    if name in values:
-      return values[name]
-    raise AttributeError(f"FinetuningConfig has no attribute {name!r}")
-
-  def to_dict(self) -> Dict[str, Any]:
-    return copy.deepcopy(self._values)
-
-  @classmethod
-  def from_dict(cls, values: Mapping[str, Any]) -> "FinetuningConfig":
-    return cls(values)
-
   def replace(self, **kwargs) -> "FinetuningConfig":
     """A copy with some values changed (no re-resolution)."""
     values = self.to_dict()
     values.update(kwargs)
     return FinetuningConfig(values)
-
-  def __repr__(self) -> str:
-    return f"FinetuningConfig({json.dumps(self._values, sort_keys=True)})"
 
   @property
   def tasks_str(self) -> str:
