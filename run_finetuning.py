@@ -19,7 +19,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from absl import app, flags, logging  # noqa: E402
 
-from electra_tf2.training import distribution  # noqa: E402
+from electra_tf2.training import cli, distribution  # noqa: E402
 
 flags.DEFINE_string("data-dir", None, "Directory with finetuning_data/, vocab.txt and models/.")
 flags.DEFINE_string("model-name", None, "The pre-trained model: DIR/models/<model-name>.")
@@ -28,14 +28,8 @@ flags.DEFINE_string("task", None, "Task name(s), comma-separated (cola, sst, mrp
                     "searchqa, chunk); the same as task_names in --hparams.")
 flags.DEFINE_string("hparams", "{}", "JSON object or .json file of hyperparameters "
                     "(see configs/finetuning_defaults.json).")
-flags.DEFINE_enum("distribution-strategy", "auto", list(distribution.STRATEGIES),
-                  "auto: a TPU if --tpu, all GPUs if several, else one device.")
-flags.DEFINE_string("tpu", None, "TPU name or grpc:// address.")
-flags.DEFINE_enum("mixed-precision", "float32", list(distribution.PRECISIONS),
-                  "Compute dtype policy; mixed_float16 adds loss scaling.")
-flags.DEFINE_bool("jit-compile", False, "Compile the forward/backward pass with XLA.")
-flags.DEFINE_integer("log-every", None, "Steps between progress lines "
-                     "(default: iterations_per_loop).")
+cli.define_run_flags()
+flags.adopt_module_key_flags(cli)
 FLAGS = flags.FLAGS
 
 
@@ -52,14 +46,10 @@ def main(argv):
   from electra_tf2.finetune import config as config_lib, runner  # noqa: E402
   from electra_tf2.finetune.task import FinetuningDataError  # noqa: E402
   from electra_tf2.pretrained import PretrainedModelError  # noqa: E402
-  from electra_tf2.training.pretraining_loop import RunOptions  # noqa: E402
   try:
     config = config_lib.resolve_finetuning_config(
         FLAGS["model-name"].value, FLAGS["data-dir"].value, FLAGS.hparams, FLAGS.task)
-    options = RunOptions(
-        distribution_strategy=FLAGS["distribution-strategy"].value, tpu=FLAGS.tpu,
-        mixed_precision=FLAGS["mixed-precision"].value, jit_compile=FLAGS["jit-compile"].value,
-        log_every=FLAGS["log-every"].value)
+    options = cli.run_options_from_flags()
     runner.run_finetuning(config, options)
   except (ConfigError, FinetuningDataError, PretrainedModelError, vocab.VocabError,
           distribution.DistributionError, FloatingPointError, OSError) as e:

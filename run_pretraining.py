@@ -16,21 +16,15 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 from absl import app, flags, logging  # noqa: E402
 
 from electra_tf2 import config as config_lib  # noqa: E402
-from electra_tf2.training import distribution  # noqa: E402
+from electra_tf2.training import cli, distribution  # noqa: E402
 
 flags.DEFINE_string("data-dir", None, "Directory with pretrain_tfrecords/ and vocab.txt.")
 flags.DEFINE_string("model-name", None, "A preset of configs/ (electra_small, electra_base, ...)"
                     " or a path to a preset .json; also names DIR/models/<model-name>.")
 flags.DEFINE_string("hparams", "{}", "JSON object or .json file of hyperparameters "
                     "(see configs/pretraining_defaults.json).")
-flags.DEFINE_enum("distribution-strategy", "auto", list(distribution.STRATEGIES),
-                  "auto: a TPU if --tpu, all GPUs if several, else one device.")
-flags.DEFINE_string("tpu", None, "TPU name or grpc:// address.")
-flags.DEFINE_enum("mixed-precision", "float32", list(distribution.PRECISIONS),
-                  "Compute dtype policy; mixed_float16 adds loss scaling.")
-flags.DEFINE_bool("jit-compile", False, "Compile the forward/backward pass with XLA.")
-flags.DEFINE_integer("log-every", None, "Steps between progress lines "
-                     "(default: iterations_per_loop).")
+cli.define_run_flags()
+flags.adopt_module_key_flags(cli)
 FLAGS = flags.FLAGS
 
 
@@ -46,10 +40,7 @@ def main(argv):
   try:
     config = config_lib.resolve_pretraining_config(
         FLAGS["model-name"].value, FLAGS["data-dir"].value, FLAGS.hparams)
-    options = pretraining_loop.RunOptions(
-        distribution_strategy=FLAGS["distribution-strategy"].value, tpu=FLAGS.tpu,
-        mixed_precision=FLAGS["mixed-precision"].value, jit_compile=FLAGS["jit-compile"].value,
-        log_every=FLAGS["log-every"].value)
+    options = cli.run_options_from_flags()
     pretraining_loop.run_pretraining(config, options)
   except (config_lib.ConfigError, pretrain_data.DataError, vocab.VocabError,
           distribution.DistributionError) as e:
