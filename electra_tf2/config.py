@@ -194,29 +194,36 @@ def _schema() -> Dict[str, Dict[str, Any]]:
   return _read_json(os.path.join(CONFIG_DIR, "pretraining_defaults.json"))
 
 
-_DERIVED = ("max_predictions_per_seq",)
-_IDENTITY = ("model_name", "data_dir")
+_DERIVED = {"max_predictions_per_seq":
+                "derived as int((mask_prob + 0.005) * max_seq_length); "
+                "set mask_prob or max_seq_length instead"}
 
 
-def _check_types(values: Mapping[str, Any], schema: Mapping[str, Dict[str, Any]],
-                 source: str) -> None:
+def check_hparams(values: Mapping[str, Any], schema: Mapping[str, Dict[str, Any]],
+                  source: str, derived: Mapping[str, str], schema_file: str) -> None:
+  """Rejects derived, unknown, null-but-not-nullable and mistyped values, naming the key.
+
+  derived: keys that cannot be set, with why; schema_file: where the known keys are listed.
+  """
   for key, value in values.items():
-    if key in _DERIVED:
-      raise ConfigError(f"{source}: {key} is derived as int((mask_prob + 0.005) * "
-                        "max_seq_length); set mask_prob or max_seq_length instead")
+    if key in derived:
+      raise ConfigError(f"{source}: {key} is {derived[key]}")
     if key not in schema:
       raise ConfigError(f"{source}: unknown hparam {key!r}; known hparams are listed in "
-                        "configs/pretraining_defaults.json")
+                        f"{schema_file}")
     entry = schema[key]
     if value is None:
       if not entry.get("nullable"):
         raise ConfigError(f"{source}: {key} may not be null")
       continue
     allowed = _TYPES[entry["type"]]
-    if isinstance(value, bool) and bool not in allowed:
+    if (isinstance(value, bool) and bool not in allowed) or not isinstance(value, allowed):
       raise ConfigError(f"{source}: {key} must be of type {entry['type']}, got {value!r}")
-    if not isinstance(value, allowed):
-      raise ConfigError(f"{source}: {key} must be of type {entry['type']}, got {value!r}")
+
+
+def _check_types(values: Mapping[str, Any], schema: Mapping[str, Dict[str, Any]],
+                 source: str) -> None:
+  check_hparams(values, schema, source, _DERIVED, "configs/pretraining_defaults.json")
 
 
 def resolve_pretraining_config(model_name: str, data_dir: Optional[str] = None,

@@ -29,8 +29,9 @@ import copy
 import os
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
-from electra_tf2.config import (_TYPES, CONFIG_DIR, BertConfig, ConfigError, PretrainingConfig,
-                                ResolvedConfig, get_bert_config, parse_hparams)
+from electra_tf2.config import (CONFIG_DIR, BertConfig, ConfigError, PretrainingConfig,
+                                ResolvedConfig, check_hparams, get_bert_config,
+                                parse_hparams)
 from electra_tf2.config import _read_json as read_config_json
 
 _DERIVED = ("bert_config", "model_name", "data_dir", "pretrained_model_dir")
@@ -114,21 +115,9 @@ class FinetuningConfig(ResolvedConfig):
 
 def _check_types(values: Mapping[str, Any], spec: Mapping[str, Dict[str, Any]],
                  source: str) -> None:
-  for key, value in values.items():
-    if key in _DERIVED:
-      raise ConfigError(f"{source}: {key} is derived (from --model-name, --data-dir or the "
-                        "pre-trained model) and cannot be set")
-    if key not in spec:
-      raise ConfigError(f"{source}: unknown hparam {key!r}; known hparams are listed in "
-                        "configs/finetuning_defaults.json")
-    entry = spec[key]
-    if value is None:
-      if not entry.get("nullable"):
-        raise ConfigError(f"{source}: {key} may not be null")
-      continue
-    allowed = _TYPES[entry["type"]]
-    if (isinstance(value, bool) and bool not in allowed) or not isinstance(value, allowed):
-      raise ConfigError(f"{source}: {key} must be of type {entry['type']}, got {value!r}")
+  derived = {key: "derived (from --model-name, --data-dir or the pre-trained model) and "
+                  "cannot be set" for key in _DERIVED}
+  check_hparams(values, spec, source, derived, "configs/finetuning_defaults.json")
 
 
 def _pretrained_source(init_checkpoint: Optional[str]) -> Optional[str]:
