@@ -69,7 +69,10 @@ def softmax_output(logits: tf.Tensor, targets: tf.Tensor, weights: tf.Tensor,
     preds `[batch, n]` int32 (argmax), log_probs `[batch, n, vocab]`.
   """
   log_probs = tf.nn.log_softmax(logits)
-  nll = -tf.gather(log_probs, tf.cast(targets, tf.int32), batch_dims=2)
+  # -log_probs[target], fused: its gradient (softmax - one_hot) comes from the
+  # forward kernel instead of a scatter into a [batch, n, vocab] zero tensor.
+  nll = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=tf.cast(targets, tf.int32),
+                                                       logits=logits)
   weights = tf.cast(weights, tf.float32)
   return dict(
       loss=_normalised(tf.reduce_sum(weights * nll), tf.reduce_sum(weights), denominator),
@@ -185,15 +188,30 @@ def metric_statistics(outputs: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
     stats["disc_accuracy"] = _weighted(correct, mask)
     stats["disc_precision"] = _weighted(correct, preds * mask)
     stats["disc_recall"] = _weighted(correct, labels * mask)
-    auc_labels = tf.reshape(tf.cast(labels * mask, tf.bool), [-1, 1])
-    auc_probs = tf.reshape(outputs["disc_probs"] * tf.cast(mask, tf.float32), [-1, 1])
-    above = auc_probs > auc_thresholds()[tf.newaxis]
-    def count(a, b):
-      return tf.reduce_sum(tf.cast(tf.logical_and(a, b), tf.float32), 0)
-    stats["disc_auc_counts"] = tf.stack([
-        count(auc_labels, above), count(auc_labels, ~above),
-        count(~auc_labels, ~above), count(~auc_labels, above)])
+    stats["disc_auc_counts"] = _auc_counts(
+        tf.reshape(tf.cast(labels * mask, tf.float32), [-1]),
+        tf.reshape(outputs["disc_probs"] * tf.cast(mask, tf.float32), [-1]))
   return stats
+
+
+def _auc_counts(labels: tf.Tensor, probs: tf.Tensor) -> tf.Tensor:
+  """TF1 `tf.metrics.auc` confusion counts `[4, thresholds]` (tp, fn, tn, fp).
+
+  labels, probs: `[n]` float (labels 0/1). A prediction is positive at
+  threshold j when `prob > thresholds[j]`. Instead of comparing every prob with
+  every threshold, each prob is binned by how many thresholds lie below it
+  (`searchsorted`, side left); the counts at threshold j are then the numbers of
+  positives/negatives in bins above j (a reversed cumulative sum).
+  """
+  thresholds = tf.constant(auc_thresholds())
+  num = thresholds.shape[0]
+  below = tf.searchsorted(thresholds, probs, side="left")  # [n] in 0..num
+  def above(weights):  # [num]: the weight of probs above each threshold
+    histogram = tf.math.unsorted_segment_sum(weights, below, num + 1)
+    return tf.cumsum(histogram, reverse=True)[1:]
+  tp, fp = above(labels), above(1.0 - labels)
+  positives, negatives = tf.reduce_sum(labels), tf.reduce_sum(1.0 - labels)
+  return tf.stack([tp, positives - tp, negatives - fp, fp])
 
 
 def auc_from_counts(counts: np.ndarray) -> float:

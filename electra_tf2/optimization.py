@@ -160,6 +160,13 @@ def variable_path(variable: keras.Variable) -> str:
   return variable.path
 
 
+def _handle(variable) -> tf.Tensor:
+  """The resource handle of a (Keras, distributed or plain) variable on this device."""
+  if isinstance(variable, keras.Variable):
+    variable = variable.value
+  return variable.handle
+
+
 @keras.saving.register_keras_serializable(package="electra_tf2")
 class AdamWeightDecay(keras.optimizers.Optimizer):
   """The official `AdamWeightDecayOptimizer` as a Keras 3 optimizer.
@@ -235,19 +242,28 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
     self._adam_m, self._adam_v = self.add_optimizer_variables(var_list, ["adam_m", "adam_v"])
 
   def update_step(self, gradient, variable, learning_rate):
+    """p -= lr * (m / (sqrt(v) + eps) + wd * p), with m, v updated first.
+
+    The Adam part is TensorFlow's fused `ResourceApplyAdam` kernel (one pass
+    over p, m, v instead of a dozen) given beta powers of 0, which turns its
+    bias correction off: its step is exactly lr * m / (sqrt(v) + eps). The
+    decay term reads p before that update.
+    """
     index = self._get_variable_index(variable)
     m, v = self._adam_m[index], self._adam_v[index]
     dtype = variable.dtype
     gradient = tf.cast(tf.convert_to_tensor(gradient), dtype)  # IndexedSlices -> dense
-    next_m = self.beta_1 * tf.convert_to_tensor(m) + (1.0 - self.beta_1) * gradient
-    next_v = self.beta_2 * tf.convert_to_tensor(v) + (1.0 - self.beta_2) * tf.square(gradient)
-    update = next_m / (tf.sqrt(next_v) + self.epsilon)
-    if self._weight_decay_flags[index]:
-      update += self.weight_decay_rate * tf.convert_to_tensor(variable)
     lr = tf.cast(learning_rate, dtype) * self._lr_multipliers[index]
-    self.assign_sub(variable, lr * update)
-    self.assign(m, next_m)
-    self.assign(v, next_v)
+    decay = None
+    if self._weight_decay_flags[index]:
+      decay = lr * self.weight_decay_rate * tf.convert_to_tensor(variable)
+    zero = tf.zeros([], dtype)
+    tf.raw_ops.ResourceApplyAdam(
+        var=_handle(variable), m=_handle(m), v=_handle(v), beta1_power=zero, beta2_power=zero,
+        lr=lr, beta1=tf.cast(self.beta_1, dtype), beta2=tf.cast(self.beta_2, dtype),
+        epsilon=tf.cast(self.epsilon, dtype), grad=gradient)
+    if decay is not None:
+      self.assign_sub(variable, decay)
 
   def _clip_gradients(self, grads):
     """No per-replica clipping: `_backend_update_step` clips the summed gradient."""

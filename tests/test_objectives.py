@@ -165,3 +165,17 @@ def test_metrics_match_definitions_over_batches():
   # 200 thresholds approximate the exact ROC AUC closely (padding included as negatives).
   exact = roc_auc_score((lab * m).ravel(), (cat["disc_probs"] * m).ravel())
   assert abs(got["disc_auc"] - exact) < 0.01
+
+
+def test_auc_counts_equal_comparing_every_prob_with_every_threshold():
+  """Binned counts == the TF1 definition `prob > threshold`, ties included."""
+  thresholds = objectives.auc_thresholds()
+  rng = np.random.default_rng(3)
+  probs = np.concatenate([rng.random(500), thresholds[:50], [0.0, 1.0, 0.5]]).astype(np.float32)
+  labels = (rng.random(probs.size) < 0.3).astype(np.float32)
+  got = objectives._auc_counts(tf.constant(labels), tf.constant(probs)).numpy()
+  above = probs[:, None] > thresholds[None]
+  pos = labels[:, None] > 0
+  want = np.stack([(pos & above).sum(0), (pos & ~above).sum(0),
+                   (~pos & ~above).sum(0), (~pos & above).sum(0)])
+  np.testing.assert_array_equal(got, want)

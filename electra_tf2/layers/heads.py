@@ -48,8 +48,13 @@ class MaskedLMHead(keras.layers.Layer):
   def call(self, hidden: tf.Tensor, embedding_table: tf.Tensor) -> tf.Tensor:
     """hidden `[batch, n, h]`, embedding_table `[V, E]` -> logits `[batch, n, V]` (float32)."""
     hidden = self.layer_norm(self.dense(hidden))
-    logits = tf.matmul(hidden, tf.cast(embedding_table, hidden.dtype), transpose_b=True)
-    return tf.cast(logits, tf.float32) + tf.cast(self.output_bias, tf.float32)
+    # One 2-D matmul over all slots: a batched matmul against the shared table
+    # would make its gradient a [batch, V, E] product summed over the batch.
+    leading = tf.shape(hidden)[:-1]
+    flat = tf.reshape(hidden, [-1, self.embedding_size])
+    logits = tf.matmul(flat, tf.cast(embedding_table, hidden.dtype), transpose_b=True)
+    logits = tf.cast(logits, tf.float32) + tf.cast(self.output_bias, tf.float32)
+    return tf.reshape(logits, tf.concat([leading, [self.vocab_size]], 0))
 
   def get_config(self) -> Dict[str, Any]:
     config = super().get_config()

@@ -115,7 +115,9 @@ class TransformerLayer(keras.layers.Layer):
     qkv_bias = tf.concat([self.query.bias, self.key.bias, self.value.bias], 0)
     qkv = tf.nn.bias_add(tf.matmul(x, tf.cast(kernel, dtype)), tf.cast(qkv_bias, dtype))
     qkv = tf.transpose(tf.reshape(qkv, [batch, seq_len, 3, heads, head_size]), [2, 0, 3, 1, 4])
-    q, k, v = qkv[0], qkv[1], qkv[2]
+    # unstack, not qkv[i]: the gradient of three slices is three full-size
+    # zero-padded tensors and a sum; that of unstack is one stack.
+    q, k, v = tf.unstack(qkv, num=3, axis=0)
 
     scores = tf.matmul(q * tf.cast(1.0 / math.sqrt(head_size), dtype), k, transpose_b=True)
     scores = tf.cast(scores, tf.float32) + tf.cast(bias, tf.float32)
