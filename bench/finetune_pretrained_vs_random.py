@@ -3,9 +3,16 @@
   python bench/finetune_pretrained_vs_random.py [--work-dir /tmp/electra_sst_bench] \\
       [--shared-data ../shared/data] [--pretrain-steps 1500] [--train-examples 6000]
 
-1. builds pre-training TFRecords from <shared-data>/corpus (Gutenberg, Tiny
-   Shakespeare, WikiText-2 valid, BERT's sample text) with
-   data_prep/build_pretraining_dataset.py and the BERT uncased vocab;
+1. learns a WordPiece vocab of --vocab-size tokens from <shared-data>/corpus
+   (Gutenberg, Tiny Shakespeare, WikiText-2 valid, BERT's sample text) with
+   data_prep/build_vocab.py (or, with --vocab bert, takes the BERT uncased
+   vocab), and builds pre-training TFRecords with
+   data_prep/build_pretraining_dataset.py. Why a corpus vocab: with the BERT
+   vocab most rows never occur in this 1.2M-token corpus, yet the tied MLM
+   softmax gives every row a small gradient in the same direction, which Adam
+   turns into full-size steps; after 1500 steps those rows have drifted
+   together (mean pairwise cosine 0.64), so the rare words of SST-2 become
+   indistinguishable and fine-tuning starts worse than from random rows;
 2. pre-trains the debug model (3 layers, hidden 144, embedding 128) with
    run_pretraining.py for --pretrain-steps steps;
 3. fine-tunes it on the first --train-examples SST-2 training sentences and
@@ -72,10 +79,19 @@ def main() -> int:
   parser.add_argument("--work-dir", default="/tmp/electra_sst_bench")
   parser.add_argument("--shared-data", default=os.path.join(os.path.dirname(REPO), "shared",
                                                             "data"))
+  parser.add_argument("--vocab", choices=("bert", "corpus"), default="corpus",
+                      help="bert: the BERT uncased vocab of <shared-data>/vocab; corpus: a "
+                           "WordPiece vocab learned from the pre-training corpus "
+                           "(data_prep/build_vocab.py), so that every embedding row is trained")
+  parser.add_argument("--vocab-size", type=int, default=8192,
+                      help="Size of the corpus-learned vocab.")
   parser.add_argument("--pretrain-steps", type=int, default=1500)
   parser.add_argument("--pretrain-batch-size", type=int, default=32)
   parser.add_argument("--pretrain-max-seq-length", type=int, default=64)
   parser.add_argument("--pretrain-learning-rate", type=float, default=5e-4)
+  parser.add_argument("--pretrain-hparams", default="{}",
+                      help='More pre-training hparams as JSON, e.g. \'{"electra_objective": '
+                           'false}\' for BERT-style MLM pre-training.')
   parser.add_argument("--train-examples", type=int, default=6000)
   parser.add_argument("--epochs", type=float, default=2.0)
   parser.add_argument("--max-seq-length", type=int, default=64)
@@ -92,14 +108,20 @@ def main() -> int:
   # 1. pre-training data and vocab
   os.makedirs(work, exist_ok=True)
   vocab = os.path.join(work, "vocab.txt")
+  corpus = os.path.join(shared, "corpus")
+  dirs = [corpus] + [os.path.join(corpus, d) for d in sorted(os.listdir(corpus))
+                     if os.path.isdir(os.path.join(corpus, d))]
   if not os.path.exists(vocab):
-    os.symlink(os.path.join(shared, "vocab", "vocab.txt"), vocab)
+    if args.vocab == "bert":
+      os.symlink(os.path.join(shared, "vocab", "vocab.txt"), vocab)
+    else:
+      run([python, "data_prep/build_vocab.py", "--vocab-size", str(args.vocab_size),
+           "--output", vocab] + [flag for d in dirs for flag in ("--corpus-dir", d)], env)
+  with open(vocab, encoding="utf-8") as f:
+    vocab_size = sum(1 for _ in f)
   records = os.path.join(work, "pretrain_tfrecords")
   start = time.time()
   if not os.path.isdir(records):
-    corpus = os.path.join(shared, "corpus")
-    dirs = [corpus] + [os.path.join(corpus, d) for d in sorted(os.listdir(corpus))
-                       if os.path.isdir(os.path.join(corpus, d))]
     run([python, "data_prep/build_pretraining_dataset.py", "--vocab-file", vocab,
          "--output-dir", records, "--max-seq-length", str(args.pretrain_max_seq_length),
          "--num-shards", "4", "--seed", str(args.seed), "--no-progress"]
@@ -117,7 +139,8 @@ def main() -> int:
                                   "learning_rate": args.pretrain_learning_rate,
                                   "num_warmup_steps": args.pretrain_steps // 10,
                                   "iterations_per_loop": 100, "save_checkpoints_steps": 10 ** 6,
-                                  "seed": args.seed})], env)
+                                  "vocab_size": vocab_size, "seed": args.seed,
+                                  **json.loads(args.pretrain_hparams)})], env)
   timings["pretrain_s"] = time.time() - start
 
   # 3. SST-2 in the official layout: a training subset, the whole dev set
@@ -137,7 +160,8 @@ def main() -> int:
     pretraining = PretrainingConfig.from_dict(json.load(f))
   shape = {k: v for k, v in pretraining.bert_config.to_dict().items() if k != "vocab_size"}
   random_init = {"init_checkpoint": None, "model_size": pretraining.model_size,
-                 "embedding_size": pretraining.embedding_size, "model_hparam_overrides": shape}
+                 "embedding_size": pretraining.embedding_size, "vocab_size": vocab_size,
+                 "model_hparam_overrides": shape}
 
   accuracy = {}
   for label, extra in (("pretrained", {}), ("random_init", random_init)):
@@ -156,10 +180,12 @@ def main() -> int:
 
   spread = state_spread(os.path.join(work, "models", model_name), dev, vocab)
   report = {"sst_dev_accuracy": accuracy, "pretrained_state_spread": spread,
+            "vocab": args.vocab, "vocab_size": vocab_size,
             "pretrain_steps": args.pretrain_steps,
             "pretrain_batch_size": args.pretrain_batch_size,
             "pretrain_max_seq_length": args.pretrain_max_seq_length,
             "pretrain_learning_rate": args.pretrain_learning_rate,
+            "pretrain_hparams": json.loads(args.pretrain_hparams),
             "train_examples": args.train_examples, "epochs": args.epochs,
             "max_seq_length": args.max_seq_length, "learning_rate": args.learning_rate,
             "seed": args.seed, "timings": timings}
