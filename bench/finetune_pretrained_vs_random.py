@@ -1,7 +1,8 @@
 """Does pre-training help? SST-2 dev accuracy of a debug-size ELECTRA, pre-trained vs random.
 
   python bench/finetune_pretrained_vs_random.py [--work-dir /tmp/electra_sst_bench] \\
-      [--shared-data ../shared/data] [--pretrain-steps 1500] [--train-examples 6000]
+      [--shared-data ../shared/data] [--pretrain-steps 1500] [--train-examples 6000] \\
+      [--trials 3] [--finetune-hparams '{"layerwise_lr_decay": 0}'] [--reinit 'encoder/layer_']
 
 1. learns a WordPiece vocab of --vocab-size tokens from <shared-data>/corpus
    (Gutenberg, Tiny Shakespeare, WikiText-2 valid, BERT's sample text) with
@@ -22,6 +23,14 @@
 4. measures how much the pre-trained encoder's states vary across and within
    sentences (`state_spread`).
 
+Each fine-tuning runs --trials seeds (seed, seed+1, ...); the report gives
+every trial's accuracy and the median. --reinit REGEX is an ablation: before
+fine-tuning, the pre-trained discriminator variables whose official name
+(`electra/encoder/layer_0/attention/self/query/kernel`, ...) matches REGEX are
+reset to a fresh model's initial values, so `encoder/layer_` keeps only the
+pre-trained embeddings and `attention/self/(query|key)` discards only the
+attention patterns.
+
 Prints the report and writes <work-dir>/sst_pretrained_vs_random.json. Steps 1
 and 2 are skipped when their outputs exist in --work-dir. With the defaults it
 takes about 16 minutes on two shared CPU cores (13.5 of them pre-training).
@@ -31,6 +40,8 @@ Results: docs/finetuning.md.
 import argparse
 import json
 import os
+import re
+import statistics
 import subprocess
 import sys
 import time
@@ -73,6 +84,36 @@ def state_spread(model_dir: str, dev_tsv: str, vocab_file: str, n: int = 64):
           "token_std_within_sentence": float(np.mean(within))}
 
 
+def reinitialised_copy(model_dir: str, out_dir: str, pattern: str, seed: int) -> list:
+  """Writes model_dir's model to out_dir with the matching discriminator variables reset.
+
+  Variables of the discriminator whose official name matches `pattern` take
+  the values of a freshly built model (seed `seed`); all others keep their
+  pre-trained values. Returns the reset names.
+  """
+  import shutil  # pylint: disable=g-import-not-at-top
+  import keras  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from electra_tf2 import checkpoint_names, pretrained  # pylint: disable=g-import-not-at-top
+  from electra_tf2.models.pretrainer import ElectraPretrainer  # pylint: disable=g-import-not-at-top
+  trained = pretrained.restore_pretrainer(model_dir)
+  keras.utils.set_random_seed(seed)
+  fresh = ElectraPretrainer(pretrained.load_pretraining_config(model_dir))
+  source = checkpoint_names.encoder_variable_map(trained.discriminator, "electra")
+  target = checkpoint_names.encoder_variable_map(fresh.discriminator, "electra")
+  reset = sorted(name for name in target if re.search(pattern, name))
+  if not reset:
+    raise SystemExit(f"--reinit {pattern!r} matches no discriminator variable; names look "
+                     f"like {sorted(target)[0]!r}")
+  for name, variable in target.items():
+    if name not in reset:
+      variable.assign(source[name])
+  os.makedirs(out_dir, exist_ok=True)
+  shutil.copy(os.path.join(model_dir, "pretrain_config.json"), out_dir)
+  tf.train.CheckpointManager(tf.train.Checkpoint(model=fresh), out_dir, 1).save(0)
+  return reset
+
+
 def main() -> int:
   parser = argparse.ArgumentParser(description=__doc__,
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -98,7 +139,26 @@ def main() -> int:
   parser.add_argument("--learning-rate", type=float, default=3e-4,
                       help="Fine-tuning learning rate (official default 1e-4; paper Small 3e-4).")
   parser.add_argument("--seed", type=int, default=0)
+  parser.add_argument("--trials", type=int, default=1,
+                      help="Fine-tuning trials per model (seeds seed, seed+1, ...).")
+  parser.add_argument("--finetune-hparams", default="{}",
+                      help="More fine-tuning hparams as JSON for both models, e.g. "
+                           "'{\"layerwise_lr_decay\": 0}'.")
+  parser.add_argument("--reinit", default=None, metavar="REGEX",
+                      help="Ablation: reset the pre-trained discriminator variables whose "
+                           "official name matches REGEX to their initial values.")
   args = parser.parse_args()
+  for flag in ("pretrain_hparams", "finetune_hparams"):
+    try:
+      if not isinstance(json.loads(getattr(args, flag)), dict):
+        raise ValueError("not a JSON object")
+    except ValueError as e:
+      parser.error(f"--{flag.replace('_', '-')}: {e}; give a JSON object such as '{{}}'")
+  if args.reinit is not None:
+    try:
+      re.compile(args.reinit)
+    except re.error as e:
+      parser.error(f"--reinit {args.reinit!r} is not a regular expression: {e}")
 
   work, shared = os.path.abspath(args.work_dir), os.path.abspath(args.shared_data)
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
@@ -163,11 +223,20 @@ def main() -> int:
                  "embedding_size": pretraining.embedding_size, "vocab_size": vocab_size,
                  "model_hparam_overrides": shape}
 
+  pretrained_init, reset = {}, []
+  if args.reinit:
+    reinit_dir = os.path.join(work, "models", model_name + "_reinit")
+    reset = reinitialised_copy(os.path.join(work, "models", model_name), reinit_dir,
+                               args.reinit, args.seed)
+    print(f"reset {len(reset)} pre-trained variables matching {args.reinit!r}", flush=True)
+    pretrained_init = {"init_checkpoint": reinit_dir}
+
   accuracy = {}
-  for label, extra in (("pretrained", {}), ("random_init", random_init)):
+  for label, extra in (("pretrained", pretrained_init), ("random_init", random_init)):
     hparams = {"num_train_epochs": args.epochs, "max_seq_length": args.max_seq_length,
-               "learning_rate": args.learning_rate,
+               "learning_rate": args.learning_rate, "num_trials": args.trials,
                "seed": args.seed, "iterations_per_loop": 50,
+               **json.loads(args.finetune_hparams),
                "results_txt": os.path.join(work, "results", f"sst_{label}.txt"),
                "results_json": os.path.join(work, "results", f"sst_{label}.json"),
                "model_dir": os.path.join(work, "finetuning_models", f"sst_{label}"), **extra}
@@ -176,7 +245,8 @@ def main() -> int:
          "--task", "sst", "--hparams", json.dumps(hparams)], env)
     timings[f"finetune_{label}_s"] = time.time() - start
     with open(hparams["results_json"], encoding="utf-8") as f:
-      accuracy[label] = json.load(f)["trials"][0]["results"]["sst"]["accuracy"]
+      trials = [t["results"]["sst"]["accuracy"] for t in json.load(f)["trials"]]
+    accuracy[label] = {"median": statistics.median(trials), "trials": trials}
 
   spread = state_spread(os.path.join(work, "models", model_name), dev, vocab)
   report = {"sst_dev_accuracy": accuracy, "pretrained_state_spread": spread,
@@ -186,6 +256,8 @@ def main() -> int:
             "pretrain_max_seq_length": args.pretrain_max_seq_length,
             "pretrain_learning_rate": args.pretrain_learning_rate,
             "pretrain_hparams": json.loads(args.pretrain_hparams),
+            "reinit": args.reinit, "reinit_variables": len(reset),
+            "finetune_hparams": json.loads(args.finetune_hparams),
             "train_examples": args.train_examples, "epochs": args.epochs,
             "max_seq_length": args.max_seq_length, "learning_rate": args.learning_rate,
             "seed": args.seed, "timings": timings}
