@@ -39,7 +39,7 @@ from electra_tf2.finetune.config import FinetuningConfig
 from electra_tf2.finetune.task import (CachedTokenizer, Example, FeatureSpec,
                                        FinetuningDataError, Task, log_features, read_lines)
 from electra_tf2.layers import initializers
-from electra_tf2.layers.transformer import gelu
+from electra_tf2.layers.activations import gelu
 
 DocSpan = collections.namedtuple("DocSpan", ["start", "length"])
 

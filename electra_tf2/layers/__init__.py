@@ -1,5 +1,7 @@
-"""Primitives: embeddings, the Transformer block and the pre-training heads."""
+"""Primitives: GELU, LayerNorm, embeddings, the Transformer block and the pre-training heads."""
 
+from electra_tf2.layers.activations import gelu
 from electra_tf2.layers.embeddings import EmbeddingBlock
 from electra_tf2.layers.heads import DiscriminatorHead, MaskedLMHead
-from electra_tf2.layers.transformer import TransformerLayer, attention_bias, gelu
+from electra_tf2.layers.layer_norm import LayerNorm, layer_norm
+from electra_tf2.layers.transformer import TransformerLayer, attention_bias

@@ -13,6 +13,7 @@ import keras
 import tensorflow as tf
 
 from electra_tf2.layers import initializers
+from electra_tf2.layers.layer_norm import LayerNorm
 
 
 @keras.saving.register_keras_serializable(package="electra_tf2")
@@ -34,8 +35,7 @@ class EmbeddingBlock(keras.layers.Layer):
     self.type_vocab_size = type_vocab_size
     self.initializer_range = initializer_range
     self.dropout_rate = dropout_rate
-    self.layer_norm = keras.layers.LayerNormalization(epsilon=1e-12, name="LayerNorm",
-                                                      dtype=self.dtype_policy)
+    self.layer_norm = LayerNorm(epsilon=1e-12, name="LayerNorm", dtype=self.dtype_policy)
     self.dropout = keras.layers.Dropout(dropout_rate, dtype=self.dtype_policy)
 
   def build(self, input_shape=None):

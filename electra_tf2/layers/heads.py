@@ -15,7 +15,8 @@ import keras
 import tensorflow as tf
 
 from electra_tf2.layers import initializers
-from electra_tf2.layers.transformer import gelu
+from electra_tf2.layers.layer_norm import LayerNorm
+from electra_tf2.layers.activations import gelu
 
 
 @keras.saving.register_keras_serializable(package="electra_tf2")
@@ -35,8 +36,7 @@ class MaskedLMHead(keras.layers.Layer):
     self.dense = keras.layers.Dense(
         embedding_size, activation=gelu, name="dense", dtype=self.dtype_policy,
         kernel_initializer=initializers.truncated_normal(initializer_range))
-    self.layer_norm = keras.layers.LayerNormalization(epsilon=1e-12, name="LayerNorm",
-                                                      dtype=self.dtype_policy)
+    self.layer_norm = LayerNorm(epsilon=1e-12, name="LayerNorm", dtype=self.dtype_policy)
 
   def build(self, input_shape):
     self.dense.build(input_shape)

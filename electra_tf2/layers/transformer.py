@@ -15,11 +15,8 @@ import keras
 import tensorflow as tf
 
 from electra_tf2.layers import initializers
-
-
-def gelu(x: tf.Tensor) -> tf.Tensor:
-  """The exact erf GELU of the official code: 0.5 x (1 + erf(x / sqrt(2)))."""
-  return tf.nn.gelu(x, approximate=False)
+from electra_tf2.layers.activations import gelu
+from electra_tf2.layers.layer_norm import LayerNorm
 
 
 def attention_bias(input_mask: tf.Tensor, direction: str, dtype: tf.DType) -> tf.Tensor:
@@ -68,8 +65,8 @@ class TransformerLayer(keras.layers.Layer):
           units, activation=activation, name=name, dtype=self.dtype_policy,
           kernel_initializer=initializers.truncated_normal(initializer_range))
 
-    def layer_norm(name: str) -> keras.layers.LayerNormalization:
-      return keras.layers.LayerNormalization(epsilon=1e-12, name=name, dtype=self.dtype_policy)
+    def layer_norm(name: str) -> LayerNorm:
+      return LayerNorm(epsilon=1e-12, name=name, dtype=self.dtype_policy)
 
     # attention/self/*
     self.query = dense(hidden_size, "query")
