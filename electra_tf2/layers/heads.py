@@ -15,8 +15,8 @@ import keras
 import tensorflow as tf
 
 from electra_tf2.layers import initializers
-from electra_tf2.layers.layer_norm import LayerNorm
 from electra_tf2.layers.activations import gelu
+from electra_tf2.layers.layer_norm import LayerNorm
 
 
 @keras.saving.register_keras_serializable(package="electra_tf2")

@@ -56,7 +56,7 @@ class LayerNorm(keras.layers.LayerNormalization):
     super().__init__(epsilon=epsilon, **kwargs)
 
   def call(self, inputs: tf.Tensor) -> tf.Tensor:
-    x = tf.cast(inputs, tf.float32) if inputs.dtype != tf.float64 else inputs
-    outputs = layer_norm(x, tf.cast(self.gamma, x.dtype), tf.cast(self.beta, x.dtype),
-                         self.epsilon)
+    dtype = tf.float64 if inputs.dtype == tf.float64 else tf.float32
+    outputs = layer_norm(tf.cast(inputs, dtype), tf.cast(self.gamma, dtype),
+                         tf.cast(self.beta, dtype), self.epsilon)
     return tf.cast(outputs, self.compute_dtype)
