@@ -165,6 +165,20 @@ def test_cli_errors_are_one_line(tmp_path, args, message):
   assert message in result.stderr and "Traceback" not in result.stderr
 
 
+def test_signal_handler_only_sets_the_flag(capsys):
+  """The handler must not print: a signal that lands inside the loop's own
+  progress print would make that a reentrant stdout write, which raises."""
+  with pretraining_loop.StopRequested() as stop:
+    assert not stop.requested
+    os.kill(os.getpid(), signal.SIGTERM)
+    assert capsys.readouterr().out == ""
+    assert stop.requested and stop.requested
+    assert capsys.readouterr().out.count("received signal 15") == 1
+    with pytest.raises(KeyboardInterrupt):  # a second signal stops at once
+      os.kill(os.getpid(), signal.SIGTERM)
+  assert signal.getsignal(signal.SIGTERM) != stop._handle  # the old handler is back
+
+
 def test_sigterm_saves_and_resume_matches_uninterrupted_run(tmp_path):
   data = tiny_data(tmp_path)
   hparams = dict(TINY, num_train_steps=40, iterations_per_loop=2, save_checkpoints_steps=20)

@@ -55,7 +55,8 @@ class StopRequested:
   """Turns SIGTERM/SIGINT into a flag the loop checks between compiled loops."""
 
   def __init__(self):
-    self.requested = False
+    self.signum = None
+    self._announced = False
     self._previous = {}
 
   def __enter__(self):
@@ -67,10 +68,19 @@ class StopRequested:
     return self
 
   def _handle(self, signum, frame):
-    if self.requested:  # a second signal: stop at once
+    # Only a flag here: a print from a handler that interrupted the loop's own
+    # progress print fails ("reentrant call") and would end the run with an error.
+    if self.signum is not None:  # a second signal: stop at once
       raise KeyboardInterrupt
-    print(f"received signal {signum}: saving a checkpoint and stopping", flush=True)
-    self.requested = True
+    self.signum = signum
+
+  @property
+  def requested(self) -> bool:
+    """Whether a signal came; the first read after it says so on stdout."""
+    if self.signum is not None and not self._announced:
+      self._announced = True
+      print(f"received signal {self.signum}: saving a checkpoint and stopping", flush=True)
+    return self.signum is not None
 
   def __exit__(self, *exc):
     for sig, handler in self._previous.items():
