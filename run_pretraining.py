@@ -43,7 +43,7 @@ def main(argv):
     options = cli.run_options_from_flags()
     pretraining_loop.run_pretraining(config, options)
   except (config_lib.ConfigError, pretrain_data.DataError, vocab.VocabError,
-          distribution.DistributionError) as e:
+          distribution.DistributionError, FloatingPointError, OSError) as e:
     print(f"error: {e}", file=sys.stderr)
     sys.exit(2)
 

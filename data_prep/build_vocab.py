@@ -27,8 +27,8 @@ if __package__ in (None, ""):  # run as a script: make the repository root impor
   sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from data_prep.common import (DataPrepError, LineReader, SkipFile, human_bytes,  # noqa: E402
-                              list_input_files, open_input, quiet_tensorflow_logs,
-                              write_text_atomic)
+                              list_input_files, open_input, quiet_tensorflow_logs)
+from electra_tf2.atomic_io import write_text_atomic  # noqa: E402
 from electra_tf2.vocab import SPECIAL_TOKENS  # noqa: E402
 
 _BATCH_LINES = 8192

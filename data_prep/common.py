@@ -53,33 +53,6 @@ def human_seconds(s: float) -> str:
 
 
 # ---------------------------------------------------------------------------
-# Atomic files
-# ---------------------------------------------------------------------------
-
-def temp_name_for(path: str, token: str) -> str:
-  """A hidden sibling temp name: `.name.tmp-token` (no reader glob matches it)."""
-  directory, name = os.path.split(path)
-  return os.path.join(directory, f".{name}.tmp-{token}")
-
-
-def write_text_atomic(path: str, text: str) -> None:
-  """Writes `text` to a temp name in the same directory, then renames it over `path`."""
-  tmp = temp_name_for(path, str(os.getpid()))
-  try:
-    with open(tmp, "w", encoding="utf-8", newline="\n") as f:
-      f.write(text)
-      f.flush()
-      os.fsync(f.fileno())
-    os.replace(tmp, path)
-  except BaseException:
-    try:
-      os.remove(tmp)
-    except OSError:
-      pass
-    raise
-
-
-# ---------------------------------------------------------------------------
 # Input files
 # ---------------------------------------------------------------------------
 

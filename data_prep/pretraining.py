@@ -45,8 +45,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from data_prep.common import (INFO_FILE, SHARD_PREFIX, DataPrepError, LineReader, Progress,
-                              SkipFile, human_bytes, human_count, human_seconds, open_input,
-                              temp_name_for, write_text_atomic)
+                              SkipFile, human_bytes, human_count, human_seconds, open_input)
+from electra_tf2.atomic_io import temp_name_for, write_text_atomic
 from electra_tf2.vocab import VocabError, load_vocab, special_token_ids
 
 SHARD_RE = re.compile(r"^pretrain_data\.tfrecord-(\d+)-of-(\d+)$")

@@ -22,11 +22,15 @@ import copy
 import dataclasses
 import json
 import os
-from typing import Any, Dict, Mapping, Optional, Union
+from typing import Any, Dict, Mapping, Optional, Sequence, Union
 
 from electra_tf2 import vocab as vocab_lib
 
 CONFIG_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "configs")
+# The resolved pre-training config, saved next to the checkpoints of every model.
+PRETRAIN_CONFIG_FILE = "pretrain_config.json"
+# Seeds become int32 stateless-op seeds as `seed * 65536 + shard` (training/pretraining_loop.py).
+MAX_SEED = 32768
 _NON_PRESETS = ("pretraining_defaults", "model_sizes", "debug", "finetuning_defaults",
                 "finetuning_rules")
 _TYPES = {"int": (int,), "float": (int, float), "bool": (bool,), "str": (str,),
@@ -194,6 +198,28 @@ def _schema() -> Dict[str, Dict[str, Any]]:
   return _read_json(os.path.join(CONFIG_DIR, "pretraining_defaults.json"))
 
 
+# The saved hparams that define the discriminator encoder's shape (`get_bert_config`).
+ENCODER_HPARAMS = ("model_size", "model_hparam_overrides", "debug", "vocab_size",
+                   "embedding_size")
+
+
+def read_saved_pretraining_config(model_dir: str, required: Optional[Sequence[str]] = None
+                                  ) -> Dict[str, Any]:
+  """The resolved hparams in `model_dir`/pretrain_config.json.
+
+  Args:
+    model_dir: a pre-trained model directory.
+    required: the hparams that must be present; default all of them.
+  """
+  path = os.path.join(model_dir, PRETRAIN_CONFIG_FILE)
+  values = _read_json(path)
+  missing = [key for key in (required or _schema()) if key not in values]
+  if missing:
+    raise ConfigError(f"{path} lacks {', '.join(missing)}: it was edited or written by another "
+                      "tool; re-create it with run_pretraining.py or python -m electra_tf2.convert")
+  return values
+
+
 _DERIVED = {"max_predictions_per_seq":
                 "derived as int((mask_prob + 0.005) * max_seq_length); "
                 "set mask_prob or max_seq_length instead"}
@@ -274,6 +300,12 @@ def resolve_pretraining_config(model_name: str, data_dir: Optional[str] = None,
   return config
 
 
+def check_seed(seed: int) -> None:
+  """Seeds feed int32 stateless-op seeds (`seed * 65536 + shard`) and Keras' global seed."""
+  if not 0 <= seed < MAX_SEED:
+    raise ConfigError(f"seed must be in [0, {MAX_SEED}), got {seed}")
+
+
 def _check_consistency(config: PretrainingConfig) -> None:
   """Rejects values that the official code would silently misuse."""
   sizes = _read_json(os.path.join(CONFIG_DIR, "model_sizes.json"))["sizes"]
@@ -289,6 +321,9 @@ def _check_consistency(config: PretrainingConfig) -> None:
     raise ConfigError(f"mask_prob must be in (0, 1), got {config.mask_prob}")
   if config.temperature <= 0:
     raise ConfigError(f"temperature must be > 0, got {config.temperature}")
+  if config.num_warmup_steps < 0:
+    raise ConfigError(f"num_warmup_steps must be >= 0, got {config.num_warmup_steps}")
+  check_seed(config.seed)
   for key in ("train_batch_size", "eval_batch_size", "max_seq_length", "num_train_steps",
               "gradient_accumulation_steps", "iterations_per_loop", "save_checkpoints_steps",
               "num_eval_steps"):
@@ -325,6 +360,19 @@ def _check_consistency(config: PretrainingConfig) -> None:
     config.generator_bert_config.validate("generator config (generator_hidden_size)")
 
 
+def check_model_overrides(overrides: Mapping[str, Any]) -> None:
+  """Rejects unknown keys and mistyped values in model_hparam_overrides (BertConfig fields)."""
+  types = {f.name: f.type for f in dataclasses.fields(BertConfig)}
+  for key, value in overrides.items():
+    if key not in types:
+      raise ConfigError(f"model_hparam_overrides: unknown key {key!r}; known keys: "
+                        f"{', '.join(sorted(types))}")
+    allowed = _TYPES[types[key]]
+    if isinstance(value, bool) or not isinstance(value, allowed):
+      raise ConfigError(f"model_hparam_overrides: {key} must be of type {types[key]}, "
+                        f"got {value!r}")
+
+
 def get_bert_config(config: PretrainingConfig) -> BertConfig:
   """Discriminator encoder config: size table, overrides, then debug shrink.
 
@@ -333,11 +381,7 @@ def get_bert_config(config: PretrainingConfig) -> BertConfig:
   sizes = _read_json(os.path.join(CONFIG_DIR, "model_sizes.json"))
   values: Dict[str, Any] = dict(sizes["bert_defaults"], vocab_size=config.vocab_size)
   overrides = dict(config.model_hparam_overrides)
-  known = {f.name for f in dataclasses.fields(BertConfig)}
-  for key in overrides:
-    if key not in known:
-      raise ConfigError(f"model_hparam_overrides: unknown key {key!r}; known keys: "
-                        f"{', '.join(sorted(known))}")
+  check_model_overrides(overrides)
   values.update(sizes["sizes"][config.model_size])
   values.update(overrides)
   values["num_attention_heads"] = max(1, values["hidden_size"] // 64)

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import os
 import re
 import sys
@@ -46,9 +45,13 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from electra_tf2 import checkpoint_names, pretrained  # noqa: E402
+from electra_tf2.atomic_io import (copy_file_atomic, write_json_atomic,  # noqa: E402
+                                   write_text_atomic)
 from electra_tf2.config import (ConfigError, PretrainingConfig,  # noqa: E402
                                 resolve_pretraining_config)
+from electra_tf2.finetune.task import FinetuningDataError  # noqa: E402
 from electra_tf2.networks.encoder import Encoder  # noqa: E402
+from electra_tf2.vocab import VocabError  # noqa: E402
 
 # Checkpoint variables that are never model weights: the step, Adam's slots, and the
 # scalar `generator_predictions/temperature` of the released checkpoints (which the
@@ -238,8 +241,9 @@ def write_official_checkpoint(output_dir: str, tensors: Mapping[str, np.ndarray]
   values.append(tf.constant(global_step, tf.int64))
   tf.raw_ops.SaveV2(prefix=prefix, tensor_names=names, shape_and_slices=[""] * len(names),
                     tensors=values)
-  with tf.io.gfile.GFile(os.path.join(output_dir, "checkpoint"), "w") as f:
-    f.write(f'model_checkpoint_path: "{basename}"\nall_model_checkpoint_paths: "{basename}"\n')
+  write_text_atomic(os.path.join(output_dir, "checkpoint"),
+                    f'model_checkpoint_path: "{basename}"\n'
+                    f'all_model_checkpoint_paths: "{basename}"\n')
   return prefix
 
 
@@ -315,7 +319,6 @@ def write_model_dir(model, output_dir: str, global_step: int = 0) -> str:
   of `tf.train.Checkpoint(model=..., global_step=...)`, so
   `electra_tf2.pretrained.restore_pretrainer` and fine-tuning load it as is.
   """
-  from electra_tf2.training.progress import write_json_atomic
   tf.io.gfile.makedirs(output_dir)
   config = model.config.to_dict()
   config["model_dir"] = output_dir
@@ -328,8 +331,7 @@ def write_model_dir(model, output_dir: str, global_step: int = 0) -> str:
 
 
 def _write_report(report: ConversionReport, output_dir: str) -> None:
-  with tf.io.gfile.GFile(os.path.join(output_dir, REPORT_FILE), "w") as f:
-    f.write(json.dumps(report.to_dict(), indent=2) + "\n")
+  write_json_atomic(os.path.join(output_dir, REPORT_FILE), report.to_dict(), sort_keys=False)
 
 
 def convert_official_checkpoint(checkpoint_path: str, config: PretrainingConfig,
@@ -352,7 +354,7 @@ def convert_official_checkpoint(checkpoint_path: str, config: PretrainingConfig,
   model, report = pretrainer_from_official(checkpoint_path, config, strict, ignore)
   tf.io.gfile.makedirs(output_dir)
   if vocab_file is not None and os.path.abspath(vocab_file) != os.path.abspath(target):
-    tf.io.gfile.copy(vocab_file, target, overwrite=True)
+    copy_file_atomic(vocab_file, target)
   write_model_dir(model, output_dir, read_global_step(checkpoint_path))
   _write_report(report, output_dir)
   return report
@@ -526,7 +528,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 else export_official_checkpoint)
       prefix = export(args.model_dir, args.output_dir, args.checkpoint)
       print(f"wrote {prefix} ({len(tf.train.list_variables(prefix))} variables)")
-  except (ConversionError, ConfigError, pretrained.PretrainedModelError, FileNotFoundError) as e:
+  except (ConversionError, ConfigError, pretrained.PretrainedModelError, VocabError,
+          FinetuningDataError, FileNotFoundError) as e:
     print(f"error: {e}", file=sys.stderr)
     return 2
   return 0

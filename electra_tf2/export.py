@@ -63,6 +63,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import tensorflow as tf  # noqa: E402
 
 from electra_tf2 import pretrained, vocab as vocab_lib  # noqa: E402
+from electra_tf2.atomic_io import atomic_directory  # noqa: E402
 
 KINDS = ("encoder", "discriminator", "finetuned")
 _IDS = tf.TensorSpec([None, None], tf.int32)
@@ -167,7 +168,9 @@ class ServingModule(tf.Module):
     return functions
 
   def save(self, path: str) -> str:
-    tf.saved_model.save(self, path, signatures=self.signatures())
+    """Writes the SavedModel to `path` (through a temporary directory); returns `path`."""
+    with atomic_directory(path) as tmp:
+      tf.saved_model.save(self, tmp, signatures=self.signatures())
     return path
 
 

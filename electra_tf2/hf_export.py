@@ -37,6 +37,8 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from electra_tf2 import checkpoint_names, export, pretrained  # noqa: E402
+from electra_tf2.atomic_io import (atomic_path, copy_file_atomic,  # noqa: E402
+                                   write_json_atomic)
 from electra_tf2.config import BertConfig  # noqa: E402
 
 WEIGHTS_FILE = "model.safetensors"
@@ -64,7 +66,7 @@ def write_safetensors(path: str, tensors: Mapping[str, np.ndarray]) -> None:
     offset += array.nbytes
   encoded = json.dumps(header, separators=(",", ":")).encode("utf-8")
   encoded += b" " * (-len(encoded) % 8)  # the data starts 8-byte aligned
-  with tf.io.gfile.GFile(path, "wb") as f:
+  with atomic_path(path) as tmp, tf.io.gfile.GFile(tmp, "wb") as f:
     f.write(struct.pack("<Q", len(encoded)))
     f.write(encoded)
     for array in arrays:
@@ -151,17 +153,16 @@ def export_hugging_face(model, output_dir: str, generator: bool = False,
   state = hf_state_dict(model, generator)
   bert = model.mlm_encoder.bert_config if generator else config.bert_config
   architecture = "ElectraForMaskedLM" if generator else "ElectraForPreTraining"
-  tf.io.gfile.makedirs(output_dir)
-  with tf.io.gfile.GFile(os.path.join(output_dir, "config.json"), "w") as f:
-    f.write(json.dumps(hf_config(bert, config.resolved_embedding_size, architecture,
-                                 config.special_ids.pad), indent=2) + "\n")
+  write_json_atomic(os.path.join(output_dir, "config.json"),
+                    hf_config(bert, config.resolved_embedding_size, architecture,
+                              config.special_ids.pad), sort_keys=False)
   write_safetensors(os.path.join(output_dir, WEIGHTS_FILE), state)
   if vocab_file is not None:
-    tf.io.gfile.copy(vocab_file, os.path.join(output_dir, "vocab.txt"), overwrite=True)
+    copy_file_atomic(vocab_file, os.path.join(output_dir, "vocab.txt"))
     tokenizer = {"tokenizer_class": "ElectraTokenizer", "do_lower_case": config.do_lower_case,
                  "model_max_length": bert.max_position_embeddings}
-    with tf.io.gfile.GFile(os.path.join(output_dir, "tokenizer_config.json"), "w") as f:
-      f.write(json.dumps(tokenizer, indent=2) + "\n")
+    write_json_atomic(os.path.join(output_dir, "tokenizer_config.json"), tokenizer,
+                      sort_keys=False)
   return output_dir
 
 

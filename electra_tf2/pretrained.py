@@ -8,18 +8,15 @@ encoder from it; variables are matched by their official checkpoint names.
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Optional
 
 import tensorflow as tf
 
 from electra_tf2 import checkpoint_names
-from electra_tf2.config import PretrainingConfig
+from electra_tf2.config import (PRETRAIN_CONFIG_FILE, ConfigError, PretrainingConfig,
+                                read_saved_pretraining_config)
 from electra_tf2.networks.encoder import Encoder
-
-PRETRAIN_CONFIG_FILE = "pretrain_config.json"
-
 
 class PretrainedModelError(ValueError):
   """A model directory without a usable config or checkpoint."""
@@ -32,8 +29,10 @@ def load_pretraining_config(model_dir: str) -> PretrainingConfig:
     raise PretrainedModelError(f"{path} is missing: {model_dir} is not a pre-trained model "
                                "directory (pre-train with run_pretraining.py or convert an "
                                "official checkpoint with python -m electra_tf2.convert)")
-  with tf.io.gfile.GFile(path) as f:
-    return PretrainingConfig.from_dict(json.load(f))
+  try:
+    return PretrainingConfig.from_dict(read_saved_pretraining_config(model_dir))
+  except ConfigError as e:
+    raise PretrainedModelError(str(e)) from None
 
 
 def restore_pretrainer(model_dir: str, checkpoint_path: Optional[str] = None):
@@ -49,8 +48,13 @@ def restore_pretrainer(model_dir: str, checkpoint_path: Optional[str] = None):
   if checkpoint_path is None:
     raise PretrainedModelError(f"{model_dir} holds no checkpoint (ckpt-N.index files)")
   model = ElectraPretrainer(config)
-  tf.train.Checkpoint(model=model).read(checkpoint_path).expect_partial() \
-      .assert_existing_objects_matched()
+  try:
+    tf.train.Checkpoint(model=model).read(checkpoint_path).expect_partial() \
+        .assert_existing_objects_matched()
+  except (AssertionError, ValueError) as e:
+    first_line = (str(e).splitlines() or ["(no detail)"])[0]
+    raise PretrainedModelError(f"{checkpoint_path} does not match the model that "
+                               f"{PRETRAIN_CONFIG_FILE} describes: {first_line}") from None
   return model
 
 

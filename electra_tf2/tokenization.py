@@ -267,11 +267,6 @@ def _make_module_class():
           replacement_char=0xFFFD)
       return self._ids_from_valid_utf8(text)
 
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
-    def tokenize_valid_utf8_to_ids(self, text):
-      """Like tokenize_to_ids for input known to be valid UTF-8 (skips the check)."""
-      return self._ids_from_valid_utf8(text)
-
   return TokenizerModule
 
 

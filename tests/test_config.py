@@ -102,6 +102,13 @@ def test_hparams_from_file_and_round_trip(tmp_path):
     ({"max_seq_length": 1024}, "exceeds max_position_embeddings"),
     ({"uniform_generator": True, "electric_objective": True}, "exclude each other"),
     ({"embedding_size": 0}, "embedding_size must be"),
+    ({"num_warmup_steps": -1}, "num_warmup_steps must be >= 0"),
+    ({"seed": -1}, r"seed must be in \[0, 32768\), got -1"),
+    ({"seed": 32768}, r"seed must be in \[0, 32768\)"),
+    ({"model_hparam_overrides": {"hidden_size": "256"}},
+     "model_hparam_overrides: hidden_size must be of type int, got '256'"),
+    ({"model_hparam_overrides": {"hidden_dropout_prob": True}},
+     "hidden_dropout_prob must be of type float"),
 ])
 def test_bad_hparams_name_the_key(hparams, message):
   with pytest.raises(ConfigError, match=message):

@@ -174,6 +174,24 @@ def test_missing_misshapen_and_unused_variables_are_reported(tmp_path):
   assert report.ok and report.ignored == ["generator_predictions/unknown", "global_step"]
 
 
+def test_model_dir_that_disagrees_with_its_config_is_a_clear_error(tmp_path):
+  from electra_tf2.models.pretrainer import ElectraPretrainer
+  model_dir = str(tmp_path / "m")
+  convert.write_model_dir(ElectraPretrainer(tiny_config()), model_dir)
+  path = os.path.join(model_dir, pretrained.PRETRAIN_CONFIG_FILE)
+  values = json.load(open(path))
+  # one layer more than the checkpoint holds
+  values["model_hparam_overrides"] = dict(values["model_hparam_overrides"], num_hidden_layers=3)
+  json.dump(values, open(path, "w"))
+  with pytest.raises(pretrained.PretrainedModelError, match="does not match the model that "
+                     "pretrain_config.json describes"):
+    pretrained.restore_pretrainer(model_dir)
+  del values["mask_prob"]
+  json.dump(values, open(path, "w"))
+  with pytest.raises(pretrained.PretrainedModelError, match=f"{path} lacks mask_prob"):
+    pretrained.load_pretraining_config(model_dir)
+
+
 def test_cli_reports_errors_without_a_traceback(tmp_path, capsys):
   official = write_tf1_checkpoint(str(tmp_path / "official"), random_values(electra_layout()),
                                   adam=False)

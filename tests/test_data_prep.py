@@ -404,7 +404,7 @@ def test_serialized_bytes_equal_deterministic_protobuf(first, second, extra):
 
 def test_bad_files_are_skipped_and_counted(tmp_path, vocab_file):
   corpus = tmp_path / "corpus"
-  files = write_corpus(corpus, seed=1, n_files=2)
+  write_corpus(corpus, seed=1, n_files=2)
   (corpus / "image.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)))
   (corpus / "utf16.txt").write_bytes("hello world\n".encode("utf-16"))
   (corpus / "latin1.txt").write_bytes("the fox\ncaf\xe9 au lait\nthe dog\n".encode("latin-1"))
@@ -425,7 +425,6 @@ def test_bad_files_are_skipped_and_counted(tmp_path, vocab_file):
             for t in ex["input_ids"]]
   vocab = dict((t, i) for i, t in enumerate(open(vocab_file, encoding="utf-8").read().split("\n")))
   assert vocab["dog"] in tokens and vocab["hello"] in tokens
-  assert len(files) == 4
 
 
 def test_unreadable_file_is_skipped(tmp_path, vocab_file, monkeypatch):

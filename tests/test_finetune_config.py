@@ -112,6 +112,16 @@ def write_pretrained(tmp_path, **values):
     json.dump(config, f)
 
 
+def test_incomplete_pretrained_config_names_the_file(tmp_path):
+  write_pretrained(tmp_path)
+  path = os.path.join(str(tmp_path), "models", "m", "pretrain_config.json")
+  values = json.load(open(path))
+  del values["vocab_size"]
+  json.dump(values, open(path, "w"))
+  with pytest.raises(ConfigError, match=f"{path} lacks vocab_size"):
+    resolve(tmp_path, tasks="sst")
+
+
 def test_encoder_shape_comes_from_the_pretrained_model(tmp_path):
   write_pretrained(tmp_path, model_size="base", embedding_size=None, debug=True)
   c = resolve(tmp_path, {"model_hparam_overrides": {"hidden_dropout_prob": 0.2}}, tasks="sst")
@@ -146,6 +156,15 @@ def test_encoder_shape_comes_from_the_pretrained_model(tmp_path):
      "beam_size 20 exceeds"),
     ({"task_names": ["squad"], "max_seq_length": 16}, "leaves no room for the document"),
     ({"model_hparam_overrides": {"hiden_size": 3}}, "unknown key 'hiden_size'"),
+    ({"model_hparam_overrides": {"hidden_size": "256"}}, "hidden_size must be of type int"),
+    ({"model_hparam_overrides": {"num_attention_heads": 5}},
+     "hidden_size 256 is not a multiple of num_attention_heads 5"),
+    ({"seed": 40000}, r"seed must be in \[0, 32768\)"),
+    ({"test_predictions": "/p/{task}_{split}"}, r"test_predictions must contain the "
+     r"placeholder \{trial\}"),
+    ({"test_predictions": "/p/{task}_{split}_{trial}_{x}"},
+     r"may only use the placeholders \{task\}, \{split\}, \{trial\}"),
+    ({"qa_eval_file": "/p/{task}_{tasks}.json"}, r"qa_eval_file .* may only use"),
 ])
 def test_bad_values_name_the_key(tmp_path, hparams, message):
   with pytest.raises(ConfigError, match=message):

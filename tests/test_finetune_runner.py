@@ -71,6 +71,11 @@ def test_eval_only_and_missing_model(tmp_path):
   assert again[0]["sst"]["accuracy"] == trained[0]["sst"]["accuracy"]
   with pytest.raises(FinetuningDataError, match="holds no fine-tuned checkpoint"):
     runner.run_finetuning(config.replace(do_train=False, model_dir=str(tmp_path / "nothing")))
+  # a wrong data dir is reported as such, not as the missing vocab inside it
+  missing = str(tmp_path / "no_such_dir")
+  with pytest.raises(FinetuningDataError, match=f"--data-dir {missing} does not exist"):
+    runner.run_finetuning(config.replace(data_dir=missing,
+                                         vocab_file=os.path.join(missing, "vocab.txt")))
 
 
 def test_summed_loss_is_batch_size_times_the_mean(tmp_path):

@@ -191,6 +191,12 @@ def test_chunk_labels_are_bioes_over_all_splits(tmp_path):
     assert json.load(f) == mapping
   assert task.head_spec() == {"kind": "tagging", "task": "chunk",
                               "label_list": ["B-NP", "E-NP", "O", "S-VP"]}
+  # new data with a tag the cached mapping lacks: an error naming the cache, not a KeyError
+  write_lines(os.path.join(config.task_data_dir("chunk"), "train.txt"), ["Runs VBZ B-VP",
+                                                                          "fast RB I-VP"])
+  with pytest.raises(FinetuningDataError, match=rf"train\.txt: sentence 1 has tag 'B-VP', which "
+                     rf"the cached {task.label_mapping_path} lacks; delete that file"):
+    make_tasks(config)[0].get_examples("train")
 
 
 @pytest.mark.parametrize("do_lower_case", [True, False])
@@ -278,6 +284,39 @@ def test_squad_v2_needs_is_impossible_and_json_errors_name_the_line(tmp_path):
     make_tasks(config)[0].get_examples("train")
 
 
+def test_squad_structure_errors_name_the_file_and_question(tmp_path):
+  config = make_config(str(tmp_path), ["squadv1"], max_seq_length=64, max_query_length=16)
+  path = os.path.join(config.task_data_dir("squadv1"), "train.json")
+
+  def examples():
+    return make_tasks(config)[0].get_examples("train")
+
+  squad_file(path, "john smith", [{"id": "q1", "answers": [{"text": "john",
+                                                             "answer_start": 0}]}])
+  with pytest.raises(FinetuningDataError, match=rf"{path}: question q1: field 'question' is "
+                     "missing or not a str"):
+    examples()
+  for text in ("", "  ", None):
+    squad_file(path, "john smith", [{"id": "q2", "question": "who ?",
+                                     "answers": [{"text": text, "answer_start": 0}]}])
+    with pytest.raises(FinetuningDataError, match="question q2: the answer text is missing or "
+                       "empty"):
+      examples()
+  with open(path, "w") as f:
+    json.dump({"data": [{"title": "t"}]}, f)
+  with pytest.raises(FinetuningDataError, match=rf"{path}: data\[0\]: field 'paragraphs' is "
+                     "missing or not a list"):
+    examples()
+  with open(path, "w") as f:
+    json.dump({"data": [{"paragraphs": [{"qas": []}]}]}, f)
+  with pytest.raises(FinetuningDataError, match="a paragraph: field 'context' is missing"):
+    examples()
+  with open(path, "w") as f:
+    json.dump([1, 2], f)
+  with pytest.raises(FinetuningDataError, match=r"\(not a SQuAD file\?\): field 'data'"):
+    examples()
+
+
 def test_squad_unrecoverable_answers_are_skipped_and_counted(tmp_path, capsys):
   config = make_config(str(tmp_path), ["squadv1"], max_seq_length=64, max_query_length=16)
   # U+2009 does not split words for the context splitter but does for str.split(), so the
@@ -312,6 +351,14 @@ def test_mrqa_reader(tmp_path):
       "n1", "n1", 5, 5)
   write_lines(path, lines[:1] + ["{not json"])
   with pytest.raises(FinetuningDataError, match=rf"{path}:2: not valid JSON"):
+    make_tasks(config)[0].get_examples("train")
+  write_lines(path, lines[:1] + ["[1, 2]"])
+  with pytest.raises(FinetuningDataError, match=rf"{path}:2: not a JSON object"):
+    make_tasks(config)[0].get_examples("train")
+  write_lines(path, [json.dumps({"context": "john", "qas": [
+      {"qid": "n2", "question": "who ?", "answers": ["john"],
+       "detected_answers": [{"text": "", "char_spans": [[0, 3]]}]}]})])
+  with pytest.raises(FinetuningDataError, match="question n2: the answer text is missing"):
     make_tasks(config)[0].get_examples("train")
 
 

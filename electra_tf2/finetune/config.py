@@ -29,16 +29,16 @@ import copy
 import os
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
-from electra_tf2.config import (CONFIG_DIR, BertConfig, ConfigError, PretrainingConfig,
-                                ResolvedConfig, check_hparams, get_bert_config,
-                                parse_hparams)
+from electra_tf2.config import (CONFIG_DIR, ENCODER_HPARAMS, PRETRAIN_CONFIG_FILE, BertConfig,
+                                ConfigError, PretrainingConfig, ResolvedConfig, check_hparams,
+                                check_model_overrides, check_seed, get_bert_config,
+                                parse_hparams, read_saved_pretraining_config)
 from electra_tf2.config import _read_json as read_config_json
 
 _DERIVED = ("bert_config", "model_name", "data_dir", "pretrained_model_dir")
 LOSS_REDUCTIONS = ("sum", "mean")
 GLUE_TASKS = ("cola", "mrpc", "mnli", "sst", "rte", "qnli", "qqp", "sts", "wnli")
 QA_TASKS = ("squad", "squadv1", "newsqa", "naturalqs", "triviaqa", "searchqa")
-PRETRAIN_CONFIG_FILE = "pretrain_config.json"
 
 
 def schema() -> Dict[str, Dict[str, Any]]:
@@ -133,10 +133,9 @@ def read_pretrained_config(model_dir: Optional[str]) -> Optional[Dict[str, Any]]
   """The saved pre-training config of `model_dir`, or None if there is none."""
   if model_dir is None:
     return None
-  path = os.path.join(model_dir, PRETRAIN_CONFIG_FILE)
-  if not os.path.isfile(path):
+  if not os.path.isfile(os.path.join(model_dir, PRETRAIN_CONFIG_FILE)):
     return None
-  return read_config_json(path)
+  return read_saved_pretraining_config(model_dir, ENCODER_HPARAMS)
 
 
 def _single_task_defaults(task: str) -> Dict[str, Any]:
@@ -234,21 +233,20 @@ def _encoder_config(values: Mapping[str, Any], pretrained: Optional[Mapping[str,
                     ) -> BertConfig:
   """The pre-trained discriminator's shape, else the size table (debug-shrunk in debug)."""
   overrides = dict(values["model_hparam_overrides"])
+  check_model_overrides(overrides)
   if pretrained is None:
-    return get_bert_config(FinetuningConfig(values))
-  bert = PretrainingConfig.from_dict(pretrained).bert_config
-  known = set(bert.to_dict())
-  for key in overrides:
-    if key not in known:
-      raise ConfigError(f"model_hparam_overrides: unknown key {key!r}; known keys: "
-                        f"{', '.join(sorted(known))}")
-  shape = ("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
-           "vocab_size", "max_position_embeddings", "type_vocab_size")
-  for key in shape:
-    if key in overrides and overrides[key] != getattr(bert, key):
-      raise ConfigError(f"model_hparam_overrides: {key}={overrides[key]} differs from the "
-                        f"pre-trained model's {getattr(bert, key)}")
-  return bert.replace(**overrides)
+    bert = get_bert_config(FinetuningConfig(values))
+  else:
+    bert = PretrainingConfig.from_dict(pretrained).bert_config
+    shape = ("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
+             "vocab_size", "max_position_embeddings", "type_vocab_size")
+    for key in shape:
+      if key in overrides and overrides[key] != getattr(bert, key):
+        raise ConfigError(f"model_hparam_overrides: {key}={overrides[key]} differs from the "
+                          f"pre-trained model's {getattr(bert, key)}")
+    bert = bert.replace(**overrides)
+  bert.validate("encoder config (model_size/model_hparam_overrides)")
+  return bert
 
 
 def _check_consistency(values: Mapping[str, Any], pretrained: Optional[Mapping[str, Any]],
@@ -275,6 +273,7 @@ def _check_consistency(values: Mapping[str, Any], pretrained: Optional[Mapping[s
                           f"{pretrained[key]!r} ({where}); leave it unset")
   if values["num_trials"] == 0:
     raise ConfigError("num_trials must be non-zero (negative loops forever)")
+  check_seed(values["seed"])
   if not (values["do_train"] or values["do_eval"]):
     raise ConfigError("do_train and do_eval are both false: nothing to do")
   if values["loss_reduction"] not in LOSS_REDUCTIONS:
@@ -300,6 +299,14 @@ def _check_consistency(values: Mapping[str, Any], pretrained: Optional[Mapping[s
     if values["joint_prediction"] and values["beam_size"] > values["max_seq_length"]:
       raise ConfigError(f"beam_size {values['beam_size']} exceeds max_seq_length "
                         f"{values['max_seq_length']}")
-  for key in ("raw_data_dir", "qa_eval_file", "qa_preds_file", "qa_na_file"):
-    if "{task}" not in values[key]:
-      raise ConfigError(f"{key} must contain the placeholder {{task}}, got {values[key]!r}")
+  templates = {"raw_data_dir": ("task",), "qa_eval_file": ("task",), "qa_preds_file": ("task",),
+               "qa_na_file": ("task",), "test_predictions": ("task", "split", "trial")}
+  for key, placeholders in templates.items():
+    for name in placeholders:
+      if "{" + name + "}" not in values[key]:
+        raise ConfigError(f"{key} must contain the placeholder {{{name}}}, got {values[key]!r}")
+    try:
+      values[key].format(**{name: "x" for name in placeholders})
+    except (KeyError, IndexError, ValueError):
+      raise ConfigError(f"{key} {values[key]!r} may only use the placeholders "
+                        f"{', '.join('{' + n + '}' for n in placeholders)}") from None

@@ -27,6 +27,7 @@ import keras
 import tensorflow as tf
 
 from electra_tf2 import checkpoint_names
+from electra_tf2.atomic_io import write_json_atomic
 from electra_tf2.config import BertConfig
 from electra_tf2.finetune.classification import ClassificationHead, RegressionHead
 from electra_tf2.finetune.config import FinetuningConfig
@@ -161,7 +162,6 @@ def load_pretrained_encoder(model: FinetuningModel, init_checkpoint: str) -> str
 
 def save_model_files(model: FinetuningModel, config: FinetuningConfig, model_dir: str) -> None:
   """Writes model_config.json and finetuning_config.json next to the checkpoints."""
-  from electra_tf2.training.progress import write_json_atomic  # pylint: disable=g-import-not-at-top
   tf.io.gfile.makedirs(model_dir)
   write_json_atomic(os.path.join(model_dir, MODEL_CONFIG_FILE), model.get_config())
   write_json_atomic(os.path.join(model_dir, FINETUNING_CONFIG_FILE), config.to_dict())

@@ -22,6 +22,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 import tensorflow as tf
 
+from electra_tf2.atomic_io import atomic_path, write_json_atomic
 from electra_tf2.finetune.config import FinetuningConfig
 from electra_tf2.finetune.task import (FeatureSpec, FinetuningDataError, Task,
                                        shared_feature_specs)
@@ -100,16 +101,13 @@ class Preprocessor:
       examples += task_examples
     if is_training:
       random.Random(config.seed).shuffle(examples)
-    os.makedirs(config.preprocessed_data_dir, exist_ok=True)
     print(f"writing {len(examples)} {split} examples of {name} to {tfrecord_path}", flush=True)
-    n_examples = self._write(examples, is_training, tfrecord_path + ".tmp", batch_size)
+    with atomic_path(tfrecord_path) as tmp:
+      n_examples = self._write(examples, is_training, tmp, batch_size)
     for task in tasks:
       task.release()
-    os.replace(tfrecord_path + ".tmp", tfrecord_path)
-    tmp = f"{metadata_path}.tmp-{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
-      json.dump({"n_examples": n_examples, "signature": signature}, f, indent=1)
-    os.replace(tmp, metadata_path)
+    write_json_atomic(metadata_path, {"n_examples": n_examples, "signature": signature},
+                      indent=1)
     return tfrecord_path, n_examples
 
   def _write(self, examples: Sequence, is_training: bool, path: str, batch_size: int) -> int:

@@ -160,10 +160,12 @@ class QATask(Task):
 
   def _add_examples(self, examples: List[QAExample], failures: List[int],
                     paragraph: Dict[str, Any], split: str, path: str) -> None:
-    doc_tokens, char_to_word_offset = split_context(paragraph["context"])
-    for qa in paragraph["qas"]:
-      qas_id, qid = qa.get("id"), qa.get("qid")
+    context = _field(paragraph, "context", str, f"{path}: a paragraph")
+    doc_tokens, char_to_word_offset = split_context(context)
+    for qa in _field(paragraph, "qas", list, f"{path}: a paragraph"):
+      qas_id, qid = (qa.get("id"), qa.get("qid")) if isinstance(qa, dict) else (None, None)
       where = f"{path}: question {qas_id if qas_id is not None else qid}"
+      question = _field(qa, "question", str, where)
       start_position = end_position = orig_answer_text = None
       is_impossible = False
       if split == "train":
@@ -176,7 +178,7 @@ class QATask(Task):
           start_position = end_position = -1
           orig_answer_text = ""
         else:
-          answer_offset, orig_answer_text = self._first_answer(qa, paragraph["context"], where)
+          answer_offset, orig_answer_text = self._first_answer(qa, context, where)
           start_position = char_to_word_offset[answer_offset]
           end_char = answer_offset + len(orig_answer_text) - 1
           if end_char >= len(char_to_word_offset):
@@ -187,7 +189,7 @@ class QATask(Task):
           if actual_text.find(" ".join(orig_answer_text.split()).lower()) == -1:
             failures[0] += 1
             continue
-      examples.append(QAExample(self.name, len(examples), qas_id, qid, qa["question"],
+      examples.append(QAExample(self.name, len(examples), qas_id, qid, question,
                                 doc_tokens, orig_answer_text, start_position, end_position,
                                 is_impossible))
 
@@ -309,6 +311,20 @@ class QATask(Task):
     return SpanBasedQAScorer(self.config, self, split, self.v2)
 
 
+def _field(record: Any, key: str, kind: type, where: str) -> Any:
+  """record[key], which must be a `kind`; else an error naming `where` and the field."""
+  value = record.get(key) if isinstance(record, dict) else None
+  if not isinstance(value, kind):
+    raise FinetuningDataError(f"{where}: field {key!r} is missing or not a {kind.__name__}")
+  return value
+
+
+def _answer_text(text: Any, where: str) -> str:
+  if not isinstance(text, str) or not text.strip():
+    raise FinetuningDataError(f"{where}: the answer text is missing or empty")
+  return text
+
+
 def _load_json(path: str) -> Any:
   try:
     with open(path, encoding="utf-8") as f:
@@ -332,16 +348,17 @@ class SQuADTask(QATask):
     return self.data_path(split + ("-debug" if self.config.debug else ""), ".json")
 
   def _paragraphs(self, path: str) -> List[Dict[str, Any]]:
-    data = _load_json(path)
-    if not isinstance(data, dict) or "data" not in data:
-      raise FinetuningDataError(f"{path}: not a SQuAD file (no top-level 'data' list)")
-    return [paragraph for entry in data["data"] for paragraph in entry["paragraphs"]]
+    articles = _field(_load_json(path), "data", list, f"{path} (not a SQuAD file?)")
+    return [paragraph for i, article in enumerate(articles)
+            for paragraph in _field(article, "paragraphs", list, f"{path}: data[{i}]")]
 
   def _first_answer(self, qa: Dict[str, Any], context: str, where: str) -> Tuple[int, str]:
     if not qa.get("answers"):
       raise FinetuningDataError(f"{where} has no answers but is not marked is_impossible")
     answer = qa["answers"][0]
-    start, text = answer.get("answer_start"), answer.get("text", "")
+    if not isinstance(answer, dict):
+      raise FinetuningDataError(f"{where}: answers[0] is not an object")
+    start, text = answer.get("answer_start"), _answer_text(answer.get("text"), where)
     if not isinstance(start, int) or not 0 <= start < len(context):
       raise FinetuningDataError(f"{where}: answer_start {start!r} is outside the context "
                                 f"({len(context)} characters)")
@@ -374,6 +391,8 @@ class MRQATask(QATask):
         paragraph = json.loads(line.strip())
       except json.JSONDecodeError as e:
         raise FinetuningDataError(f"{path}:{i + 1}: not valid JSON ({e.msg})") from None
+      if not isinstance(paragraph, dict):
+        raise FinetuningDataError(f"{path}:{i + 1}: not a JSON object")
       if "header" not in paragraph:
         paragraphs.append(paragraph)
     return paragraphs
@@ -386,6 +405,7 @@ class MRQATask(QATask):
     except (KeyError, IndexError, TypeError):
       raise FinetuningDataError(f"{where} has no detected_answers[0] with char_spans "
                                 "and text") from None
+    text = _answer_text(text, where)
     if not isinstance(start, int) or not 0 <= start < len(context):
       raise FinetuningDataError(f"{where}: char span start {start!r} is outside the context "
                                 f"({len(context)} characters)")
@@ -393,8 +413,13 @@ class MRQATask(QATask):
 
   def gold_answers(self, split: str) -> Dict[str, List[str]]:
     """qid -> answers of a split (official mrqa read_answers)."""
-    return {qa["qid"]: qa["answers"] for paragraph in self._paragraphs(self.split_path(split))
-            for qa in paragraph["qas"]}
+    path = self.split_path(split)
+    gold = {}
+    for paragraph in self._paragraphs(path):
+      for qa in _field(paragraph, "qas", list, f"{path}: a paragraph"):
+        qid = _field(qa, "qid", str, f"{path}: a question")
+        gold[qid] = _field(qa, "answers", list, f"{path}: question {qid}")
+    return gold
 
 
 def squad(config: FinetuningConfig, tokenizer: CachedTokenizer) -> SQuADTask:

@@ -26,12 +26,12 @@ from __future__ import annotations
 import collections
 import dataclasses
 import functools
-import json
 import os
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
+from electra_tf2.atomic_io import write_json_atomic
 from electra_tf2.finetune import qa_eval
 from electra_tf2.finetune.config import FinetuningConfig
 from electra_tf2.finetune.scorers import Results, Scorer
@@ -218,11 +218,8 @@ def nbest_json(nbest: Sequence[Prediction]) -> List[Dict[str, Any]]:
 
 
 def _write_json(path: str, data: Any) -> None:
-  os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-  tmp = f"{path}.tmp-{os.getpid()}"
-  with open(tmp, "w", encoding="utf-8") as f:
-    json.dump(data, f, indent=1)
-  os.replace(tmp, path)
+  """Prediction files keep their key order (the official files are in question order)."""
+  write_json_atomic(path, data, indent=1, sort_keys=False)
 
 
 class SpanBasedQAScorer(Scorer):

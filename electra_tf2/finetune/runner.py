@@ -33,6 +33,7 @@ import tensorflow as tf
 
 from electra_tf2 import checkpoint_names, optimization
 from electra_tf2 import vocab as vocab_lib
+from electra_tf2.atomic_io import write_json_atomic, write_text_atomic
 from electra_tf2.finetune import classification, model as model_lib
 from electra_tf2.finetune.config import GLUE_TASKS, FinetuningConfig
 from electra_tf2.finetune.preprocessing import Preprocessor
@@ -41,7 +42,7 @@ from electra_tf2.finetune.task_builder import get_tasks
 from electra_tf2.pretrained import PRETRAIN_CONFIG_FILE, PretrainedModelError
 from electra_tf2.training import distribution
 from electra_tf2.training.pretraining_loop import RunOptions, StopRequested
-from electra_tf2.training.progress import ProgressLogger, write_json_atomic
+from electra_tf2.training.progress import ProgressLogger
 
 TaskResults = Dict[str, float]
 
@@ -135,10 +136,7 @@ class ModelRunner:
     train_loop = self._build_train_loop(optimizer, batch_size)
     global_step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
     checkpoint = tf.train.Checkpoint(model=self.model, global_step=global_step)
-    directory = self.model_dir
-    if not self.is_chief:  # other workers must not write over the chief's checkpoints
-      resolver = self.strategy.cluster_resolver
-      directory = os.path.join(directory, f"worker_{resolver.task_type}_{resolver.task_id}")
+    directory = distribution.checkpoint_dir(self.strategy, self.model_dir)
     manager = tf.train.CheckpointManager(checkpoint, directory, max_to_keep=1,
                                          checkpoint_name="ckpt")
     if self.is_chief:
@@ -267,7 +265,7 @@ class ModelRunner:
         answers = {qid: "" if null_odds[qid] > config.qa_na_threshold else text
                    for qid, text in predictions.items()}
         path = config.test_predictions_path(task.name, "test", self.trial) + ".json"
-        _write_json(path, answers)
+        write_json_atomic(path, answers)
         written.append(path)
       else:
         print(f"skipping task {task.name}: writing test predictions is supported for GLUE "
@@ -286,16 +284,13 @@ class ModelRunner:
           raw[int(eid)] = [float(x) for x in batch["logits"][row]]
         labels[int(eid)] = classification.submission_label(spec, batch["predictions"][row])
     json_path = config.test_predictions_path(task.name, split, self.trial) + ".json"
-    _write_json(json_path, {str(k): v for k, v in sorted(raw.items())})
+    write_json_atomic(json_path, {str(k): v for k, v in sorted(raw.items())})
     written = [json_path]
     name = classification.submission_file_name(task.name, split)
     if name is not None:
       tsv_path = os.path.join(config.glue_submission_dir(self.trial), name + ".tsv")
-      tf.io.gfile.makedirs(os.path.dirname(tsv_path))
-      with tf.io.gfile.GFile(tsv_path + ".tmp", "w") as f:
-        f.write("index\tprediction\n")
-        f.write("".join(f"{eid}\t{label}\n" for eid, label in sorted(labels.items())))
-      tf.io.gfile.rename(tsv_path + ".tmp", tsv_path, overwrite=True)
+      write_text_atomic(tsv_path, "index\tprediction\n" + "".join(
+          f"{eid}\t{label}\n" for eid, label in sorted(labels.items())))
       written.append(tsv_path)
     print(f"wrote {len(raw)} {task.name} {split} predictions to {', '.join(written)}", flush=True)
     return written
@@ -304,11 +299,6 @@ class ModelRunner:
 # ---------------------------------------------------------------------------
 # Results
 # ---------------------------------------------------------------------------
-
-
-def _write_json(path: str, data: Any) -> None:
-  tf.io.gfile.makedirs(os.path.dirname(path))
-  write_json_atomic(path, data)
 
 
 def summarize(trials: List[Dict[str, TaskResults]]) -> Dict[str, Dict[str, Dict[str, float]]]:
@@ -336,11 +326,8 @@ def write_results(config: FinetuningConfig, trials: List[Dict[str, TaskResults]]
     lines += [f"{task} ({len(trials)} trials): " + " - ".join(
         f"{k}: median {s['median']:.2f} mean {s['mean']:.2f} std {s['std']:.2f}"
         for k, s in metrics.items()) for task, metrics in summary.items()]
-  tf.io.gfile.makedirs(os.path.dirname(config.results_txt))
-  with tf.io.gfile.GFile(config.results_txt + ".tmp", "w") as f:
-    f.write("\n".join(lines) + "\n")
-  tf.io.gfile.rename(config.results_txt + ".tmp", config.results_txt, overwrite=True)
-  _write_json(config.results_json, {
+  write_text_atomic(config.results_txt, "\n".join(lines) + "\n")
+  write_json_atomic(config.results_json, {
       "model_name": config.model_name, "task_names": list(config.task_names),
       "trials": [{"trial": i + 1, "seed": seed, "results": trial}
                  for i, (seed, trial) in enumerate(zip(seeds, trials))],
@@ -354,9 +341,7 @@ def write_results(config: FinetuningConfig, trials: List[Dict[str, TaskResults]]
 
 
 def validate_inputs(config: FinetuningConfig, tasks: List[Task]) -> None:
-  """Fails before any heavy work on a missing vocab, pre-trained model or task file."""
-  if not os.path.isdir(config.data_dir):
-    raise FinetuningDataError(f"--data-dir {config.data_dir} does not exist")
+  """Fails before any heavy work on a missing pre-trained model or task file."""
   if config.init_checkpoint and config.do_train:
     source = config.pretrained_model_dir or config.init_checkpoint
     if not os.path.isfile(os.path.join(source, PRETRAIN_CONFIG_FILE)):
@@ -379,6 +364,8 @@ def run_finetuning(config: FinetuningConfig, options: RunOptions = RunOptions()
                    ) -> List[Dict[str, TaskResults]]:
   """Runs every trial; returns each trial's {task: dev metrics} (empty without do_eval)."""
   start = time.time()
+  if not os.path.isdir(config.data_dir):
+    raise FinetuningDataError(f"--data-dir {config.data_dir} does not exist")
   vocab_lib.load_vocab(config.vocab_file, expected_size=config.vocab_size)
   distribution.set_precision_policy(options.mixed_precision)
   strategy = distribution.get_strategy(options.distribution_strategy, options.tpu)

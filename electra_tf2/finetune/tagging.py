@@ -31,6 +31,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import keras
 import tensorflow as tf
 
+from electra_tf2.atomic_io import write_json_atomic
 from electra_tf2.finetune import scorers
 from electra_tf2.finetune.config import FinetuningConfig
 from electra_tf2.finetune.task import (CachedTokenizer, Example, FeatureSpec,
@@ -106,6 +107,11 @@ class Chunking(Task):
     examples = []
     for i, (words, tags) in enumerate(sentences):
       bioes = scorers.get_tags(scorers.get_span_labels(tags), len(words), LABEL_ENCODING)
+      unknown = sorted(set(bioes) - set(mapping))
+      if unknown:
+        raise FinetuningDataError(
+            f"{self.split_path(split)}: sentence {i + 1} has tag {unknown[0]!r}, which the "
+            f"cached {self.label_mapping_path} lacks; delete that file to rebuild it")
       examples.append(TaggingExample(i, self.name, words, [mapping[t] for t in bioes]))
     return self.limit(examples)
 
@@ -130,11 +136,7 @@ class Chunking(Task):
     if not tags:
       self.split_path("train")  # raises the missing-data error
     self._label_mapping = {tag: i for i, tag in enumerate(sorted(tags))}
-    os.makedirs(os.path.dirname(self.label_mapping_path), exist_ok=True)
-    tmp = f"{self.label_mapping_path}.tmp-{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
-      json.dump(self._label_mapping, f, indent=1, sort_keys=True)
-    os.replace(tmp, self.label_mapping_path)
+    write_json_atomic(self.label_mapping_path, self._label_mapping, indent=1)
     return self._label_mapping
 
   def prepare(self, examples: Sequence[TaggingExample]) -> None:

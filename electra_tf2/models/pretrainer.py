@@ -187,7 +187,9 @@ class ElectraPretrainer(keras.Model):
     return outputs
 
   def get_config(self) -> Dict[str, Any]:
-    return {"name": self.name, "config": self.config.to_dict()}
+    config = super().get_config()
+    config.update(config=self.config.to_dict())
+    return config
 
   @classmethod
   def from_config(cls, config: Dict[str, Any]) -> "ElectraPretrainer":

@@ -79,3 +79,15 @@ def is_chief(strategy: tf.distribute.Strategy) -> bool:
     return True
   task_type, task_id = resolver.task_type, resolver.task_id
   return task_type is None or task_type == "chief" or (task_type == "worker" and task_id == 0)
+
+
+def checkpoint_dir(strategy: tf.distribute.Strategy, model_dir: str) -> str:
+  """Where this process saves checkpoints: `model_dir` on the chief.
+
+  Every other worker saves (its own iterator state included) under
+  `model_dir/worker_<type>_<id>`, so it never writes over the chief's files.
+  """
+  if is_chief(strategy):
+    return model_dir
+  resolver = strategy.cluster_resolver
+  return os.path.join(model_dir, f"worker_{resolver.task_type}_{resolver.task_id}")

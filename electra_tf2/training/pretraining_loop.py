@@ -33,10 +33,11 @@ import tensorflow as tf
 
 from electra_tf2 import checkpoint_names, objectives, optimization, pretrain_data
 from electra_tf2 import vocab as vocab_lib
-from electra_tf2.config import PretrainingConfig
+from electra_tf2.config import PRETRAIN_CONFIG_FILE, ConfigError, PretrainingConfig
 from electra_tf2.models.pretrainer import ElectraPretrainer
 from electra_tf2.training import distribution
-from electra_tf2.training.progress import ProgressLogger, write_json_atomic
+from electra_tf2.atomic_io import write_json_atomic, write_text_atomic
+from electra_tf2.training.progress import ProgressLogger
 
 LOSS_NAMES = ("total_loss", "mlm_loss", "cloze_loss", "disc_loss")
 
@@ -102,9 +103,9 @@ class PretrainingRun:
     self.num_replicas = self.strategy.num_replicas_in_sync
     global_batch = config.train_batch_size if config.do_train else config.eval_batch_size
     if global_batch % (self.num_replicas * self.accumulation):
-      raise ValueError(
-          f"batch size {global_batch} is not divisible by {self.num_replicas} replicas x "
-          f"{self.accumulation} gradient_accumulation_steps")
+      raise ConfigError(
+          f"{'train' if config.do_train else 'eval'}_batch_size {global_batch} is not divisible "
+          f"by {self.num_replicas} replicas x {self.accumulation} gradient_accumulation_steps")
     self.micro_batch = global_batch // (self.num_replicas * self.accumulation)
     if config.deterministic:
       tf.config.experimental.enable_op_determinism()
@@ -226,15 +227,6 @@ class PretrainingRun:
               for k, v in totals.items()}
     return train_loop
 
-  def _loss_names(self) -> List[str]:
-    config = self.config
-    names = ["total_loss", "mlm_loss"]
-    if config.two_tower_generator:
-      names.append("cloze_loss")
-    if config.electra_objective or config.electric_objective:
-      names.append("disc_loss")
-    return names
-
   # -------------------------------------------------------------------------
   # Checkpoints
   # -------------------------------------------------------------------------
@@ -243,10 +235,7 @@ class PretrainingRun:
     checkpoint = tf.train.Checkpoint(model=self.model, optimizer=self.optimizer,
                                      global_step=self.global_step, rng=self._rng_states,
                                      iterator=iterator)
-    directory = self.config.model_dir
-    if not self.is_chief:  # every worker saves its own iterator state and resumes from it
-      resolver = self.strategy.cluster_resolver
-      directory = os.path.join(directory, f"worker_{resolver.task_type}_{resolver.task_id}")
+    directory = distribution.checkpoint_dir(self.strategy, self.config.model_dir)
     return tf.train.CheckpointManager(checkpoint, directory,
                                       max_to_keep=self.config.keep_checkpoint_max or None,
                                       step_counter=self.global_step, checkpoint_name="ckpt")
@@ -266,7 +255,7 @@ class PretrainingRun:
       print(f"resumed from {restored} at step {start_step}", flush=True)
     if self.is_chief:
       tf.io.gfile.makedirs(config.model_dir)
-      write_json_atomic(os.path.join(config.model_dir, "pretrain_config.json"), config.to_dict())
+      write_json_atomic(os.path.join(config.model_dir, PRETRAIN_CONFIG_FILE), config.to_dict())
     summary_dir = os.path.join(config.model_dir, "train") if self.is_chief else None
     progress = ProgressLogger(config.num_train_steps, start_step, summary_dir,
                               config.max_seq_length)
@@ -358,10 +347,7 @@ class PretrainingRun:
       tf.io.gfile.makedirs(results_dir)
       write_json_atomic(os.path.join(results_dir, "unsup_results.json"), results)
       text = "\n".join(f"{k} = {v}" for k, v in sorted(results.items())) + "\n"
-      tmp = os.path.join(results_dir, "unsup_results.txt.tmp")
-      with tf.io.gfile.GFile(tmp, "w") as f:
-        f.write(text)
-      tf.io.gfile.rename(tmp, os.path.join(results_dir, "unsup_results.txt"), overwrite=True)
+      write_text_atomic(os.path.join(results_dir, "unsup_results.txt"), text)
       ProgressLogger(1, 0, os.path.join(config.model_dir, "eval"), config.max_seq_length
                      ).write_summaries(results["global_step"], results)
       print(text, end="", flush=True)

@@ -8,8 +8,6 @@ One line per logging interval:
 
 from __future__ import annotations
 
-import json
-import os
 import sys
 import time
 from typing import Dict, Mapping, Optional, TextIO
@@ -86,9 +84,4 @@ class ProgressLogger:
     return time.time() - self._start_time
 
 
-def write_json_atomic(path: str, data: Mapping) -> None:
-  """Writes JSON to `path` through a temporary file, so readers never see half a file."""
-  tmp = f"{path}.tmp-{os.getpid()}"
-  with tf.io.gfile.GFile(tmp, "w") as f:
-    f.write(json.dumps(data, indent=2, sort_keys=True) + "\n")
-  tf.io.gfile.rename(tmp, path, overwrite=True)
+
