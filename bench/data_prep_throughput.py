@@ -26,7 +26,6 @@ start-up out of both.
 import argparse
 import atexit
 import glob
-import json
 import multiprocessing
 import os
 import platform
@@ -284,8 +283,8 @@ def main():
         f"{tok['tokens'] / tok['ours_seconds']:,.0f} tokens/s | "
         f"{tok['oracle_seconds'] / tok['ours_seconds']:.1f}x |")
   if args.json:
-    with open(args.json, "w") as f:
-      json.dump(results, f, indent=1)
+    from electra_tf2.atomic_io import write_json_atomic  # pylint: disable=g-import-not-at-top
+    write_json_atomic(args.json, results, indent=1, sort_keys=False)
 
 
 if __name__ == "__main__":

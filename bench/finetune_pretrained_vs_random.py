@@ -49,6 +49,7 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
+from electra_tf2.atomic_io import write_json_atomic, write_text_atomic  # noqa: E402
 from electra_tf2.config import PretrainingConfig  # noqa: E402
 
 
@@ -217,8 +218,7 @@ def main() -> int:
   os.makedirs(sst, exist_ok=True)
   with open(os.path.join(shared, "glue", "SST-2", "train.tsv"), encoding="utf-8") as f:
     lines = f.readlines()[:args.train_examples + 1]
-  with open(os.path.join(sst, "train.tsv"), "w", encoding="utf-8") as f:
-    f.writelines(lines)
+  write_text_atomic(os.path.join(sst, "train.tsv"), "".join(lines))
   dev = os.path.join(sst, "dev.tsv")
   if not os.path.exists(dev):
     os.symlink(os.path.join(shared, "glue", "SST-2", "dev.tsv"), dev)
@@ -270,8 +270,8 @@ def main() -> int:
             "train_examples": args.train_examples, "epochs": args.epochs,
             "max_seq_length": args.max_seq_length, "learning_rate": args.learning_rate,
             "seed": args.seed, "timings": timings}
-  with open(os.path.join(work, "sst_pretrained_vs_random.json"), "w", encoding="utf-8") as f:
-    json.dump(report, f, indent=2)
+  write_json_atomic(os.path.join(work, "sst_pretrained_vs_random.json"), report,
+                    sort_keys=False)
   print(json.dumps(report, indent=2))
   return 0
 
