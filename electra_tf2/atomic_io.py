@@ -26,7 +26,7 @@ def _is_remote(path: str) -> bool:
 
 def temp_name_for(path: str, token: Optional[str] = None) -> str:
   """The hidden temporary sibling of `path`; `token` defaults to the process id."""
-  directory, name = os.path.split(path)
+  directory, name = os.path.split(path if _is_remote(path) else os.path.normpath(path))
   return os.path.join(directory, f".{name}.tmp-{token or os.getpid()}")
 
 
@@ -70,10 +70,11 @@ def atomic_directory(path: str) -> Iterator[str]:
   if _is_remote(path):
     yield path
     return
+  path = os.path.abspath(path)
   tmp, old = temp_name_for(path), temp_name_for(path, f"old-{os.getpid()}")
-  parent = os.path.dirname(path)
-  if parent:
-    os.makedirs(parent, exist_ok=True)
+  os.makedirs(os.path.dirname(path), exist_ok=True)
+  for leftover in (tmp, old):  # from an earlier process with the same id
+    shutil.rmtree(leftover, ignore_errors=True)
   try:
     yield tmp
   except BaseException:

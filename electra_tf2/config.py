@@ -43,8 +43,13 @@ class ConfigError(ValueError):
 
 def _read_json(path: str) -> Dict[str, Any]:
   try:
-    with open(path, encoding="utf-8") as f:
-      data = json.load(f)
+    if "://" in path:  # gs://... model directories: read through TensorFlow's file system
+      import tensorflow as tf  # pylint: disable=g-import-not-at-top
+      with tf.io.gfile.GFile(path) as f:
+        data = json.loads(f.read())
+    else:
+      with open(path, encoding="utf-8") as f:
+        data = json.load(f)
   except OSError as e:
     raise ConfigError(f"cannot read config file {path}: {e.strerror}") from None
   except json.JSONDecodeError as e:

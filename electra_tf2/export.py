@@ -168,7 +168,15 @@ class ServingModule(tf.Module):
     return functions
 
   def save(self, path: str) -> str:
-    """Writes the SavedModel to `path` (through a temporary directory); returns `path`."""
+    """Writes the SavedModel to `path` (through a temporary directory); returns `path`.
+
+    An existing SavedModel at `path` is replaced; a directory holding anything
+    else is refused, so that nothing already written is lost.
+    """
+    if tf.io.gfile.isdir(path) and tf.io.gfile.listdir(path) and \
+        not tf.io.gfile.exists(os.path.join(path, "saved_model.pb")):
+      raise ExportError(f"{path} already holds files that are not a SavedModel; give a new or "
+                        "empty output directory")
     with atomic_directory(path) as tmp:
       tf.saved_model.save(self, tmp, signatures=self.signatures())
     return path
@@ -301,8 +309,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         lower if args.do_lower_case is None else args.do_lower_case,
         args.max_seq_length or max_seq_length)
     module.save(args.output_dir)
-  except (ExportError, pretrained.PretrainedModelError, vocab_lib.VocabError,
-          FileNotFoundError) as e:
+  except (ExportError, pretrained.PretrainedModelError, vocab_lib.VocabError, OSError) as e:
     print(f"error: {e}", file=sys.stderr)
     return 2
   print(f"wrote {args.output_dir} ({kind}; signatures: {', '.join(sorted(module.signatures()))})")

@@ -184,7 +184,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     model = pretrained.restore_pretrainer(args.model_dir, args.checkpoint)
     vocab_file = args.vocab_file or export.find_vocab(args.model_dir, model.config)
     export_hugging_face(model, args.output_dir, args.generator, vocab_file)
-  except (HuggingFaceExportError, pretrained.PretrainedModelError) as e:
+  except (HuggingFaceExportError, pretrained.PretrainedModelError, OSError) as e:
     print(f"error: {e}", file=sys.stderr)
     return 2
   print(f"wrote {args.output_dir} (config.json, {WEIGHTS_FILE}"

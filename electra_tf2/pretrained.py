@@ -47,7 +47,10 @@ def restore_pretrainer(model_dir: str, checkpoint_path: Optional[str] = None):
   checkpoint_path = checkpoint_path or tf.train.latest_checkpoint(model_dir)
   if checkpoint_path is None:
     raise PretrainedModelError(f"{model_dir} holds no checkpoint (ckpt-N.index files)")
-  model = ElectraPretrainer(config)
+  try:
+    model = ElectraPretrainer(config)
+  except ConfigError as e:
+    raise PretrainedModelError(f"{os.path.join(model_dir, PRETRAIN_CONFIG_FILE)}: {e}") from None
   try:
     tf.train.Checkpoint(model=model).read(checkpoint_path).expect_partial() \
         .assert_existing_objects_matched()

@@ -75,3 +75,14 @@ def test_atomic_directory_swaps_only_a_complete_directory(tmp_path):
   assert sorted(os.listdir(path)) == ["model.json"]
   assert json.load(open(os.path.join(path, "model.json"))) == {"v": 3}
   assert os.listdir(tmp_path) == ["export"]
+
+
+def test_atomic_directory_accepts_a_trailing_slash_and_clears_leftovers(tmp_path):
+  path = str(tmp_path / "export")
+  stale = atomic_io.temp_name_for(path)  # an earlier process with the same id died here
+  os.makedirs(os.path.join(stale, "junk"))
+  with atomic_io.atomic_directory(path + os.sep) as tmp:
+    os.makedirs(tmp)
+    open(os.path.join(tmp, "saved_model.pb"), "w").close()
+  assert os.listdir(path) == ["saved_model.pb"]
+  assert os.listdir(tmp_path) == ["export"]

@@ -197,6 +197,11 @@ def test_encoder_export(exported):
   np.testing.assert_allclose(out["sequence_output"].numpy()[mask == 1],
                              sequence.numpy()[mask == 1], atol=1e-5)
   np.testing.assert_allclose(out["pooled_output"].numpy(), sequence.numpy()[:, 0], atol=1e-5)
+  # exporting again (a trailing slash, as shells complete it) replaces the SavedModel whole
+  before = sorted(os.listdir(exported["root"]))
+  export.serving_module(model, "encoder").save(path + os.sep)
+  assert sorted(tf.saved_model.load(path).signatures) == ["serving_default", "token_ids"]
+  assert sorted(os.listdir(exported["root"])) == before
 
 
 def test_finetuned_export(exported):
@@ -247,3 +252,9 @@ def test_export_errors(exported, tmp_path, capsys):
   finally:
     os.rename(str(tmp_path / "vocab.txt"), os.path.join(exported["model_dir"], "vocab.txt"))
   assert "pass --vocab-file" in capsys.readouterr().err
+  # a directory that holds something else is never replaced
+  kept = sorted(os.listdir(exported["model_dir"]))
+  assert export.main(["--model-dir", exported["model_dir"], "--output-dir",
+                      exported["model_dir"], "--no-text-signatures"]) == 2
+  assert "already holds files that are not a SavedModel" in capsys.readouterr().err
+  assert sorted(os.listdir(exported["model_dir"])) == kept

@@ -296,11 +296,11 @@ def test_squad_structure_errors_name_the_file_and_question(tmp_path):
   with pytest.raises(FinetuningDataError, match=rf"{path}: question q1: field 'question' is "
                      "missing or not a str"):
     examples()
-  for text in ("", "  ", None):
+  for text in (None, 3):
     squad_file(path, "john smith", [{"id": "q2", "question": "who ?",
                                      "answers": [{"text": text, "answer_start": 0}]}])
     with pytest.raises(FinetuningDataError, match="question q2: the answer text is missing or "
-                       "empty"):
+                       "not a string"):
       examples()
   with open(path, "w") as f:
     json.dump({"data": [{"title": "t"}]}, f)
@@ -329,6 +329,13 @@ def test_squad_unrecoverable_answers_are_skipped_and_counted(tmp_path, capsys):
   examples = make_tasks(config)[0].get_examples("train")
   assert [e.qas_id for e in examples] == ["q2"]
   assert "1 examples, 1 answers not found in their context (skipped)" in capsys.readouterr().out
+  # an empty answer gives no span to learn: skipped and counted the same way
+  squad_file(os.path.join(config.task_data_dir("squadv1"), "train.json"), "xy ab",
+             [{"id": "q1", "question": "who ?", "answers": [{"text": " ", "answer_start": 2}]},
+              {"id": "q2", "question": "who ?", "answers": [{"text": "ab",
+                                                              "answer_start": 3}]}])
+  assert [e.qas_id for e in make_tasks(config)[0].get_examples("train")] == ["q2"]
+  assert "1 examples, 1 answers not found" in capsys.readouterr().out
   # U+00A0 does not split words either: the answer covers words 0 ("ab\u00a0cd") and 1
   squad_file(os.path.join(config.task_data_dir("squadv1"), "train.json"), "ab\u00a0cd ef",
              [{"id": "q1", "question": "who ?", "answers": [{"text": "cd ef",
@@ -357,7 +364,7 @@ def test_mrqa_reader(tmp_path):
     make_tasks(config)[0].get_examples("train")
   write_lines(path, [json.dumps({"context": "john", "qas": [
       {"qid": "n2", "question": "who ?", "answers": ["john"],
-       "detected_answers": [{"text": "", "char_spans": [[0, 3]]}]}]})])
+       "detected_answers": [{"text": 7, "char_spans": [[0, 3]]}]}]})])
   with pytest.raises(FinetuningDataError, match="question n2: the answer text is missing"):
     make_tasks(config)[0].get_examples("train")
 

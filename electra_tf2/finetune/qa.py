@@ -179,6 +179,9 @@ class QATask(Task):
           orig_answer_text = ""
         else:
           answer_offset, orig_answer_text = self._first_answer(qa, context, where)
+          if not orig_answer_text.strip():  # no span to learn: skipped and counted
+            failures[0] += 1
+            continue
           start_position = char_to_word_offset[answer_offset]
           end_char = answer_offset + len(orig_answer_text) - 1
           if end_char >= len(char_to_word_offset):
@@ -320,8 +323,8 @@ def _field(record: Any, key: str, kind: type, where: str) -> Any:
 
 
 def _answer_text(text: Any, where: str) -> str:
-  if not isinstance(text, str) or not text.strip():
-    raise FinetuningDataError(f"{where}: the answer text is missing or empty")
+  if not isinstance(text, str):
+    raise FinetuningDataError(f"{where}: the answer text is missing or not a string")
   return text
 
 
