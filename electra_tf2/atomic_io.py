@@ -20,13 +20,20 @@ import shutil
 from typing import Any, Iterator, Optional
 
 
-def _is_remote(path: str) -> bool:
+def is_remote(path: str) -> bool:
+  """Whether `path` names an object in a file system with a scheme (`gs://...`)."""
   return "://" in path
+
+
+def _gfile():
+  """`tf.io.gfile`, imported on first use (only remote paths need it)."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  return tf.io.gfile
 
 
 def temp_name_for(path: str, token: Optional[str] = None) -> str:
   """The hidden temporary sibling of `path`; `token` defaults to the process id."""
-  directory, name = os.path.split(path if _is_remote(path) else os.path.normpath(path))
+  directory, name = os.path.split(path if is_remote(path) else os.path.normpath(path))
   return os.path.join(directory, f".{name}.tmp-{token or os.getpid()}")
 
 
@@ -39,9 +46,8 @@ def atomic_path(path: str) -> Iterator[str]:
   """
   tmp = temp_name_for(path)
   directory = os.path.dirname(path)
-  if _is_remote(path):
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
-    gfile = tf.io.gfile
+  if is_remote(path):
+    gfile = _gfile()
     exists, remove = gfile.exists, gfile.remove
     rename = lambda src, dst: gfile.rename(src, dst, overwrite=True)  # noqa: E731
     makedirs = gfile.makedirs
@@ -67,7 +73,7 @@ def atomic_directory(path: str) -> Iterator[str]:
   An existing `path` is swapped out only after the new directory is complete.
   Remote paths (object stores have no directory rename) are written in place.
   """
-  if _is_remote(path):
+  if is_remote(path):
     yield path
     return
   path = os.path.abspath(path)
@@ -89,9 +95,8 @@ def atomic_directory(path: str) -> Iterator[str]:
 def write_text_atomic(path: str, text: str) -> None:
   """Writes `text` (UTF-8, "\\n" newlines) to `path` through a temporary file."""
   with atomic_path(path) as tmp:
-    if _is_remote(path):
-      import tensorflow as tf  # pylint: disable=g-import-not-at-top
-      with tf.io.gfile.GFile(tmp, "w") as f:
+    if is_remote(path):
+      with _gfile().GFile(tmp, "w") as f:
         f.write(text)
     else:
       with open(tmp, "w", encoding="utf-8", newline="\n") as f:
@@ -103,9 +108,8 @@ def write_text_atomic(path: str, text: str) -> None:
 def copy_file_atomic(source: str, path: str) -> None:
   """Copies `source` to `path` through a temporary file."""
   with atomic_path(path) as tmp:
-    if _is_remote(source) or _is_remote(path):
-      import tensorflow as tf  # pylint: disable=g-import-not-at-top
-      tf.io.gfile.copy(source, tmp, overwrite=True)
+    if is_remote(source) or is_remote(path):
+      _gfile().copy(source, tmp, overwrite=True)
     else:
       shutil.copyfile(source, tmp)
 

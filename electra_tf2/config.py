@@ -24,7 +24,7 @@ import json
 import os
 from typing import Any, Dict, Mapping, Optional, Sequence, Union
 
-from electra_tf2 import vocab as vocab_lib
+from electra_tf2 import atomic_io, vocab as vocab_lib
 
 CONFIG_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "configs")
 # The resolved pre-training config, saved next to the checkpoints of every model.
@@ -43,7 +43,7 @@ class ConfigError(ValueError):
 
 def _read_json(path: str) -> Dict[str, Any]:
   try:
-    if "://" in path:  # gs://... model directories: read through TensorFlow's file system
+    if atomic_io.is_remote(path):  # gs://... model directories: TensorFlow's file system
       import tensorflow as tf  # pylint: disable=g-import-not-at-top
       with tf.io.gfile.GFile(path) as f:
         data = json.loads(f.read())

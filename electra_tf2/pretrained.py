@@ -18,6 +18,7 @@ from electra_tf2.config import (PRETRAIN_CONFIG_FILE, ConfigError, PretrainingCo
                                 read_saved_pretraining_config)
 from electra_tf2.networks.encoder import Encoder
 
+
 class PretrainedModelError(ValueError):
   """A model directory without a usable config or checkpoint."""
 

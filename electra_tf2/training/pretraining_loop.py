@@ -33,10 +33,10 @@ import tensorflow as tf
 
 from electra_tf2 import checkpoint_names, objectives, optimization, pretrain_data
 from electra_tf2 import vocab as vocab_lib
+from electra_tf2.atomic_io import write_json_atomic, write_text_atomic
 from electra_tf2.config import PRETRAIN_CONFIG_FILE, ConfigError, PretrainingConfig
 from electra_tf2.models.pretrainer import ElectraPretrainer
 from electra_tf2.training import distribution
-from electra_tf2.atomic_io import write_json_atomic, write_text_atomic
 from electra_tf2.training.progress import ProgressLogger
 
 LOSS_NAMES = ("total_loss", "mlm_loss", "cloze_loss", "disc_loss")
@@ -344,7 +344,6 @@ class PretrainingRun:
     results["global_step"] = int(self.global_step.numpy())
     if self.is_chief:
       results_dir = os.path.join(config.model_dir, "results")
-      tf.io.gfile.makedirs(results_dir)
       write_json_atomic(os.path.join(results_dir, "unsup_results.json"), results)
       text = "\n".join(f"{k} = {v}" for k, v in sorted(results.items())) + "\n"
       write_text_atomic(os.path.join(results_dir, "unsup_results.txt"), text)
