@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 
 import numpy as np
 import pytest
@@ -151,15 +152,33 @@ def test_wrong_number_of_columns(tmp_path, capsys):
   assert f"{path}:3: 3 columns instead of 5; row skipped" in capsys.readouterr().out
 
 
-def test_bad_labels(tmp_path):
-  config = make_config(str(tmp_path), ["rte"])
-  write_lines(os.path.join(config.task_data_dir("rte"), "train.tsv"),
-              ["index\tsentence1\tsentence2\tlabel", "0\ta\tb\tmaybe"])
-  task, = make_tasks(config)
-  example, = task.get_examples("train")
-  task.prepare([example])
-  with pytest.raises(FinetuningDataError, match="label 'maybe'; expected one of"):
-    task.featurize(example, True)
+def test_bad_labels_name_file_and_line(tmp_path):
+  config = make_config(str(tmp_path), ["rte", "sts"])
+  rte_path = os.path.join(config.task_data_dir("rte"), "train.tsv")
+  write_lines(rte_path, ["index\tsentence1\tsentence2\tlabel", "0\ta\tb\tentailment",
+                         "1\ta\tb\tmaybe"])
+  sts_path = os.path.join(config.task_data_dir("sts"), "train.tsv")
+  sts_header = "\t".join(["c%d" % i for i in range(7)] + ["s1", "s2", "score"])
+  write_lines(sts_path, [sts_header] + ["\t".join(["x"] * 7 + ["a", "b", score])
+                                        for score in ("3.5", "high", "7")])
+  rte, sts = make_tasks(config)
+  examples = rte.get_examples("train")
+  rte.prepare(examples)
+  rte.featurize(examples[0], True)
+  with pytest.raises(FinetuningDataError, match=re.escape(
+      f"{rte_path}:3 (task rte, example 1): the label 'maybe' is not one of "
+      "['entailment', 'not_entailment']")):
+    rte.featurize(examples[1], True)
+  examples = sts.get_examples("train")
+  assert len(examples) == 6  # double_unordered: the swapped copies keep their source line
+  sts.prepare(examples)
+  assert sts.featurize(examples[0], True)[0]["sts_targets"] == pytest.approx(0.7)
+  with pytest.raises(FinetuningDataError, match=re.escape(
+      f"{sts_path}:3 (task sts, example 1): the label 'high' is not a number")):
+    sts.featurize(examples[1], True)
+  with pytest.raises(FinetuningDataError, match=re.escape(
+      f"{sts_path}:4 (task sts, example 5): the label 7.0 is outside [0.0, 5.0]")):
+    sts.featurize(examples[5], True)
 
 
 # ---------------------------------------------------------------------------

@@ -12,7 +12,8 @@ squared error for STS, whose labels are normalised to `y / 5`.
 Column checks (port): a file whose header (or first row) has fewer columns than
 the task reads raises FinetuningDataError; a later row whose column count
 differs from the header's is skipped with a warning naming file and line, as
-the official code skips rows that fail.
+the official code skips rows that fail. A bad label (not in the label list, or
+not a number in range for STS) raises FinetuningDataError naming file and line.
 """
 
 from __future__ import annotations
@@ -44,11 +45,17 @@ class InputExample(Example):
   """One sentence (pair) with its label (a dummy one for test splits)."""
 
   def __init__(self, eid: int, task_name: str, text_a: str, text_b: Optional[str] = None,
-               label: Any = None):
+               label: Any = None, source: str = ""):
     super().__init__(task_name, eid)
     self.text_a = text_a
     self.text_b = text_b
     self.label = label
+    self.source = source  # "file:line" of the row, for error messages
+
+  def describe(self) -> str:
+    """Where the example came from: `file:line (task t, example n)`."""
+    where = f"{self.source} " if self.source else ""
+    return f"{where}(task {self.task_name}, example {self.eid})"
 
 
 def read_tsv(path: str, max_lines: Optional[int] = None) -> List[List[str]]:
@@ -107,7 +114,7 @@ class SingleOutputTask(Task):
     examples = self.limit(self._create_examples(rows, split, path))
     if self.unordered_pairs and self.config.double_unordered and split == "train":
       offset = len(examples)
-      swapped = [InputExample(e.eid + offset, self.name, e.text_b, e.text_a, e.label)
+      swapped = [InputExample(e.eid + offset, self.name, e.text_b, e.text_a, e.label, e.source)
                  for e in examples]
       examples += swapped
     return examples
@@ -144,7 +151,7 @@ class SingleOutputTask(Task):
       text_b = None if text_b_loc is None else row[text_b_loc]
       label = self._get_dummy_label() if is_test else row[label_loc]
       examples.append(InputExample(i - (1 if skip_first_line else 0), self.name, text_a, text_b,
-                                   label))
+                                   label, source=f"{path}:{i + 1}"))
     if skipped > MAX_WARNINGS:
       print(f"warning: {path}: {skipped} rows skipped in all", flush=True)
     if rows and not examples:
@@ -210,11 +217,11 @@ class RegressionTask(SingleOutputTask):
     try:
       label = float(example.label)
     except ValueError:
-      raise FinetuningDataError(f"task {self.name}: example {example.eid} has the label "
-                                f"{example.label!r}, not a number") from None
+      raise FinetuningDataError(f"{example.describe()}: the label {example.label!r} "
+                                "is not a number") from None
     if not self.min_value <= label <= self.max_value:
-      raise FinetuningDataError(f"task {self.name}: example {example.eid} has the label "
-                                f"{label}, outside [{self.min_value}, {self.max_value}]")
+      raise FinetuningDataError(f"{example.describe()}: the label {label} is outside "
+                                f"[{self.min_value}, {self.max_value}]")
     features[self.name + "_targets"] = (label - self.min_value) / self.max_value
 
   def head_spec(self) -> Dict[str, Any]:
@@ -242,8 +249,8 @@ class ClassificationTask(SingleOutputTask):
 
   def _add_features(self, features: Dict[str, Any], example: InputExample) -> None:
     if example.label not in self._label_map:
-      raise FinetuningDataError(f"task {self.name}: example {example.eid} has the label "
-                                f"{example.label!r}; expected one of {self.label_list}")
+      raise FinetuningDataError(f"{example.describe()}: the label {example.label!r} is not "
+                                f"one of {self.label_list}")
     features[self.name + "_label_ids"] = self._label_map[example.label]
 
   def head_spec(self) -> Dict[str, Any]:
