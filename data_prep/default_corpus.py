@@ -246,6 +246,14 @@ def prepare_default_data_dir(data_dir: str, vocab_size: int = DEFAULT_VOCAB_SIZE
   built: List[str] = []
   os.makedirs(data_dir, exist_ok=True)
 
+  vocab = None
+  if os.path.exists(vocab_file):  # checked first: a mismatch must not cost the corpus step
+    vocab = load_vocab(vocab_file)
+    if len(vocab) != vocab_size:
+      raise DataPrepError(f"{vocab_file} has {len(vocab)} tokens but --vocab-size is "
+                          f"{vocab_size}: pass --vocab-size {len(vocab)} to use it, or delete "
+                          "it to learn a new vocab")
+
   if os.path.isdir(corpus_dir) and os.listdir(corpus_dir):
     say(f"corpus: using the files in {corpus_dir}")
   else:
@@ -258,8 +266,7 @@ def prepare_default_data_dir(data_dir: str, vocab_size: int = DEFAULT_VOCAB_SIZE
   if not inputs:
     raise DataPrepError(f"{corpus_dir} has no files")
 
-  if os.path.exists(vocab_file):
-    vocab = load_vocab(vocab_file, expected_size=vocab_size)
+  if vocab is not None:
     say(f"vocab: using {vocab_file} ({len(vocab)} tokens)")
   else:
     t = time.time()
@@ -296,12 +303,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   parser = argparse.ArgumentParser(
       description="Builds the default data directory: docstring corpus, vocab, TFRecords.")
   parser.add_argument("--data-dir", required=True, help="The data directory to fill.")
-  parser.add_argument("--vocab-size", type=int, default=DEFAULT_VOCAB_SIZE)
-  parser.add_argument("--max-seq-length", type=int, default=128)
-  parser.add_argument("--num-shards", type=int, default=DEFAULT_NUM_SHARDS)
-  parser.add_argument("--num-processes", type=int, default=1)
-  parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
-  parser.add_argument("--corpus-bytes", type=int, default=DEFAULT_MAX_BYTES)
+  parser.add_argument("--vocab-size", type=int, default=DEFAULT_VOCAB_SIZE,
+                      help="Tokens of the WordPiece vocab learned from the corpus "
+                      "(the model's vocab_size); an existing vocab.txt must have this many.")
+  parser.add_argument("--max-seq-length", type=int, default=128,
+                      help="Tokens per pre-training example (the model's max_seq_length).")
+  parser.add_argument("--num-shards", type=int, default=DEFAULT_NUM_SHARDS,
+                      help="TFRecord files to write.")
+  parser.add_argument("--num-processes", type=int, default=1,
+                      help="Builder jobs (the output depends on it, as in the official builder).")
+  parser.add_argument("--seed", type=int, default=DEFAULT_SEED,
+                      help="Seed of the builder's random choices.")
+  parser.add_argument("--corpus-bytes", type=int, default=DEFAULT_MAX_BYTES,
+                      help="Size of the default corpus (installed packages' docstrings) to write.")
   parser.add_argument("--corpus-only", action="store_true",
                       help="Only write <data-dir>/corpus.")
   args = parser.parse_args(argv)

@@ -50,6 +50,9 @@ from electra_tf2.atomic_io import temp_name_for, write_text_atomic
 from electra_tf2.vocab import VocabError, load_vocab, special_token_ids
 
 SHARD_RE = re.compile(r"^pretrain_data\.tfrecord-(\d+)-of-(\d+)$")
+# The summary warns above this share of [UNK] tokens (BERT's vocab on English
+# prose gives well under 0.1%).
+UNK_WARNING_PERCENT = 5.0
 
 # The official single-segment target length (`first_segment_target_length = 100000`).
 _SINGLE_SEGMENT_TARGET = 100000
@@ -346,6 +349,10 @@ class Summary:
                + (", " + ", ".join(line_notes) if line_notes else "") + ")")
     out.append(f"  tokens    {s.tokens:,} tokenized, [UNK] {unk_share:.3f}%; "
                f"{s.example_tokens:,} in examples ({dropped:.1f}% dropped by the official truncation)")
+    if unk_share > UNK_WARNING_PERCENT:
+      out.append(f"  warning   {unk_share:.1f}% of the tokens are [UNK]: the vocab "
+                 f"{c.vocab_file} does not fit this text (wrong vocab, truncated file, or "
+                 "do_lower_case set wrongly?)")
     out.append(f"  examples  {s.examples:,} of {c.max_seq_length} tokens in {len(self.shards)} "
                f"shards: {os.path.join(c.output_dir, SHARD_PREFIX)}-*-of-{c.num_shards}")
     where = ("in this process" if self.workers == 1

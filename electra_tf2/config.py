@@ -53,11 +53,19 @@ def _read_json(path: str) -> Dict[str, Any]:
   except OSError as e:
     raise ConfigError(f"cannot read config file {path}: {e.strerror}") from None
   except json.JSONDecodeError as e:
-    raise ConfigError(f"config file {path} is not valid JSON (line {e.lineno}): {e.msg}") from None
+    raise ConfigError(f"config file {path} is not valid JSON (line {e.lineno} column {e.colno}): "
+                      f"{e.msg}") from None
   if not isinstance(data, dict):
     raise ConfigError(f"config file {path} must hold a JSON object")
   data.pop("_doc", None)
   return data
+
+
+def _exists(path: str) -> bool:
+  if atomic_io.is_remote(path):
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    return tf.io.gfile.exists(path)
+  return os.path.exists(path)
 
 
 def available_models() -> list[str]:
@@ -208,6 +216,36 @@ ENCODER_HPARAMS = ("model_size", "model_hparam_overrides", "debug", "vocab_size"
                    "embedding_size")
 
 
+# The saved hparams that decide which variables a pre-training checkpoint holds
+# and their shapes: a run may resume a model directory only if they agree.
+ARCHITECTURE_HPARAMS = ENCODER_HPARAMS + (
+    "electra_objective", "electric_objective", "uniform_generator", "two_tower_generator",
+    "untied_generator_embeddings", "untied_generator", "generator_layers",
+    "generator_hidden_size")
+
+
+def check_same_architecture(config: "PretrainingConfig") -> None:
+  """Raises ConfigError if config.model_dir holds a model of another architecture.
+
+  Compares ARCHITECTURE_HPARAMS with the directory's pretrain_config.json (if
+  any), naming every difference, so that a resumed run does not fail deep in
+  checkpoint restoring.
+  """
+  path = os.path.join(config.model_dir, PRETRAIN_CONFIG_FILE)
+  if not _exists(path):
+    return
+  saved = _read_json(path)
+  current = config.to_dict()
+  differ = [key for key in ARCHITECTURE_HPARAMS
+            if key in saved and saved[key] != current.get(key)]
+  if differ:
+    details = ", ".join(f"{key} {json.dumps(saved[key])} there, {json.dumps(current.get(key))} "
+                        "now" for key in differ)
+    raise ConfigError(f"{config.model_dir} holds a model pre-trained with other hparams "
+                      f"({details}): pass the same hparams to continue it, or use another "
+                      "--model-name to start a new model")
+
+
 def read_saved_pretraining_config(model_dir: str, required: Optional[Sequence[str]] = None
                                   ) -> Dict[str, Any]:
   """The resolved hparams in `model_dir`/pretrain_config.json.
@@ -305,6 +343,15 @@ def resolve_pretraining_config(model_name: str, data_dir: Optional[str] = None,
   return config
 
 
+def check_optimizer_hparams(values: Mapping[str, Any]) -> None:
+  """learning_rate > 0; weight_decay_rate and (if present) lr_decay_power >= 0."""
+  if values["learning_rate"] <= 0:
+    raise ConfigError(f"learning_rate must be > 0, got {values['learning_rate']}")
+  for key in ("weight_decay_rate", "lr_decay_power"):
+    if key in values and values[key] < 0:
+      raise ConfigError(f"{key} must be >= 0, got {values[key]}")
+
+
 def check_seed(seed: int) -> None:
   """Seeds feed int32 stateless-op seeds (`seed * 65536 + shard`) and Keras' global seed."""
   if not 0 <= seed < MAX_SEED:
@@ -328,6 +375,7 @@ def _check_consistency(config: PretrainingConfig) -> None:
     raise ConfigError(f"temperature must be > 0, got {config.temperature}")
   if config.num_warmup_steps < 0:
     raise ConfigError(f"num_warmup_steps must be >= 0, got {config.num_warmup_steps}")
+  check_optimizer_hparams(config.to_dict())
   check_seed(config.seed)
   for key in ("train_batch_size", "eval_batch_size", "max_seq_length", "num_train_steps",
               "gradient_accumulation_steps", "iterations_per_loop", "save_checkpoints_steps",

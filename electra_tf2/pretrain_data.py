@@ -90,6 +90,24 @@ def check_tfrecords(patterns: str, max_seq_length: int) -> List[str]:
   return files
 
 
+def corrupt_data_error(patterns: str, error: tf.errors.DataLossError) -> DataError:
+  """A DataError naming the corrupt files, for a DataLossError met while training.
+
+  The error TensorFlow raises from inside the input pipeline does not say which
+  file is damaged, so every file of `patterns` is read through to find out.
+  """
+  bad = []
+  for path in tfrecord_files(patterns):
+    try:
+      for _ in tf.data.TFRecordDataset(path):
+        pass
+    except tf.errors.OpError as e:
+      bad.append(f"{path} ({e.message.splitlines()[0]})")
+  what = "; ".join(bad) if bad else f"{patterns} ({error.message.splitlines()[0]})"
+  return DataError(f"corrupt pre-training data: {what}. Rebuild or remove the damaged file; "
+                   "a re-run resumes from the last checkpoint")
+
+
 def _parse_batch(records: tf.Tensor, max_seq_length: int) -> Dict[str, tf.Tensor]:
   spec = {name: tf.io.FixedLenFeature([max_seq_length], tf.int64) for name in FEATURE_NAMES}
   parsed = tf.io.parse_example(records, spec)

@@ -12,11 +12,14 @@ command -v "$PYTHON" >/dev/null || PYTHON=python3
 if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
+# One stamp per requirements set; the test set includes the run-time one, so
+# installing it stamps both (quickstart after the tests reinstalls nothing).
+stamp_for() { echo ".venv/.installed-$(cat "$1" requirements.txt constraints.txt | sha1sum | cut -c1-12)"; }
 requirements=requirements.txt
 [ "${1:-}" = "test" ] && requirements=requirements-test.txt
-stamp=".venv/.installed-$(cat "$requirements" requirements.txt constraints.txt | sha1sum | cut -c1-12)"
+stamp="$(stamp_for "$requirements")"
 if [ ! -f "$stamp" ]; then
   .venv/bin/python -m pip install -q --upgrade pip
   .venv/bin/python -m pip install -q -r "$requirements" -c constraints.txt
-  touch "$stamp"
+  touch "$stamp" "$(stamp_for requirements.txt)"
 fi

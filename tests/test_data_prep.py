@@ -427,6 +427,20 @@ def test_bad_files_are_skipped_and_counted(tmp_path, vocab_file):
   assert vocab["dog"] in tokens and vocab["hello"] in tokens
 
 
+def test_summary_warns_when_the_vocab_does_not_fit_the_text(tmp_path, vocab_file):
+  corpus = tmp_path / "corpus"
+  normal = build(write_corpus(corpus, seed=2, n_files=2), vocab_file, tmp_path / "a",
+                 max_seq_length=16)
+  assert normal.stats.unk_tokens == 0 and "[UNK]" in "\n".join(normal.lines())
+  assert not any("warning" in line for line in normal.lines())
+  # CJK characters are split one by one and none is in the vocab: 3 of 6 tokens.
+  (corpus / "cjk.txt").write_text("the \u6f22 fox \u5b57 dog \u8a9e\n" * 20, encoding="utf-8")
+  summary = build([str(corpus / "cjk.txt")], vocab_file, tmp_path / "b", max_seq_length=16)
+  assert summary.stats.unk_tokens == summary.stats.tokens // 2
+  warning, = [line for line in summary.lines() if "warning" in line]
+  assert f"50.0% of the tokens are [UNK]: the vocab {vocab_file} does not fit" in warning
+
+
 def test_unreadable_file_is_skipped(tmp_path, vocab_file, monkeypatch):
   files = write_corpus(tmp_path / "corpus", seed=2, n_files=2)
   real_open = common.open_input

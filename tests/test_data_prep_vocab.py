@@ -2,6 +2,7 @@
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -130,6 +131,13 @@ def test_prepare_default_data_dir_builds_then_skips(tmp_path):
   third = default_corpus.prepare_default_data_dir(
       str(data), vocab_size=1000, max_seq_length=32, num_shards=2, num_processes=1, log=None)
   assert third["built"] == ["tfrecords"]
-  from electra_tf2.vocab import VocabError
-  with pytest.raises(VocabError, match="vocab_size=2000"):
-    default_corpus.prepare_default_data_dir(str(data), vocab_size=2000, log=None)
+  # A vocab of another size is refused before anything is written, with this
+  # script's flag in the message.
+  other = tmp_path / "other"
+  other.mkdir()
+  shutil.copy(data / "vocab.txt", other / "vocab.txt")
+  with pytest.raises(default_corpus.DataPrepError, match=re.escape(
+      f"{other / 'vocab.txt'} has 1000 tokens but --vocab-size is 2000: pass --vocab-size "
+      "1000 to use it, or delete it")):
+    default_corpus.prepare_default_data_dir(str(other), vocab_size=2000, log=None)
+  assert sorted(os.listdir(other)) == ["vocab.txt"]

@@ -160,6 +160,8 @@ def test_encoder_shape_comes_from_the_pretrained_model(tmp_path):
     ({"model_hparam_overrides": {"num_attention_heads": 5}},
      "hidden_size 256 is not a multiple of num_attention_heads 5"),
     ({"seed": 40000}, r"seed must be in \[0, 32768\)"),
+    ({"learning_rate": -1.0}, "learning_rate must be > 0, got -1.0"),
+    ({"weight_decay_rate": -0.5}, "weight_decay_rate must be >= 0, got -0.5"),
     ({"test_predictions": "/p/{task}_{split}"}, r"test_predictions must contain the "
      r"placeholder \{trial\}"),
     ({"test_predictions": "/p/{task}_{split}_{trial}_{x}"},

@@ -7,6 +7,7 @@ import pytest
 
 from electra_tf2.finetune import model as model_lib, runner
 from electra_tf2.finetune.task import FinetuningDataError
+from electra_tf2.pretrained import PretrainedModelError
 from electra_tf2.training import distribution
 from tests.test_finetune_fixtures import make_config, make_tasks, write_lines
 
@@ -76,6 +77,11 @@ def test_eval_only_and_missing_model(tmp_path):
   with pytest.raises(FinetuningDataError, match=f"--data-dir {missing} does not exist"):
     runner.run_finetuning(config.replace(data_dir=missing,
                                          vocab_file=os.path.join(missing, "vocab.txt")))
+  # a missing pre-trained model is reported before a vocab that does not fit the
+  # (default) config: the model, not the vocab, is what the user has to fix
+  no_model = str(tmp_path / "models" / "electra_base")
+  with pytest.raises(PretrainedModelError, match=f"no pre-trained model at {no_model}"):
+    runner.run_finetuning(config.replace(init_checkpoint=no_model, vocab_size=30522))
 
 
 def test_summed_loss_is_batch_size_times_the_mean(tmp_path):

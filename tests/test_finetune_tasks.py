@@ -299,7 +299,19 @@ def test_squad_v2_needs_is_impossible_and_json_errors_name_the_line(tmp_path):
     make_tasks(config)[0].get_examples("train")
   with open(path, "w") as f:
     f.write('{"data": [\n{"paragraphs": [}\n]}')
-  with pytest.raises(FinetuningDataError, match=rf"{path}:2: not valid JSON"):
+  with pytest.raises(FinetuningDataError, match=re.escape(
+      f"{path}:2: not valid JSON (Expecting value column 17); is the file complete?")):
+    make_tasks(config)[0].get_examples("train")
+
+
+def test_squad_debug_mode_names_the_debug_files(tmp_path):
+  config = make_config(str(tmp_path), ["squadv1"], debug=True, max_seq_length=64,
+                       max_query_length=16)
+  squad_file(os.path.join(config.task_data_dir("squadv1"), "train.json"), "john smith",
+             [{"id": "q1", "question": "who ?", "answers": [{"text": "john", "answer_start": 0}]}])
+  with pytest.raises(FinetuningDataError, match=re.escape(
+      "squadv1/train-debug.json is missing. Put the SQuAD 1.1 train-v1.1.json") + ".*" +
+      re.escape('With "debug": true the task reads train-debug.json and dev-debug.json')):
     make_tasks(config)[0].get_examples("train")
 
 

@@ -6,6 +6,7 @@ workers) with bounded time.
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -18,7 +19,7 @@ import pytest
 import tensorflow as tf
 
 from electra_tf2 import pretrain_data
-from electra_tf2.config import resolve_pretraining_config
+from electra_tf2.config import ConfigError, resolve_pretraining_config
 from electra_tf2.training import pretraining_loop
 from electra_tf2.vocab import VocabError
 from tests.conftest import REPO_ROOT
@@ -128,6 +129,40 @@ def test_bad_inputs_fail_before_heavy_work(tmp_path, hparams, error, message):
     pretraining_loop.validate_inputs(config)
 
 
+def test_resuming_a_model_of_another_architecture_is_a_clear_error(tmp_path):
+  data = tiny_data(tmp_path)
+  config = resolve_pretraining_config("electra_small", data, dict(TINY, num_train_steps=1))
+  pretraining_loop.run_pretraining(config)
+  other = resolve_pretraining_config("electra_small", data, dict(
+      TINY, num_train_steps=2, generator_hidden_size=0.5))
+  with pytest.raises(ConfigError, match=re.escape(
+      f"{config.model_dir} holds a model pre-trained with other hparams (generator_hidden_size "
+      "0.25 there, 0.5 now): pass the same hparams")):
+    pretraining_loop.run_pretraining(other)
+  # Without the saved config (edited away, or another tool's directory) the
+  # restore itself fails; that too is one ConfigError, and nothing is written.
+  os.remove(os.path.join(config.model_dir, "pretrain_config.json"))
+  with pytest.raises(ConfigError, match=re.escape(
+      f"cannot resume from the checkpoint in {config.model_dir} (")):
+    pretraining_loop.run_pretraining(other)
+  assert not os.path.exists(os.path.join(config.model_dir, "pretrain_config.json"))
+  # Training hparams may change: the same architecture resumes and goes on.
+  more = resolve_pretraining_config("electra_small", data, dict(TINY, num_train_steps=2))
+  assert pretraining_loop.run_pretraining(more)["step"] == 2
+
+
+def test_corrupt_tfrecord_met_in_training_is_named(tmp_path):
+  data = tiny_data(tmp_path)
+  config = resolve_pretraining_config("electra_small", data, dict(TINY, num_train_steps=30))
+  shard = pretrain_data.tfrecord_files(config.pretrain_tfrecords)[-1]
+  with open(shard, "r+b") as f:  # cut the last file inside a record (records are 175 bytes)
+    f.truncate(os.path.getsize(shard) // 2 + 50)
+  pretraining_loop.validate_inputs(config)  # the first file is fine: this passes
+  with pytest.raises(pretrain_data.DataError, match=re.escape(
+      f"corrupt pre-training data: {shard} (")):
+    pretraining_loop.run_pretraining(config)
+
+
 def test_missing_data_dir(tmp_path):
   config = resolve_pretraining_config("electra_small", str(tmp_path / "nope"), TINY)
   with pytest.raises(pretrain_data.DataError, match="does not exist"):
@@ -156,6 +191,8 @@ def test_cli_as_a_user_types_it(tmp_path):
     (["--model-name", "electra_tiny"], "unknown model name 'electra_tiny'"),
     (["--model-name", "electra_small", "--hparams", '{"num_steps": 3}'],
      "unknown hparam 'num_steps'"),
+    (["--model-name", "electra_small", "--distribution-strategy", "tpu"],
+     "--distribution-strategy tpu: cannot reach a TPU (no --tpu was given"),
 ])
 def test_cli_errors_are_one_line(tmp_path, args, message):
   data = tiny_data(tmp_path)

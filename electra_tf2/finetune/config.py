@@ -31,8 +31,8 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 from electra_tf2.config import (CONFIG_DIR, ENCODER_HPARAMS, PRETRAIN_CONFIG_FILE, BertConfig,
                                 ConfigError, PretrainingConfig, ResolvedConfig, check_hparams,
-                                check_model_overrides, check_seed, get_bert_config,
-                                parse_hparams, read_saved_pretraining_config)
+                                check_model_overrides, check_optimizer_hparams, check_seed,
+                                get_bert_config, parse_hparams, read_saved_pretraining_config)
 from electra_tf2.config import _read_json as read_config_json
 
 _DERIVED = ("bert_config", "model_name", "data_dir", "pretrained_model_dir")
@@ -274,6 +274,7 @@ def _check_consistency(values: Mapping[str, Any], pretrained: Optional[Mapping[s
   if values["num_trials"] == 0:
     raise ConfigError("num_trials must be non-zero (negative loops forever)")
   check_seed(values["seed"])
+  check_optimizer_hparams(values)
   if not (values["do_train"] or values["do_eval"]):
     raise ConfigError("do_train and do_eval are both false: nothing to do")
   if values["loss_reduction"] not in LOSS_REDUCTIONS:

@@ -333,7 +333,8 @@ def _load_json(path: str) -> Any:
     with open(path, encoding="utf-8") as f:
       return json.load(f)
   except json.JSONDecodeError as e:
-    raise FinetuningDataError(f"{path}:{e.lineno}: not valid JSON ({e.msg})") from None
+    raise FinetuningDataError(f"{path}:{e.lineno}: not valid JSON ({e.msg} column {e.colno}); "
+                              "is the file complete?") from None
   except UnicodeDecodeError as e:
     raise FinetuningDataError(f"{path} is not UTF-8 text ({e.reason} at byte {e.start})"
                               ) from None
@@ -344,8 +345,12 @@ class SQuADTask(QATask):
 
   def data_hint(self) -> str:
     version = "2.0" if self.v2 else "1.1"
-    return (f"Put the SQuAD {version} train-v{version}.json and dev-v{version}.json in "
+    hint = (f"Put the SQuAD {version} train-v{version}.json and dev-v{version}.json in "
             f"{self.config.task_data_dir(self.name)}/ as train.json and dev.json.")
+    if self.config.debug:  # official: debug mode reads small copies
+      hint += (" With \"debug\": true the task reads train-debug.json and dev-debug.json "
+               "instead (small copies, as in the official code).")
+    return hint
 
   def split_path(self, split: str) -> str:
     return self.data_path(split + ("-debug" if self.config.debug else ""), ".json")
@@ -393,7 +398,8 @@ class MRQATask(QATask):
       try:
         paragraph = json.loads(line.strip())
       except json.JSONDecodeError as e:
-        raise FinetuningDataError(f"{path}:{i + 1}: not valid JSON ({e.msg})") from None
+        raise FinetuningDataError(f"{path}:{i + 1}: not valid JSON ({e.msg} column {e.colno})"
+                                  ) from None
       if not isinstance(paragraph, dict):
         raise FinetuningDataError(f"{path}:{i + 1}: not a JSON object")
       if "header" not in paragraph:

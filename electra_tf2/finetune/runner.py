@@ -126,6 +126,8 @@ class ModelRunner:
           f"{path} gives 0 training steps: fewer padded examples than train_batch_size "
           f"{config.train_batch_size} x num_train_epochs {config.num_train_epochs}")
     if self.is_chief and tf.io.gfile.exists(self.model_dir):
+      print(f"replacing the previous fine-tuned model in {self.model_dir} (fine-tuning "
+            "restarts from the pre-trained model, as in the official code)", flush=True)
       tf.io.gfile.rmtree(self.model_dir)
     self.load_pretrained()
     with self.strategy.scope():
@@ -340,8 +342,8 @@ def write_results(config: FinetuningConfig, trials: List[Dict[str, TaskResults]]
 # ---------------------------------------------------------------------------
 
 
-def validate_inputs(config: FinetuningConfig, tasks: List[Task]) -> None:
-  """Fails before any heavy work on a missing pre-trained model or task file."""
+def check_pretrained_model(config: FinetuningConfig) -> None:
+  """Fails before any heavy work on a missing pre-trained model."""
   if config.init_checkpoint and config.do_train:
     source = config.pretrained_model_dir or config.init_checkpoint
     if not os.path.isfile(os.path.join(source, PRETRAIN_CONFIG_FILE)):
@@ -353,6 +355,10 @@ def validate_inputs(config: FinetuningConfig, tasks: List[Task]) -> None:
     if os.path.isdir(config.init_checkpoint) and \
         tf.train.latest_checkpoint(config.init_checkpoint) is None:
       raise PretrainedModelError(f"{config.init_checkpoint} holds no checkpoint (ckpt-N.index)")
+
+
+def check_task_files(config: FinetuningConfig, tasks: List[Task]) -> None:
+  """Fails before any heavy work on a missing task file."""
   for task in tasks:
     if config.do_train:
       task.split_path("train")
@@ -366,11 +372,12 @@ def run_finetuning(config: FinetuningConfig, options: RunOptions = RunOptions()
   start = time.time()
   if not os.path.isdir(config.data_dir):
     raise FinetuningDataError(f"--data-dir {config.data_dir} does not exist")
+  check_pretrained_model(config)  # before the vocab: a missing model is the likelier cause
   vocab_lib.load_vocab(config.vocab_file, expected_size=config.vocab_size)
   distribution.set_precision_policy(options.mixed_precision)
   strategy = distribution.get_strategy(options.distribution_strategy, options.tpu)
   tasks = get_tasks(config)
-  validate_inputs(config, tasks)
+  check_task_files(config, tasks)
   results: List[Dict[str, TaskResults]] = []
   seeds: List[int] = []
   trial = 1

@@ -39,9 +39,15 @@ def get_strategy(name: str = "auto", tpu: Optional[str] = None) -> tf.distribute
     else:
       name = "one_device"
   if name == "tpu":
-    resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu or "")
-    tf.config.experimental_connect_to_cluster(resolver)
-    tf.tpu.experimental.initialize_tpu_system(resolver)
+    try:
+      resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu or "")
+      tf.config.experimental_connect_to_cluster(resolver)
+      tf.tpu.experimental.initialize_tpu_system(resolver)
+    except (ValueError, tf.errors.OpError) as e:
+      where = f"--tpu {tpu!r}" if tpu else "no --tpu was given and this machine has no local TPU"
+      raise DistributionError(f"--distribution-strategy tpu: cannot reach a TPU ({where}: "
+                              f"{str(e).splitlines()[0]}); pass --tpu with a Cloud TPU name "
+                              "or grpc:// address, or pick another strategy") from None
     return tf.distribute.TPUStrategy(resolver)
   if name == "multi_worker_mirrored":
     if "TF_CONFIG" not in os.environ:

@@ -34,7 +34,8 @@ import tensorflow as tf
 from electra_tf2 import checkpoint_names, objectives, optimization, pretrain_data
 from electra_tf2 import vocab as vocab_lib
 from electra_tf2.atomic_io import write_json_atomic, write_text_atomic
-from electra_tf2.config import PRETRAIN_CONFIG_FILE, ConfigError, PretrainingConfig
+from electra_tf2.config import (PRETRAIN_CONFIG_FILE, ConfigError, PretrainingConfig,
+                                check_same_architecture)
 from electra_tf2.models.pretrainer import ElectraPretrainer
 from electra_tf2.training import distribution
 from electra_tf2.training.progress import ProgressLogger
@@ -249,10 +250,19 @@ class PretrainingRun:
     config = self.config
     iterator = self._worker_iterator(is_training=True)
     manager = self._checkpoint_manager(iterator)
-    restored = manager.restore_or_initialize()
+    check_same_architecture(config)
+    try:
+      restored = manager.restore_or_initialize()
+    except (ValueError, tf.errors.InvalidArgumentError, tf.errors.NotFoundError) as e:
+      raise ConfigError(f"cannot resume from the checkpoint in {config.model_dir} "
+                        f"({str(e).splitlines()[0]}): it was written by another model; use "
+                        "another --model-name to start a new one") from None
     start_step = int(self.global_step.numpy())
     if restored:
       print(f"resumed from {restored} at step {start_step}", flush=True)
+    if start_step >= config.num_train_steps:
+      print(f"nothing to train: the model is at step {start_step} and num_train_steps is "
+            f"{config.num_train_steps}; raise num_train_steps to train on", flush=True)
     if self.is_chief:
       tf.io.gfile.makedirs(config.model_dir)
       write_json_atomic(os.path.join(config.model_dir, PRETRAIN_CONFIG_FILE), config.to_dict())
@@ -317,6 +327,7 @@ class PretrainingRun:
     latest = tf.train.latest_checkpoint(config.model_dir)
     if latest is None:
       raise FileNotFoundError(f"no checkpoint in {config.model_dir} to evaluate; train first")
+    check_same_architecture(config)
     checkpoint.read(latest).expect_partial()
 
     def replica_eval(features):
@@ -370,9 +381,9 @@ def run_pretraining(config: PretrainingConfig, options: RunOptions = RunOptions(
   strategy = distribution.get_strategy(options.distribution_strategy, options.tpu)
   validate_inputs(config)
   run = PretrainingRun(config, options, strategy)
-  if config.do_train:
-    result = run.train()
-  else:
-    result = run.evaluate()
+  try:
+    result = run.train() if config.do_train else run.evaluate()
+  except tf.errors.DataLossError as e:
+    raise pretrain_data.corrupt_data_error(config.pretrain_tfrecords, e) from None
   print(f"done in {time.time() - start:.1f}s", flush=True)
   return result
