@@ -77,6 +77,12 @@ def test_eval_only_and_missing_model(tmp_path):
   with pytest.raises(FinetuningDataError, match=f"--data-dir {missing} does not exist"):
     runner.run_finetuning(config.replace(data_dir=missing,
                                          vocab_file=os.path.join(missing, "vocab.txt")))
+  # a dev file that cannot be read fails before the training, not after it
+  write_lines(os.path.join(config.task_data_dir("sst"), "dev.tsv"), ["sentence"])
+  fresh = config.replace(model_dir=str(tmp_path / "fresh"))
+  with pytest.raises(FinetuningDataError, match=r"sst/dev\.tsv:1: 1 tab-separated columns"):
+    runner.run_finetuning(fresh)
+  assert not os.path.exists(fresh.trial_model_dir(1))
   # a missing pre-trained model is reported before a vocab that does not fit the
   # (default) config: the model, not the vocab, is what the user has to fix
   no_model = str(tmp_path / "models" / "electra_base")

@@ -358,11 +358,14 @@ def check_pretrained_model(config: FinetuningConfig) -> None:
 
 
 def check_task_files(config: FinetuningConfig, tasks: List[Task]) -> None:
-  """Fails before any heavy work on a missing task file."""
+  """Fails before any heavy work on a missing task file, or on a dev file that
+  cannot be read when it would only be read after the training."""
   for task in tasks:
     if config.do_train:
       task.split_path("train")
-    if config.do_eval:
+    if config.do_eval and config.do_train:
+      task.get_examples("dev")
+    elif config.do_eval:
       task.split_path("dev")
 
 
