@@ -216,6 +216,20 @@ def test_signal_handler_only_sets_the_flag(capsys):
   assert signal.getsignal(signal.SIGTERM) != stop._handle  # the old handler is back
 
 
+def test_ctrl_c_outside_the_loop_is_one_line():
+  """A KeyboardInterrupt that reaches the scripts' entry point (start-up, or a
+  second Ctrl-C) exits 130 with one line, not a traceback."""
+  script = ("from electra_tf2.training import cli\n"
+            "def main(argv):\n  raise KeyboardInterrupt\n"
+            "cli.run(main)\n")
+  result = subprocess.run([sys.executable, "-c", script], env=env(), cwd=REPO_ROOT,
+                          capture_output=True, text=True, timeout=120)
+  assert result.returncode == 130
+  assert result.stderr.strip().splitlines()[-1] == (
+      "interrupted (checkpoints saved before now are kept)")
+  assert "Traceback" not in result.stderr
+
+
 def test_sigterm_saves_and_resume_matches_uninterrupted_run(tmp_path):
   data = tiny_data(tmp_path)
   hparams = dict(TINY, num_train_steps=40, iterations_per_loop=2, save_checkpoints_steps=20)

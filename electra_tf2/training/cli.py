@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from absl import flags
+import sys
+from typing import Callable, List
+
+from absl import app, flags
 
 from electra_tf2.training import distribution
 
@@ -27,3 +30,13 @@ def run_options_from_flags():
       distribution_strategy=values["distribution-strategy"].value, tpu=values.tpu,
       mixed_precision=values["mixed-precision"].value, jit_compile=values["jit-compile"].value,
       log_every=values["log-every"].value)
+
+
+def run(main: Callable[[List[str]], None]) -> None:
+  """absl's `app.run(main)`; a Ctrl-C that the training loop does not handle
+  itself (during start-up, or a second one) ends with one line and exit code 130."""
+  try:
+    app.run(main)
+  except KeyboardInterrupt:
+    print("interrupted (checkpoints saved before now are kept)", file=sys.stderr)
+    sys.exit(130)
