@@ -7,7 +7,8 @@ Takes <data-dir>/vocab.txt and the tar archives in <data-dir>/openwebtext/
 <data-dir>/pretrain_tfrecords/pretrain_data.tfrecord-*-of-N. As in the official
 script, each file inside an archive is one document (blank lines do not end
 documents), archives are dealt to jobs by i % N == j and shuffled, and the files
-of each archive are shuffled. Unlike it, archives are streamed (no extraction
+of each archive are shuffled. Unlike it, each archive is streamed into a hidden
+temporary folder of the output directory, removed afterwards (not extracted
 into <data-dir>/tmp, a directory the official script wiped), member names are
 sorted before the shuffle (listdir order is arbitrary), and the output
 directory only has its shard files replaced.

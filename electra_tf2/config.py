@@ -216,34 +216,55 @@ ENCODER_HPARAMS = ("model_size", "model_hparam_overrides", "debug", "vocab_size"
                    "embedding_size")
 
 
-# The saved hparams that decide which variables a pre-training checkpoint holds
-# and their shapes: a run may resume a model directory only if they agree.
-ARCHITECTURE_HPARAMS = ENCODER_HPARAMS + (
-    "electra_objective", "electric_objective", "uniform_generator", "two_tower_generator",
-    "untied_generator_embeddings", "untied_generator", "generator_layers",
-    "generator_hidden_size")
+_SHAPE_FIELDS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
+                 "intermediate_size", "max_position_embeddings", "type_vocab_size")
+
+
+def architecture(config: "PretrainingConfig") -> Dict[str, Any]:
+  """What the variables of a pre-training checkpoint and their shapes depend on.
+
+  Flat {description: value}; two configs with equal architectures can resume
+  each other's checkpoints (dropout, initializers, the schedule may differ).
+  """
+  bert = config.bert_config
+  arch: Dict[str, Any] = {f"encoder {field}": getattr(bert, field) for field in _SHAPE_FIELDS}
+  arch["embedding_size"] = config.resolved_embedding_size
+  arch["discriminator head"] = bool(config.electra_objective or config.electric_objective)
+  arch["MLM head"] = ("cloze" if config.two_tower_generator
+                      else "none" if config.uniform_generator else "masked LM")
+  if config.uses_generator_encoder:
+    generator = config.generator_bert_config
+    arch["generator"] = "two towers" if config.two_tower_generator else "one encoder"
+    arch["generator embeddings"] = "untied" if config.untied_generator_embeddings else "shared"
+    arch.update({f"generator {field}": getattr(generator, field) for field in
+                 ("hidden_size", "num_hidden_layers", "num_attention_heads",
+                  "intermediate_size")})
+  else:
+    arch["generator"] = "uniform" if config.uniform_generator else "the encoder itself"
+  return arch
 
 
 def check_same_architecture(config: "PretrainingConfig") -> None:
-  """Raises ConfigError if config.model_dir holds a model of another architecture.
+  """Raises ConfigError if config.model_dir holds a checkpoint of another architecture.
 
-  Compares ARCHITECTURE_HPARAMS with the directory's pretrain_config.json (if
-  any), naming every difference, so that a resumed run does not fail deep in
-  checkpoint restoring.
+  Call it only when the directory holds a checkpoint. Compares `architecture`
+  with that of the directory's pretrain_config.json (if readable), naming every
+  difference, so that resuming does not fail deep inside checkpoint restoring.
   """
   path = os.path.join(config.model_dir, PRETRAIN_CONFIG_FILE)
   if not _exists(path):
     return
-  saved = _read_json(path)
-  current = config.to_dict()
-  differ = [key for key in ARCHITECTURE_HPARAMS
-            if key in saved and saved[key] != current.get(key)]
+  try:
+    saved = architecture(PretrainingConfig.from_dict(_read_json(path)))
+  except (AttributeError, KeyError, TypeError):
+    return  # not a complete config of this version: restoring will tell
+  current = architecture(config)
+  differ = [key for key in current if saved.get(key) != current[key]]
   if differ:
-    details = ", ".join(f"{key} {json.dumps(saved[key])} there, {json.dumps(current.get(key))} "
-                        "now" for key in differ)
-    raise ConfigError(f"{config.model_dir} holds a model pre-trained with other hparams "
-                      f"({details}): pass the same hparams to continue it, or use another "
-                      "--model-name to start a new model")
+    details = ", ".join(f"{key} {saved.get(key)} there, {current[key]} now" for key in differ)
+    raise ConfigError(f"{config.model_dir} holds a model of another shape ({details}): pass the "
+                      f"hparams it was pre-trained with (see its {PRETRAIN_CONFIG_FILE}), or set "
+                      "\"model_dir\" in --hparams to start a new model elsewhere")
 
 
 def read_saved_pretraining_config(model_dir: str, required: Optional[Sequence[str]] = None

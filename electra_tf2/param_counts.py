@@ -16,7 +16,7 @@ from typing import Dict, Sequence
 import numpy as np
 
 from electra_tf2 import checkpoint_names
-from electra_tf2.config import resolve_pretraining_config
+from electra_tf2.config import ConfigError, resolve_pretraining_config
 
 DISCRIMINATOR_SCOPES = ("electra", "discriminator_predictions")
 
@@ -37,14 +37,23 @@ def model_param_counts(model_name: str) -> Dict[str, int]:
   return count_by_part(shapes)
 
 
-def main(argv: Sequence[str]) -> None:
+def main(argv: Sequence[str]) -> int:
+  """Prints the table for the model names in argv (default: small, base, large)."""
+  if any(arg.startswith("-") for arg in argv):
+    print(__doc__.strip())
+    return 0 if set(argv) & {"-h", "--help"} else 2
   names = list(argv) or ["electra_small", "electra_base", "electra_large"]
   print(f"{'model':<24}{'discriminator':>16}{'generator':>14}{'total':>14}")
   for name in names:
-    counts = model_param_counts(name)
+    try:
+      counts = model_param_counts(name)
+    except ConfigError as e:
+      print(f"error: {e}", file=sys.stderr)
+      return 2
     print(f"{name:<24}{counts['discriminator']:>16,}{counts['generator']:>14,}"
           f"{counts['total']:>14,}")
+  return 0
 
 
 if __name__ == "__main__":
-  main(sys.argv[1:])
+  sys.exit(main(sys.argv[1:]))

@@ -94,16 +94,18 @@ def corrupt_data_error(patterns: str, error: tf.errors.DataLossError) -> DataErr
   """A DataError naming the corrupt files, for a DataLossError met while training.
 
   The error TensorFlow raises from inside the input pipeline does not say which
-  file is damaged, so every file of `patterns` is read through to find out.
+  file is damaged, so the files of `patterns` are read through, up to the
+  first damaged one.
   """
-  bad = []
+  print("a pre-training file is damaged; reading the files to find it ...", flush=True)
+  what = f"{patterns} ({error.message.splitlines()[0]})"
   for path in tfrecord_files(patterns):
     try:
       for _ in tf.data.TFRecordDataset(path):
         pass
     except tf.errors.OpError as e:
-      bad.append(f"{path} ({e.message.splitlines()[0]})")
-  what = "; ".join(bad) if bad else f"{patterns} ({error.message.splitlines()[0]})"
+      what = f"{path} ({e.message.splitlines()[0]})"
+      break
   return DataError(f"corrupt pre-training data: {what}. Rebuild or remove the damaged file; "
                    "a re-run resumes from the last checkpoint")
 

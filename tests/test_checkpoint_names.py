@@ -133,3 +133,17 @@ def test_param_counts_match_official_shapes(model_name, V, E, H, L, h):
   # The paper's rounded sizes: Small 14M, Base 110M discriminators.
   want_millions = {"electra_small": 14, "electra_base": 110}[model_name]
   assert round(counts["discriminator"] / 1e6) in (want_millions - 1, want_millions)
+
+
+def test_param_counts_command_line(capsys):
+  from electra_tf2.param_counts import count_by_part, main
+  assert main(["--help"]) == 0
+  assert capsys.readouterr().out.startswith("Parameter counts of the pre-training models")
+  assert main(["electra_tiny"]) == 2
+  assert "error: unknown model name 'electra_tiny'" in capsys.readouterr().err
+  assert main(["electra_small"]) == 0
+  name, disc, gen, total = capsys.readouterr().out.splitlines()[1].split()
+  counts = count_by_part(official_electra_checkpoint(30522, 128, 256, 12, 64, 12))
+  assert name == "electra_small"
+  assert [int(v.replace(",", "")) for v in (disc, gen, total)] == [
+      counts["discriminator"], counts["generator"], counts["total"]]

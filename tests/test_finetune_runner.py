@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 
 import pytest
 
@@ -77,10 +78,16 @@ def test_eval_only_and_missing_model(tmp_path):
   with pytest.raises(FinetuningDataError, match=f"--data-dir {missing} does not exist"):
     runner.run_finetuning(config.replace(data_dir=missing,
                                          vocab_file=os.path.join(missing, "vocab.txt")))
-  # a dev file that cannot be read fails before the training, not after it
-  write_lines(os.path.join(config.task_data_dir("sst"), "dev.tsv"), ["sentence"])
+  # a dev file that cannot be read, or has a bad label, fails before the
+  # training, not after it
+  dev = os.path.join(config.task_data_dir("sst"), "dev.tsv")
   fresh = config.replace(model_dir=str(tmp_path / "fresh"))
+  write_lines(dev, ["sentence"])
   with pytest.raises(FinetuningDataError, match=r"sst/dev\.tsv:1: 1 tab-separated columns"):
+    runner.run_finetuning(fresh)
+  write_lines(dev, SST[:3] + ["the end\tpositive"])
+  with pytest.raises(FinetuningDataError, match=re.escape(
+      f"{dev}:4 (task sst, example 2): the label 'positive' is not one of ['0', '1']")):
     runner.run_finetuning(fresh)
   assert not os.path.exists(fresh.trial_model_dir(1))
   # a missing pre-trained model is reported before a vocab that does not fit the

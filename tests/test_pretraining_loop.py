@@ -129,26 +129,51 @@ def test_bad_inputs_fail_before_heavy_work(tmp_path, hparams, error, message):
     pretraining_loop.validate_inputs(config)
 
 
-def test_resuming_a_model_of_another_architecture_is_a_clear_error(tmp_path):
+def test_resuming_checks_the_architecture_and_the_checkpoint(tmp_path, capsys):
   data = tiny_data(tmp_path)
   config = resolve_pretraining_config("electra_small", data, dict(TINY, num_train_steps=1))
   pretraining_loop.run_pretraining(config)
+  model_dir = config.model_dir
+  # Another shape: one line naming the derived differences, before any restore.
   other = resolve_pretraining_config("electra_small", data, dict(
-      TINY, num_train_steps=2, generator_hidden_size=0.5))
+      TINY, num_train_steps=3, generator_hidden_size=0.5))
   with pytest.raises(ConfigError, match=re.escape(
-      f"{config.model_dir} holds a model pre-trained with other hparams (generator_hidden_size "
-      "0.25 there, 0.5 now): pass the same hparams")):
+      f"{model_dir} holds a model of another shape (generator hidden_size 36 there, 72 now, "
+      "generator intermediate_size 144 there, 288 now): pass the hparams")):
     pretraining_loop.run_pretraining(other)
-  # Without the saved config (edited away, or another tool's directory) the
-  # restore itself fails; that too is one ConfigError, and nothing is written.
-  os.remove(os.path.join(config.model_dir, "pretrain_config.json"))
-  with pytest.raises(ConfigError, match=re.escape(
-      f"cannot resume from the checkpoint in {config.model_dir} (")):
-    pretraining_loop.run_pretraining(other)
-  assert not os.path.exists(os.path.join(config.model_dir, "pretrain_config.json"))
-  # Training hparams may change: the same architecture resumes and goes on.
-  more = resolve_pretraining_config("electra_small", data, dict(TINY, num_train_steps=2))
+  # The same shape with other dropout, schedule and batch size resumes; the
+  # saved input position fits only the old batch, so the stream starts afresh.
+  more_hparams = dict(TINY, train_batch_size=16, model_hparam_overrides=NO_DROPOUT)
+  more = resolve_pretraining_config("electra_small", data, dict(more_hparams, num_train_steps=2))
+  capsys.readouterr()
   assert pretraining_loop.run_pretraining(more)["step"] == 2
+  out = capsys.readouterr().out
+  assert "the input stream starts afresh (train_batch_size 8 -> 16)" in out
+  assert f"resumed from {os.path.join(model_dir, 'ckpt-1')} at step 1" in out
+  # Without the saved config (edited away, or another tool's directory) the
+  # restore itself fails: one ConfigError, and nothing is written.
+  os.remove(os.path.join(model_dir, "pretrain_config.json"))
+  with pytest.raises(ConfigError, match=re.escape(
+      f"cannot resume from {os.path.join(model_dir, 'ckpt-2')} (")):
+    pretraining_loop.run_pretraining(other)
+  assert not os.path.exists(os.path.join(model_dir, "pretrain_config.json"))
+  # A damaged checkpoint is named as such.
+  data_file, = [f for f in os.listdir(model_dir) if f.startswith("ckpt-2.data")]
+  with open(os.path.join(model_dir, data_file), "r+b") as f:
+    f.seek(100)
+    f.write(b"\xff" * 64)
+  with pytest.raises(ConfigError, match=re.escape(
+      f"checkpoint {os.path.join(model_dir, 'ckpt-2')} is damaged or incomplete (")):
+    pretraining_loop.run_pretraining(resolve_pretraining_config(
+        "electra_small", data, dict(more_hparams, num_train_steps=3)))
+  # A directory whose run wrote its config but no checkpoint holds no model:
+  # another shape may start there.
+  fresh = resolve_pretraining_config("electra_small", data, dict(
+      TINY, num_train_steps=1, model_dir=str(tmp_path / "fresh")))
+  os.makedirs(fresh.model_dir)
+  with open(os.path.join(fresh.model_dir, "pretrain_config.json"), "w") as f:
+    json.dump(other.to_dict(), f)
+  assert pretraining_loop.run_pretraining(fresh)["step"] == 1
 
 
 def test_corrupt_tfrecord_met_in_training_is_named(tmp_path):

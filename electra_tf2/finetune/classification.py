@@ -91,6 +91,7 @@ class SingleOutputTask(Task):
   """A task with one prediction per example (official SingleOutputTask)."""
 
   unordered_pairs = False  # MRPC, STS: the sentence order carries no meaning
+  label_suffix = ""  # the label feature is <task><label_suffix>
 
   def __init__(self, config: FinetuningConfig, name: str, tokenizer: CachedTokenizer):
     super().__init__(config, name)
@@ -158,6 +159,10 @@ class SingleOutputTask(Task):
       raise FinetuningDataError(f"{path}: no usable rows for task {self.name}")
     return examples
 
+  def check_labels(self, examples: Sequence[InputExample]) -> None:
+    for example in examples:
+      self._label_value(example)
+
   def prepare(self, examples: Sequence[InputExample]) -> None:
     self._tokenizer.warm([t for e in examples for t in (e.text_a, e.text_b) if t])
 
@@ -185,7 +190,7 @@ class SingleOutputTask(Task):
                 "segment_ids": segment_ids + [0] * pad,
                 "task_id": self.task_id,
                 self.name + "_eid": example.eid}
-    self._add_features(features, example)
+    features[self.name + self.label_suffix] = self._label_value(example)
     if log:
       log_features(self.name, features, tokens)
     return [features]
@@ -193,12 +198,15 @@ class SingleOutputTask(Task):
   def _get_dummy_label(self) -> Any:
     raise NotImplementedError
 
-  def _add_features(self, features: Dict[str, Any], example: InputExample) -> None:
+  def _label_value(self, example: InputExample) -> Any:
+    """The example's label as its feature stores it; FinetuningDataError if invalid."""
     raise NotImplementedError
 
 
 class RegressionTask(SingleOutputTask):
   """A real-valued score per example, normalised to (y - min) / max (official)."""
+
+  label_suffix = "_targets"
 
   def __init__(self, config: FinetuningConfig, name: str, tokenizer: CachedTokenizer,
                min_value: float, max_value: float):
@@ -211,9 +219,9 @@ class RegressionTask(SingleOutputTask):
 
   def get_feature_specs(self) -> List[FeatureSpec]:
     return [FeatureSpec(self.name + "_eid", []),
-            FeatureSpec(self.name + "_targets", [], is_int_feature=False)]
+            FeatureSpec(self.name + self.label_suffix, [], is_int_feature=False)]
 
-  def _add_features(self, features: Dict[str, Any], example: InputExample) -> None:
+  def _label_value(self, example: InputExample) -> float:
     try:
       label = float(example.label)
     except ValueError:
@@ -222,7 +230,7 @@ class RegressionTask(SingleOutputTask):
     if not self.min_value <= label <= self.max_value:
       raise FinetuningDataError(f"{example.describe()}: the label {label} is outside "
                                 f"[{self.min_value}, {self.max_value}]")
-    features[self.name + "_targets"] = (label - self.min_value) / self.max_value
+    return (label - self.min_value) / self.max_value
 
   def head_spec(self) -> Dict[str, Any]:
     return {"kind": "regression", "task": self.name, "min_value": self.min_value,
@@ -235,6 +243,8 @@ class RegressionTask(SingleOutputTask):
 class ClassificationTask(SingleOutputTask):
   """One label out of `label_list` per example."""
 
+  label_suffix = "_label_ids"
+
   def __init__(self, config: FinetuningConfig, name: str, tokenizer: CachedTokenizer,
                label_list: Sequence[str]):
     super().__init__(config, name, tokenizer)
@@ -245,13 +255,13 @@ class ClassificationTask(SingleOutputTask):
     return self.label_list[0]
 
   def get_feature_specs(self) -> List[FeatureSpec]:
-    return [FeatureSpec(self.name + "_eid", []), FeatureSpec(self.name + "_label_ids", [])]
+    return [FeatureSpec(self.name + "_eid", []), FeatureSpec(self.name + self.label_suffix, [])]
 
-  def _add_features(self, features: Dict[str, Any], example: InputExample) -> None:
+  def _label_value(self, example: InputExample) -> int:
     if example.label not in self._label_map:
       raise FinetuningDataError(f"{example.describe()}: the label {example.label!r} is not "
                                 f"one of {self.label_list}")
-    features[self.name + "_label_ids"] = self._label_map[example.label]
+    return self._label_map[example.label]
 
   def head_spec(self) -> Dict[str, Any]:
     return {"kind": "classification", "task": self.name, "label_list": self.label_list}

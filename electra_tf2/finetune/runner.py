@@ -364,7 +364,7 @@ def check_task_files(config: FinetuningConfig, tasks: List[Task]) -> None:
     if config.do_train:
       task.split_path("train")
     if config.do_eval and config.do_train:
-      task.get_examples("dev")
+      task.check_labels(task.get_examples("dev"))
     elif config.do_eval:
       task.split_path("dev")
 

@@ -127,6 +127,13 @@ class Task(abc.ABC):
   def get_examples(self, split: str) -> List[Example]:
     """The raw examples of a split ("train", "dev", "test", ...)."""
 
+  def check_labels(self, examples: Sequence[Example]) -> None:
+    """FinetuningDataError on a label `featurize` would reject, before any training.
+
+    Only tasks whose labels are checked at featurisation time (GLUE) override
+    this; the others check theirs in `get_examples`, or have none to check.
+    """
+
   def prepare(self, examples: Sequence[Example]) -> None:
     """Batch work before featurising `examples` (tokenizer warm-up); optional."""
 

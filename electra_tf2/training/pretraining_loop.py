@@ -35,12 +35,17 @@ from electra_tf2 import checkpoint_names, objectives, optimization, pretrain_dat
 from electra_tf2 import vocab as vocab_lib
 from electra_tf2.atomic_io import write_json_atomic, write_text_atomic
 from electra_tf2.config import (PRETRAIN_CONFIG_FILE, ConfigError, PretrainingConfig,
-                                check_same_architecture)
+                                check_same_architecture, read_saved_pretraining_config)
 from electra_tf2.models.pretrainer import ElectraPretrainer
 from electra_tf2.training import distribution
 from electra_tf2.training.progress import ProgressLogger
 
 LOSS_NAMES = ("total_loss", "mlm_loss", "cloze_loss", "disc_loss")
+# The hparams the saved input-pipeline position depends on: when one of them
+# changes, a resumed run restores everything else and starts the stream afresh
+# (the official Estimator kept no input position at all).
+INPUT_HPARAMS = ("train_batch_size", "gradient_accumulation_steps", "max_seq_length",
+                 "pretrain_tfrecords")
 
 
 @dataclasses.dataclass
@@ -232,14 +237,45 @@ class PretrainingRun:
   # Checkpoints
   # -------------------------------------------------------------------------
 
+  def _checkpoint(self, iterator=None) -> tf.train.Checkpoint:
+    """Model, optimizer, step and dropout RNG, plus the input position if given."""
+    extra = {"iterator": iterator} if iterator is not None else {}
+    return tf.train.Checkpoint(model=self.model, optimizer=self.optimizer,
+                               global_step=self.global_step, rng=self._rng_states, **extra)
+
   def _checkpoint_manager(self, iterator) -> tf.train.CheckpointManager:
-    checkpoint = tf.train.Checkpoint(model=self.model, optimizer=self.optimizer,
-                                     global_step=self.global_step, rng=self._rng_states,
-                                     iterator=iterator)
+    checkpoint = self._checkpoint(iterator)
     directory = distribution.checkpoint_dir(self.strategy, self.config.model_dir)
     return tf.train.CheckpointManager(checkpoint, directory,
                                       max_to_keep=self.config.keep_checkpoint_max or None,
                                       step_counter=self.global_step, checkpoint_name="ckpt")
+
+  def _input_changes(self) -> List[str]:
+    """INPUT_HPARAMS that differ from those of the run that wrote model_dir."""
+    config = self.config
+    if not tf.io.gfile.exists(os.path.join(config.model_dir, PRETRAIN_CONFIG_FILE)):
+      return []
+    saved = read_saved_pretraining_config(config.model_dir, INPUT_HPARAMS)
+    return [f"{key} {saved[key]} -> {getattr(config, key)}" for key in INPUT_HPARAMS
+            if saved[key] != getattr(config, key)]
+
+  def _restore(self, checkpoint: tf.train.Checkpoint, path: str, partial: bool = False) -> None:
+    """Restores `path` into `checkpoint`; one ConfigError if it does not fit or is damaged."""
+    model_dir = self.config.model_dir
+    try:
+      status = checkpoint.restore(path)
+      if partial:
+        status.expect_partial()
+    except (ValueError, tf.errors.InvalidArgumentError) as e:
+      raise ConfigError(
+          f"cannot resume from {path} ({str(e).splitlines()[0]}): it does not fit this run; "
+          f"pass the hparams it was written with (see {PRETRAIN_CONFIG_FILE}), or set "
+          "\"model_dir\" in --hparams to start a new model elsewhere") from None
+    except (tf.errors.OpError, IndexError) as e:
+      raise ConfigError(
+          f"checkpoint {path} is damaged or incomplete ({str(e).splitlines()[0]}): restore its "
+          f"files, or name an earlier ckpt-N as model_checkpoint_path in {model_dir}/checkpoint "
+          "to resume from there") from None
 
   # -------------------------------------------------------------------------
   # Train
@@ -250,13 +286,15 @@ class PretrainingRun:
     config = self.config
     iterator = self._worker_iterator(is_training=True)
     manager = self._checkpoint_manager(iterator)
-    check_same_architecture(config)
-    try:
-      restored = manager.restore_or_initialize()
-    except (ValueError, tf.errors.InvalidArgumentError, tf.errors.NotFoundError) as e:
-      raise ConfigError(f"cannot resume from the checkpoint in {config.model_dir} "
-                        f"({str(e).splitlines()[0]}): it was written by another model; use "
-                        "another --model-name to start a new one") from None
+    restored = manager.latest_checkpoint
+    if restored:
+      check_same_architecture(config)
+      changes = self._input_changes()
+      if changes:  # the saved input position no longer fits: restore everything else
+        print(f"the input stream starts afresh ({', '.join(changes)})", flush=True)
+        self._restore(self._checkpoint(), restored, partial=True)
+      else:
+        self._restore(manager.checkpoint, restored)
     start_step = int(self.global_step.numpy())
     if restored:
       print(f"resumed from {restored} at step {start_step}", flush=True)
@@ -328,7 +366,7 @@ class PretrainingRun:
     if latest is None:
       raise FileNotFoundError(f"no checkpoint in {config.model_dir} to evaluate; train first")
     check_same_architecture(config)
-    checkpoint.read(latest).expect_partial()
+    self._restore(checkpoint, latest, partial=True)
 
     def replica_eval(features):
       replica = tf.distribute.get_replica_context().replica_id_in_sync_group
