@@ -45,13 +45,13 @@ def main(argv):
   from electra_tf2.config import ConfigError  # noqa: E402
   from electra_tf2.finetune import config as config_lib, runner  # noqa: E402
   from electra_tf2.finetune.task import FinetuningDataError  # noqa: E402
-  from electra_tf2.pretrained import PretrainedModelError  # noqa: E402
+  from electra_tf2.checkpoints import ModelDirectoryError  # noqa: E402
   try:
     config = config_lib.resolve_finetuning_config(
         FLAGS["model-name"].value, FLAGS["data-dir"].value, FLAGS.hparams, FLAGS.task)
     options = cli.run_options_from_flags()
     runner.run_finetuning(config, options)
-  except (ConfigError, FinetuningDataError, PretrainedModelError, vocab.VocabError,
+  except (ConfigError, FinetuningDataError, ModelDirectoryError, vocab.VocabError,
           distribution.DistributionError, FloatingPointError, OSError) as e:
     print(f"error: {e}", file=sys.stderr)
     sys.exit(2)

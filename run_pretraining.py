@@ -35,15 +35,15 @@ def main(argv):
   for name in ("data-dir", "model-name"):
     if not FLAGS[name].value:
       raise app.UsageError(f"--{name} is required")
-  from electra_tf2 import pretrain_data, vocab  # noqa: E402  (after flag errors, TF is slow)
+  from electra_tf2 import checkpoints, pretrain_data, vocab  # noqa: E402  (after flag errors, TF is slow)
   from electra_tf2.training import pretraining_loop  # noqa: E402
   try:
     config = config_lib.resolve_pretraining_config(
         FLAGS["model-name"].value, FLAGS["data-dir"].value, FLAGS.hparams)
     options = cli.run_options_from_flags()
     pretraining_loop.run_pretraining(config, options)
-  except (config_lib.ConfigError, pretrain_data.DataError, vocab.VocabError,
-          distribution.DistributionError, FloatingPointError, OSError) as e:
+  except (config_lib.ConfigError, checkpoints.ModelDirectoryError, pretrain_data.DataError,
+          vocab.VocabError, distribution.DistributionError, FloatingPointError, OSError) as e:
     print(f"error: {e}", file=sys.stderr)
     sys.exit(2)
 

@@ -44,7 +44,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from electra_tf2 import checkpoint_names, pretrained  # noqa: E402
+from electra_tf2 import checkpoint_names, checkpoints, pretrained  # noqa: E402
 from electra_tf2.atomic_io import (copy_file_atomic, write_json_atomic,  # noqa: E402
                                    write_text_atomic)
 from electra_tf2.config import (ConfigError, PretrainingConfig,  # noqa: E402
@@ -134,7 +134,7 @@ def resolve_checkpoint_path(path: str) -> str:
   its only `*.index` file (the released zips hold one checkpoint).
   """
   if tf.io.gfile.isdir(path):
-    latest = tf.train.latest_checkpoint(path)
+    latest = checkpoints.latest_checkpoint(path)
     if latest:
       return latest
     indexes = sorted(tf.io.gfile.glob(os.path.join(path, "*.index")))
@@ -367,7 +367,7 @@ def export_official_checkpoint(model_dir: str, output_dir: str,
   Every trainable variable under its spec-4.2 name, plus `global_step` (the
   step of our checkpoint). Returns the written prefix.
   """
-  checkpoint_path = checkpoint_path or tf.train.latest_checkpoint(model_dir)
+  checkpoint_path = checkpoint_path or checkpoints.latest_checkpoint(model_dir)
   model = pretrained.restore_pretrainer(model_dir, checkpoint_path)
   step = read_global_step(checkpoint_path)
   return write_official_checkpoint(
@@ -427,7 +427,7 @@ def export_official_finetuned(model_dir: str, output_dir: str,
   `electra/...` plus `task_specific/<task>/...`, and `global_step` (the N of ckpt-N).
   """
   from electra_tf2.finetune import model as finetune_model
-  checkpoint_path = checkpoint_path or tf.train.latest_checkpoint(model_dir)
+  checkpoint_path = checkpoint_path or checkpoints.latest_checkpoint(model_dir)
   model, _ = finetune_model.load_finetuned_model(model_dir, checkpoint_path)
   return write_official_checkpoint(output_dir, official_tensors(model.variable_map()),
                                    read_global_step(checkpoint_path))
@@ -528,7 +528,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 else export_official_checkpoint)
       prefix = export(args.model_dir, args.output_dir, args.checkpoint)
       print(f"wrote {prefix} ({len(tf.train.list_variables(prefix))} variables)")
-  except (ConversionError, ConfigError, pretrained.PretrainedModelError, VocabError,
+  except (ConversionError, ConfigError, checkpoints.ModelDirectoryError, VocabError,
           FinetuningDataError, FileNotFoundError) as e:
     print(f"error: {e}", file=sys.stderr)
     return 2

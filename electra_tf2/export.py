@@ -62,7 +62,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import tensorflow as tf  # noqa: E402
 
-from electra_tf2 import pretrained, vocab as vocab_lib  # noqa: E402
+from electra_tf2 import checkpoints, pretrained, vocab as vocab_lib  # noqa: E402
 from electra_tf2.atomic_io import atomic_directory  # noqa: E402
 
 KINDS = ("encoder", "discriminator", "finetuned")
@@ -309,7 +309,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         lower if args.do_lower_case is None else args.do_lower_case,
         args.max_seq_length or max_seq_length)
     module.save(args.output_dir)
-  except (ExportError, pretrained.PretrainedModelError, vocab_lib.VocabError, OSError) as e:
+  except (ExportError, checkpoints.ModelDirectoryError, vocab_lib.VocabError, OSError) as e:
     print(f"error: {e}", file=sys.stderr)
     return 2
   print(f"wrote {args.output_dir} ({kind}; signatures: {', '.join(sorted(module.signatures()))})")

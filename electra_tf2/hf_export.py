@@ -36,7 +36,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from electra_tf2 import checkpoint_names, export, pretrained  # noqa: E402
+from electra_tf2 import checkpoint_names, checkpoints, export, pretrained  # noqa: E402
 from electra_tf2.atomic_io import (atomic_path, copy_file_atomic,  # noqa: E402
                                    write_json_atomic)
 from electra_tf2.config import BertConfig  # noqa: E402
@@ -184,7 +184,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     model = pretrained.restore_pretrainer(args.model_dir, args.checkpoint)
     vocab_file = args.vocab_file or export.find_vocab(args.model_dir, model.config)
     export_hugging_face(model, args.output_dir, args.generator, vocab_file)
-  except (HuggingFaceExportError, pretrained.PretrainedModelError, OSError) as e:
+  except (HuggingFaceExportError, checkpoints.ModelDirectoryError, OSError) as e:
     print(f"error: {e}", file=sys.stderr)
     return 2
   print(f"wrote {args.output_dir} (config.json, {WEIGHTS_FILE}"

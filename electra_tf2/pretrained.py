@@ -13,14 +13,14 @@ from typing import Optional
 
 import tensorflow as tf
 
-from electra_tf2 import checkpoint_names
+from electra_tf2 import checkpoint_names, checkpoints
 from electra_tf2.config import (PRETRAIN_CONFIG_FILE, ConfigError, PretrainingConfig,
                                 read_saved_pretraining_config)
 from electra_tf2.networks.encoder import Encoder
 
 
-class PretrainedModelError(ValueError):
-  """A model directory without a usable config or checkpoint."""
+class PretrainedModelError(checkpoints.ModelDirectoryError):
+  """A pre-trained model directory without a usable config or checkpoint."""
 
 
 def load_pretraining_config(model_dir: str) -> PretrainingConfig:
@@ -45,20 +45,16 @@ def restore_pretrainer(model_dir: str, checkpoint_path: Optional[str] = None):
   """
   from electra_tf2.models.pretrainer import ElectraPretrainer  # avoid an import cycle
   config = load_pretraining_config(model_dir)
-  checkpoint_path = checkpoint_path or tf.train.latest_checkpoint(model_dir)
+  checkpoint_path = checkpoint_path or checkpoints.latest_checkpoint(model_dir)
   if checkpoint_path is None:
     raise PretrainedModelError(f"{model_dir} holds no checkpoint (ckpt-N.index files)")
   try:
     model = ElectraPretrainer(config)
   except ConfigError as e:
     raise PretrainedModelError(f"{os.path.join(model_dir, PRETRAIN_CONFIG_FILE)}: {e}") from None
-  try:
-    tf.train.Checkpoint(model=model).read(checkpoint_path).expect_partial() \
-        .assert_existing_objects_matched()
-  except (AssertionError, ValueError) as e:
-    first_line = (str(e).splitlines() or ["(no detail)"])[0]
-    raise PretrainedModelError(f"{checkpoint_path} does not match the model that "
-                               f"{PRETRAIN_CONFIG_FILE} describes: {first_line}") from None
+  checkpoints.restore(tf.train.Checkpoint(model=model), checkpoint_path, partial=True,
+                      match_existing=True,
+                      mismatch_hint=f": it is not the model that {PRETRAIN_CONFIG_FILE} describes")
   return model
 
 

@@ -14,6 +14,7 @@ import pytest
 import tensorflow as tf
 
 from electra_tf2 import checkpoint_names, convert, pretrained
+from electra_tf2.checkpoints import ModelDirectoryError
 from electra_tf2.config import BertConfig, resolve_pretraining_config
 from electra_tf2.finetune import config as finetune_config, model as finetune_model
 from electra_tf2.networks.encoder import Encoder
@@ -183,8 +184,8 @@ def test_model_dir_that_disagrees_with_its_config_is_a_clear_error(tmp_path):
   # one layer more than the checkpoint holds
   values["model_hparam_overrides"] = dict(values["model_hparam_overrides"], num_hidden_layers=3)
   json.dump(values, open(path, "w"))
-  with pytest.raises(pretrained.PretrainedModelError, match="does not match the model that "
-                     "pretrain_config.json describes"):
+  with pytest.raises(ModelDirectoryError, match=r"ckpt-\d+ does not fit this model \(.*\): it is "
+                     "not the model that pretrain_config.json describes"):
     pretrained.restore_pretrainer(model_dir)
   del values["mask_prob"]
   json.dump(values, open(path, "w"))

@@ -1,12 +1,15 @@
 """The fine-tuning model: official names, loss, optimizer rules, save and rebuild (spec 6.1)."""
 
+import json
 import os
+import re
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from electra_tf2 import checkpoint_names, optimization
+from electra_tf2.checkpoints import ModelDirectoryError
 from electra_tf2.config import BertConfig
 from electra_tf2.finetune import model as model_lib
 
@@ -120,6 +123,34 @@ def test_config_round_trip_and_saved_model_directory(tmp_path):
                              rtol=1e-6)
   with pytest.raises(FileNotFoundError, match="not a fine-tuned model directory"):
     model_lib.load_finetuned_model(str(tmp_path))
+  # Damaged files: one ModelDirectoryError naming the file, never a traceback.
+  model_file = os.path.join(directory, model_lib.MODEL_CONFIG_FILE)
+  good = open(model_file).read()
+  with open(model_file, "w") as f:
+    f.write(good[:40])
+  with pytest.raises(ModelDirectoryError, match=re.escape(
+      f"{model_file} is not valid JSON (line ")):
+    model_lib.load_finetuned_model(directory)
+  values = json.loads(good)
+  del values["heads"]
+  with open(model_file, "w") as f:
+    json.dump(values, f)
+  with pytest.raises(ModelDirectoryError, match=re.escape(
+      f"{model_file} does not describe a model (")):
+    model_lib.load_finetuned_model(directory)
+  values = json.loads(good)
+  values["heads"] = values["heads"][:1]  # a checkpoint with more heads than the model
+  with open(model_file, "w") as f:
+    json.dump(values, f)
+  loaded, _ = model_lib.load_finetuned_model(directory)  # extra saved heads are not needed
+  assert loaded.task_names == ["sst"]
+  values["bert_config"]["hidden_size"] = 64
+  values["bert_config"]["intermediate_size"] = 128
+  with open(model_file, "w") as f:
+    json.dump(values, f)
+  with pytest.raises(ModelDirectoryError, match=r"ckpt-5 does not fit this model \(.*\): it is "
+                     "not the model that model_config.json describes"):
+    model_lib.load_finetuned_model(directory)
 
 
 def test_unknown_head_kind():

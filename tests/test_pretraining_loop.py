@@ -19,6 +19,7 @@ import pytest
 import tensorflow as tf
 
 from electra_tf2 import pretrain_data
+from electra_tf2.checkpoints import ModelDirectoryError
 from electra_tf2.config import ConfigError, resolve_pretraining_config
 from electra_tf2.training import pretraining_loop
 from electra_tf2.vocab import VocabError
@@ -153,8 +154,9 @@ def test_resuming_checks_the_architecture_and_the_checkpoint(tmp_path, capsys):
   # Without the saved config (edited away, or another tool's directory) the
   # restore itself fails: one ConfigError, and nothing is written.
   os.remove(os.path.join(model_dir, "pretrain_config.json"))
-  with pytest.raises(ConfigError, match=re.escape(
-      f"cannot resume from {os.path.join(model_dir, 'ckpt-2')} (")):
+  with pytest.raises(ModelDirectoryError, match=re.escape(
+      f"{os.path.join(model_dir, 'ckpt-2')} does not fit this model (") + r".*\): pass the "
+      "hparams it was written with"):
     pretraining_loop.run_pretraining(other)
   assert not os.path.exists(os.path.join(model_dir, "pretrain_config.json"))
   # A damaged checkpoint is named as such.
@@ -162,7 +164,7 @@ def test_resuming_checks_the_architecture_and_the_checkpoint(tmp_path, capsys):
   with open(os.path.join(model_dir, data_file), "r+b") as f:
     f.seek(100)
     f.write(b"\xff" * 64)
-  with pytest.raises(ConfigError, match=re.escape(
+  with pytest.raises(ModelDirectoryError, match=re.escape(
       f"checkpoint {os.path.join(model_dir, 'ckpt-2')} is damaged or incomplete (")):
     pretraining_loop.run_pretraining(resolve_pretraining_config(
         "electra_small", data, dict(more_hparams, num_train_steps=3)))

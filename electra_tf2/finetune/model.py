@@ -26,7 +26,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 import keras
 import tensorflow as tf
 
-from electra_tf2 import checkpoint_names
+from electra_tf2 import checkpoint_names, checkpoints
 from electra_tf2.atomic_io import write_json_atomic
 from electra_tf2.config import BertConfig
 from electra_tf2.finetune.classification import ClassificationHead, RegressionHead
@@ -152,12 +152,12 @@ def load_pretrained_encoder(model: FinetuningModel, init_checkpoint: str) -> str
   """
   from electra_tf2 import pretrained  # pylint: disable=g-import-not-at-top
   if os.path.isdir(init_checkpoint):
-    model_dir, checkpoint_path = init_checkpoint, tf.train.latest_checkpoint(init_checkpoint)
+    model_dir, checkpoint_path = init_checkpoint, checkpoints.latest_checkpoint(init_checkpoint)
   else:
     model_dir, checkpoint_path = os.path.dirname(init_checkpoint), init_checkpoint
   pretrainer = pretrained.restore_pretrainer(model_dir, checkpoint_path)
   pretrained.copy_encoder_weights(pretrainer.discriminator, model.encoder)
-  return checkpoint_path or tf.train.latest_checkpoint(model_dir)
+  return checkpoint_path or checkpoints.latest_checkpoint(model_dir)
 
 
 def save_model_files(model: FinetuningModel, config: FinetuningConfig, model_dir: str) -> None:
@@ -185,14 +185,32 @@ def load_finetuned_model(model_dir: str, checkpoint_path: Optional[str] = None
     if not tf.io.gfile.exists(path):
       raise FileNotFoundError(f"{path} is missing: {model_dir} is not a fine-tuned model "
                               "directory written by run_finetuning.py")
-  with tf.io.gfile.GFile(paths[MODEL_CONFIG_FILE]) as f:
-    model_config = json.load(f)
-  with tf.io.gfile.GFile(paths[FINETUNING_CONFIG_FILE]) as f:
-    config = FinetuningConfig.from_dict(json.load(f))
-  checkpoint_path = checkpoint_path or tf.train.latest_checkpoint(model_dir)
+  model_config, config_values = (_read_model_file(paths[name])
+                                 for name in (MODEL_CONFIG_FILE, FINETUNING_CONFIG_FILE))
+  checkpoint_path = checkpoint_path or checkpoints.latest_checkpoint(model_dir)
   if checkpoint_path is None:
-    raise FileNotFoundError(f"{model_dir} holds no checkpoint (ckpt-N.index files)")
-  model = FinetuningModel.from_config(model_config)
-  tf.train.Checkpoint(model=model).read(checkpoint_path).expect_partial() \
-      .assert_existing_objects_matched()
-  return model, config
+    raise checkpoints.ModelDirectoryError(f"{model_dir} holds no checkpoint (ckpt-N.index files)")
+  try:
+    model = FinetuningModel.from_config(model_config)
+  except (TypeError, ValueError, KeyError) as e:
+    raise checkpoints.ModelDirectoryError(
+        f"{paths[MODEL_CONFIG_FILE]} does not describe a model ({checkpoints.first_line(e)}): "
+        "it was edited or damaged; fine-tune again to re-create it") from None
+  checkpoints.restore(tf.train.Checkpoint(model=model), checkpoint_path, partial=True,
+                      match_existing=True,
+                      mismatch_hint=f": it is not the model that {MODEL_CONFIG_FILE} describes")
+  return model, FinetuningConfig.from_dict(config_values)
+
+
+def _read_model_file(path: str) -> Dict[str, Any]:
+  """A JSON object of a fine-tuned model directory; ModelDirectoryError if unreadable."""
+  try:
+    with tf.io.gfile.GFile(path) as f:
+      values = json.loads(f.read())
+  except json.JSONDecodeError as e:
+    raise checkpoints.ModelDirectoryError(
+        f"{path} is not valid JSON (line {e.lineno} column {e.colno}): {e.msg}; fine-tune "
+        "again to re-create it") from None
+  if not isinstance(values, dict):
+    raise checkpoints.ModelDirectoryError(f"{path} must hold a JSON object")
+  return values

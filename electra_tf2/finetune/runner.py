@@ -31,7 +31,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from electra_tf2 import checkpoint_names, optimization
+from electra_tf2 import checkpoint_names, checkpoints, optimization
 from electra_tf2 import vocab as vocab_lib
 from electra_tf2.atomic_io import write_json_atomic, write_text_atomic
 from electra_tf2.finetune import classification, model as model_lib
@@ -90,11 +90,12 @@ class ModelRunner:
 
   def restore(self) -> str:
     """Loads this trial's fine-tuned checkpoint (do_eval without do_train)."""
-    latest = tf.train.latest_checkpoint(self.model_dir)
+    latest = checkpoints.latest_checkpoint(self.model_dir)
     if latest is None:
       raise FinetuningDataError(f"do_train is false but {self.model_dir} holds no fine-tuned "
                                 "checkpoint to evaluate; train first")
-    tf.train.Checkpoint(model=self.model).read(latest).expect_partial()
+    checkpoints.restore(tf.train.Checkpoint(model=self.model), latest, partial=True,
+                        mismatch_hint=": it was fine-tuned with other tasks or model hparams")
     self.step = int(latest.rsplit("-", 1)[-1])
     return latest
 
@@ -125,11 +126,11 @@ class ModelRunner:
       raise FinetuningDataError(
           f"{path} gives 0 training steps: fewer padded examples than train_batch_size "
           f"{config.train_batch_size} x num_train_epochs {config.num_train_epochs}")
+    self.load_pretrained()  # first: a pre-trained model that fails to load loses nothing
     if self.is_chief and tf.io.gfile.exists(self.model_dir):
       print(f"replacing the previous fine-tuned model in {self.model_dir} (fine-tuning "
             "restarts from the pre-trained model, as in the official code)", flush=True)
       tf.io.gfile.rmtree(self.model_dir)
-    self.load_pretrained()
     with self.strategy.scope():
       optimizer, base_optimizer = self._make_optimizer(num_steps)
     batch_size = config.train_batch_size
@@ -353,7 +354,7 @@ def check_pretrained_model(config: FinetuningConfig) -> None:
           f"{config.model_name}, or fine-tune from random initialisation with --hparams "
           "'{\"init_checkpoint\": null}'")
     if os.path.isdir(config.init_checkpoint) and \
-        tf.train.latest_checkpoint(config.init_checkpoint) is None:
+        checkpoints.latest_checkpoint(config.init_checkpoint) is None:
       raise PretrainedModelError(f"{config.init_checkpoint} holds no checkpoint (ckpt-N.index)")
 
 

@@ -31,7 +31,7 @@ from typing import Any, Dict, List, Optional
 import keras
 import tensorflow as tf
 
-from electra_tf2 import checkpoint_names, objectives, optimization, pretrain_data
+from electra_tf2 import checkpoint_names, checkpoints, objectives, optimization, pretrain_data
 from electra_tf2 import vocab as vocab_lib
 from electra_tf2.atomic_io import write_json_atomic, write_text_atomic
 from electra_tf2.config import (PRETRAIN_CONFIG_FILE, ConfigError, PretrainingConfig,
@@ -260,22 +260,12 @@ class PretrainingRun:
             if saved[key] != getattr(config, key)]
 
   def _restore(self, checkpoint: tf.train.Checkpoint, path: str, partial: bool = False) -> None:
-    """Restores `path` into `checkpoint`; one ConfigError if it does not fit or is damaged."""
-    model_dir = self.config.model_dir
-    try:
-      status = checkpoint.restore(path)
-      if partial:
-        status.expect_partial()
-    except (ValueError, tf.errors.InvalidArgumentError) as e:
-      raise ConfigError(
-          f"cannot resume from {path} ({str(e).splitlines()[0]}): it does not fit this run; "
-          f"pass the hparams it was written with (see {PRETRAIN_CONFIG_FILE}), or set "
-          "\"model_dir\" in --hparams to start a new model elsewhere") from None
-    except (tf.errors.OpError, IndexError) as e:
-      raise ConfigError(
-          f"checkpoint {path} is damaged or incomplete ({str(e).splitlines()[0]}): restore its "
-          f"files, or name an earlier ckpt-N as model_checkpoint_path in {model_dir}/checkpoint "
-          "to resume from there") from None
+    """Restores `path` into `checkpoint`; one ModelDirectoryError if it does not fit or is
+    damaged."""
+    checkpoints.restore(
+        checkpoint, path, partial=partial,
+        mismatch_hint=f": pass the hparams it was written with (see {PRETRAIN_CONFIG_FILE}), or "
+        "set \"model_dir\" in --hparams to start a new model elsewhere")
 
   # -------------------------------------------------------------------------
   # Train
@@ -285,8 +275,11 @@ class PretrainingRun:
     """Trains to num_train_steps (resuming if model_dir holds a checkpoint)."""
     config = self.config
     iterator = self._worker_iterator(is_training=True)
+    # This process's own checkpoints (other workers keep theirs apart: their
+    # iterator states differ).
+    restored = checkpoints.latest_checkpoint(
+        distribution.checkpoint_dir(self.strategy, config.model_dir))
     manager = self._checkpoint_manager(iterator)
-    restored = manager.latest_checkpoint
     if restored:
       check_same_architecture(config)
       changes = self._input_changes()
@@ -362,7 +355,7 @@ class PretrainingRun:
     """The official eval metrics over num_eval_steps batches of the latest checkpoint."""
     config = self.config
     checkpoint = tf.train.Checkpoint(model=self.model, global_step=self.global_step)
-    latest = tf.train.latest_checkpoint(config.model_dir)
+    latest = checkpoints.latest_checkpoint(config.model_dir)
     if latest is None:
       raise FileNotFoundError(f"no checkpoint in {config.model_dir} to evaluate; train first")
     check_same_architecture(config)
