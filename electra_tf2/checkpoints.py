@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Optional
+from typing import List, Optional
 
 import tensorflow as tf
 
@@ -20,33 +20,51 @@ class ModelDirectoryError(ValueError):
   """A model directory whose config or checkpoint is missing, damaged or does not fit."""
 
 
-def latest_checkpoint(model_dir: str) -> Optional[str]:
-  """The checkpoint that `model_dir/checkpoint` names, or None if there is none.
+def latest_checkpoint(model_dir: str, strict: bool = True) -> Optional[str]:
+  """The checkpoint that `model_dir/checkpoint` names, or None if the directory has none.
 
-  Unlike `tf.train.latest_checkpoint`, a state file that names a checkpoint
-  whose files are gone is an error naming the checkpoints that do exist, not
-  a silent None (which would start training over).
+  Unlike `tf.train.latest_checkpoint`, whose None would start training over
+  next to checkpoints it did not see, these are errors naming what exists:
+  a state file that names a checkpoint whose files are gone, an unreadable
+  state file, and (with `strict`) checkpoint files without a state file. A
+  state file moved with its directory (an absolute path from another machine)
+  is followed to the checkpoint of the same name in `model_dir`.
   """
-  state = tf.train.get_checkpoint_state(model_dir)
+  try:
+    state = tf.train.get_checkpoint_state(model_dir)
+  except ValueError as e:  # an empty or garbled state file
+    raise ModelDirectoryError(f"{model_dir}/checkpoint cannot be read ({first_line(e)}): "
+                              f"{_name_existing(model_dir)}") from None
   if state is None or not state.model_checkpoint_path:
+    if strict and _existing(model_dir):
+      raise ModelDirectoryError(f"{model_dir} holds checkpoints but no usable `checkpoint` state "
+                                f"file naming the latest: {_name_existing(model_dir)} in one")
     return None
-  path = state.model_checkpoint_path
-  if not os.path.isabs(path) and "://" not in path:
-    path = os.path.join(model_dir, path)
-  if tf.io.gfile.exists(path + ".index"):
-    return path
-  existing = sorted((p[:-len(".index")] for p in
-                     tf.io.gfile.glob(os.path.join(model_dir, "*.index"))),
-                    key=lambda p: (len(p), p))
-  hint = (f"name an existing one ({', '.join(os.path.basename(p) for p in existing[-3:])}) as "
-          "model_checkpoint_path there" if existing else "the directory holds no checkpoint")
+  path = state.model_checkpoint_path  # get_checkpoint_state made a relative one absolute
+  for candidate in (path, os.path.join(model_dir, os.path.basename(path))):
+    if tf.io.gfile.exists(candidate + ".index"):
+      return candidate
   raise ModelDirectoryError(f"{model_dir}/checkpoint names {os.path.basename(path)}, whose "
-                            f"files are missing: {hint}")
+                            f"files are missing: {_name_existing(model_dir)} there")
+
+
+def _existing(model_dir: str) -> List[str]:
+  """The checkpoint prefixes in model_dir, oldest step first."""
+  return sorted((p[:-len(".index")] for p in tf.io.gfile.glob(os.path.join(model_dir, "*.index"))),
+                key=lambda p: (len(p), p))
+
+
+def _name_existing(model_dir: str) -> str:
+  existing = _existing(model_dir)
+  if not existing:
+    return "the directory holds no checkpoint"
+  names = ", ".join(os.path.basename(p) for p in existing[-3:])
+  return f"name an existing one ({names}) as model_checkpoint_path"
 
 
 def restore(checkpoint: tf.train.Checkpoint, path: str, *, partial: bool = False,
             match_existing: bool = False, mismatch_hint: str = "") -> None:
-  """`checkpoint.read(path)`, with TensorFlow's errors as one ModelDirectoryError.
+  """`checkpoint.restore(path)`, with TensorFlow's errors as one ModelDirectoryError.
 
   Args:
     checkpoint: what to restore into.
@@ -59,7 +77,10 @@ def restore(checkpoint: tf.train.Checkpoint, path: str, *, partial: bool = False
   if not tf.io.gfile.exists(path + ".index"):
     raise ModelDirectoryError(f"checkpoint {path} does not exist (no {path}.index)")
   try:
-    status = checkpoint.read(path)
+    # `restore` also restores the save counter that manager-written files hold;
+    # `read` leaves it out, as matching every existing object requires for
+    # files written by `Checkpoint.write`.
+    status = checkpoint.read(path) if match_existing else checkpoint.restore(path)
     if partial:
       status.expect_partial()
     if match_existing:
@@ -70,8 +91,8 @@ def restore(checkpoint: tf.train.Checkpoint, path: str, *, partial: bool = False
   except (tf.errors.OpError, IndexError) as e:
     raise ModelDirectoryError(
         f"checkpoint {path} is damaged or incomplete ({first_line(e)}): restore its files, or "
-        f"name an earlier ckpt-N as model_checkpoint_path in {os.path.dirname(path)}/checkpoint "
-        "to use that one") from None
+        f"use an earlier one (for the latest, name it as model_checkpoint_path in "
+        f"{os.path.dirname(path)}/checkpoint)") from None
 
 
 def first_line(error: Exception) -> str:

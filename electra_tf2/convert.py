@@ -134,7 +134,7 @@ def resolve_checkpoint_path(path: str) -> str:
   its only `*.index` file (the released zips hold one checkpoint).
   """
   if tf.io.gfile.isdir(path):
-    latest = checkpoints.latest_checkpoint(path)
+    latest = checkpoints.latest_checkpoint(path, strict=False)
     if latest:
       return latest
     indexes = sorted(tf.io.gfile.glob(os.path.join(path, "*.index")))

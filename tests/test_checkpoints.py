@@ -37,6 +37,23 @@ def test_latest_checkpoint(tmp_path):
       f"{model_dir}/checkpoint names ckpt-10, whose files are missing: name an existing one "
       "(ckpt-1, ckpt-2) as model_checkpoint_path there")):
     checkpoints.latest_checkpoint(model_dir)
+  state = os.path.join(model_dir, "checkpoint")
+  # A directory moved from another machine: the absolute path is followed to
+  # the checkpoint of the same name here.
+  with open(state, "w") as f:
+    f.write('model_checkpoint_path: "/elsewhere/run/ckpt-2"\n')
+  assert checkpoints.latest_checkpoint(model_dir) == paths[1]
+  # An empty state file, and none at all next to checkpoint files.
+  open(state, "w").close()
+  with pytest.raises(ModelDirectoryError, match=re.escape(
+      f"{model_dir}/checkpoint cannot be read (")):
+    checkpoints.latest_checkpoint(model_dir)
+  os.remove(state)
+  with pytest.raises(ModelDirectoryError, match=re.escape(
+      f"{model_dir} holds checkpoints but no usable `checkpoint` state file naming the latest: "
+      "name an existing one (ckpt-1, ckpt-2) as model_checkpoint_path in one")):
+    checkpoints.latest_checkpoint(model_dir)
+  assert checkpoints.latest_checkpoint(model_dir, strict=False) is None
 
 
 def test_restore_reads_and_explains_failures(tmp_path):
@@ -58,8 +75,9 @@ def test_restore_reads_and_explains_failures(tmp_path):
 
   data_file, = [os.path.join(model_dir, f) for f in os.listdir(model_dir) if ".data" in f]
   original = open(data_file, "rb").read()
-  damaged = (f"checkpoint {path} is damaged or incomplete (", f"name an earlier ckpt-N as "
-             f"model_checkpoint_path in {model_dir}/checkpoint to use that one")
+  damaged = (f"checkpoint {path} is damaged or incomplete (", "restore its files, or use an "
+             f"earlier one (for the latest, name it as model_checkpoint_path in "
+             f"{model_dir}/checkpoint)")
   with open(data_file, "r+b") as f:  # flip bytes: the checksum no longer matches
     f.seek(len(original) // 2)
     f.write(b"\xff" * 64)
@@ -82,3 +100,20 @@ def test_first_line_drops_tensorflow_decoration():
   assert checkpoints.first_line(ValueError("a\nb")) == "a"
   assert checkpoints.first_line(tf.errors.NotFoundError(None, None, "gone [Op:RestoreV2]")) == "gone"
   assert checkpoints.first_line(ValueError("")) == "no detail"
+
+
+def test_convert_finds_a_released_or_moved_checkpoint(tmp_path):
+  """Official zips hold one `model.ckpt-N` and maybe a state file from the machine
+  that wrote it: conversion takes the only checkpoint there is."""
+  from electra_tf2 import convert
+  model_dir = str(tmp_path / "released")
+  os.makedirs(model_dir)
+  prefix = tf.train.Checkpoint(v=tf.Variable(1.0)).write(os.path.join(model_dir, "model.ckpt-7"))
+  assert convert.resolve_checkpoint_path(model_dir) == prefix  # no state file
+  with open(os.path.join(model_dir, "checkpoint"), "w") as f:
+    f.write('model_checkpoint_path: "/home/someone/run/model.ckpt-7"\n')
+  assert convert.resolve_checkpoint_path(model_dir) == prefix
+  tf.train.Checkpoint(v=tf.Variable(2.0)).write(os.path.join(model_dir, "model.ckpt-8"))
+  os.remove(os.path.join(model_dir, "checkpoint"))
+  with pytest.raises(convert.ConversionError, match="expected one checkpoint"):
+    convert.resolve_checkpoint_path(model_dir)

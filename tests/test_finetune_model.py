@@ -105,13 +105,14 @@ def test_outputs_and_dropout():
 
 
 def test_config_round_trip_and_saved_model_directory(tmp_path):
-  from electra_tf2.finetune.config import FinetuningConfig
+  from tests.test_finetune_fixtures import make_config
   model = build()
   rebuilt = model_lib.FinetuningModel.from_config(model.get_config())
   assert rebuilt.get_config() == model.get_config()
   assert list(rebuilt.variable_map()) == list(model.variable_map())
   directory = str(tmp_path / "sst_model_1")
-  config = FinetuningConfig({"task_names": ["sst", "sts", "squad", "chunk"], "seed": 3})
+  config = make_config(str(tmp_path / "data"), ["sst", "sts", "squad", "chunk"], seed=3,
+                       max_seq_length=128, max_query_length=16)
   model_lib.save_model_files(model, config, directory)
   tf.train.Checkpoint(model=model).write(os.path.join(directory, "ckpt-5"))
   with open(os.path.join(directory, "checkpoint"), "w") as f:
@@ -150,6 +151,15 @@ def test_config_round_trip_and_saved_model_directory(tmp_path):
     json.dump(values, f)
   with pytest.raises(ModelDirectoryError, match=r"ckpt-5 does not fit this model \(.*\): it is "
                      "not the model that model_config.json describes"):
+    model_lib.load_finetuned_model(directory)
+  with open(model_file, "w") as f:
+    f.write(good)
+  config_file = os.path.join(directory, model_lib.FINETUNING_CONFIG_FILE)
+  values = json.load(open(config_file))
+  del values["beam_size"]
+  with open(config_file, "w") as f:
+    json.dump(values, f)
+  with pytest.raises(ModelDirectoryError, match=re.escape(f"{config_file} lacks beam_size: ")):
     model_lib.load_finetuned_model(directory)
 
 

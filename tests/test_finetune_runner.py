@@ -5,7 +5,10 @@ import os
 import re
 
 import pytest
+import tensorflow as tf
 
+from electra_tf2.checkpoints import ModelDirectoryError
+from electra_tf2.config import resolve_pretraining_config
 from electra_tf2.finetune import model as model_lib, runner
 from electra_tf2.finetune.task import FinetuningDataError
 from electra_tf2.pretrained import PretrainedModelError
@@ -73,6 +76,13 @@ def test_eval_only_and_missing_model(tmp_path):
   assert again[0]["sst"]["accuracy"] == trained[0]["sst"]["accuracy"]
   with pytest.raises(FinetuningDataError, match="holds no fine-tuned checkpoint"):
     runner.run_finetuning(config.replace(do_train=False, model_dir=str(tmp_path / "nothing")))
+  # another task's fine-tuned checkpoint does not silently evaluate an untrained head
+  write_lines(os.path.join(config.task_data_dir("cola"), "dev.tsv"),
+              ["src\t1\t\tthe cat sat", "src\t0\t\tsat cat the"])
+  with pytest.raises(ModelDirectoryError, match=r"sst_model_1/ckpt-\d+ does not fit this model "
+                     r"\(.*\): it was fine-tuned with other tasks or model hparams"):
+    runner.run_finetuning(config.replace(do_train=False, task_names=["cola"],
+                                         model_dir=config.model_dir))
   # a wrong data dir is reported as such, not as the missing vocab inside it
   missing = str(tmp_path / "no_such_dir")
   with pytest.raises(FinetuningDataError, match=f"--data-dir {missing} does not exist"):
@@ -90,6 +100,17 @@ def test_eval_only_and_missing_model(tmp_path):
       f"{dev}:4 (task sst, example 2): the label 'positive' is not one of ['0', '1']")):
     runner.run_finetuning(fresh)
   assert not os.path.exists(fresh.trial_model_dir(1))
+  # a pre-trained model that fails to load leaves the previous fine-tuned model in place
+  write_lines(dev, SST[:6])
+  bad_model = tmp_path / "models" / "broken"
+  bad_model.mkdir(parents=True)
+  pretrain_values = resolve_pretraining_config("electra_small", None, {"debug": True}).to_dict()
+  (bad_model / "pretrain_config.json").write_text(json.dumps(pretrain_values))
+  tf.train.Checkpoint(v=tf.Variable(1.0)).write(str(bad_model / "ckpt-1"))
+  (bad_model / "checkpoint").write_text('model_checkpoint_path: "ckpt-1"\n')
+  with pytest.raises(ModelDirectoryError, match="ckpt-1 does not fit this model"):
+    runner.run_finetuning(config.replace(init_checkpoint=str(bad_model)))
+  assert tf.train.latest_checkpoint(config.trial_model_dir(1)) is not None
   # a missing pre-trained model is reported before a vocab that does not fit the
   # (default) config: the model, not the vocab, is what the user has to fix
   no_model = str(tmp_path / "models" / "electra_base")

@@ -30,6 +30,7 @@ from electra_tf2 import checkpoint_names, checkpoints
 from electra_tf2.atomic_io import write_json_atomic
 from electra_tf2.config import BertConfig
 from electra_tf2.finetune.classification import ClassificationHead, RegressionHead
+from electra_tf2.finetune import config as finetune_config
 from electra_tf2.finetune.config import FinetuningConfig
 from electra_tf2.finetune.qa import QAHead
 from electra_tf2.finetune.tagging import TaggingHead
@@ -196,6 +197,11 @@ def load_finetuned_model(model_dir: str, checkpoint_path: Optional[str] = None
     raise checkpoints.ModelDirectoryError(
         f"{paths[MODEL_CONFIG_FILE]} does not describe a model ({checkpoints.first_line(e)}): "
         "it was edited or damaged; fine-tune again to re-create it") from None
+  missing = sorted(set(finetune_config.schema()) - set(config_values))
+  if missing:
+    raise checkpoints.ModelDirectoryError(
+        f"{paths[FINETUNING_CONFIG_FILE]} lacks {', '.join(missing[:5])}: it was edited or "
+        "written by another version; fine-tune again to re-create it")
   checkpoints.restore(tf.train.Checkpoint(model=model), checkpoint_path, partial=True,
                       match_existing=True,
                       mismatch_hint=f": it is not the model that {MODEL_CONFIG_FILE} describes")
@@ -211,6 +217,9 @@ def _read_model_file(path: str) -> Dict[str, Any]:
     raise checkpoints.ModelDirectoryError(
         f"{path} is not valid JSON (line {e.lineno} column {e.colno}): {e.msg}; fine-tune "
         "again to re-create it") from None
+  except UnicodeDecodeError:
+    raise checkpoints.ModelDirectoryError(f"{path} is not UTF-8 text: fine-tune again to "
+                                          "re-create it") from None
   if not isinstance(values, dict):
     raise checkpoints.ModelDirectoryError(f"{path} must hold a JSON object")
   return values

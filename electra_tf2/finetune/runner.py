@@ -95,6 +95,7 @@ class ModelRunner:
       raise FinetuningDataError(f"do_train is false but {self.model_dir} holds no fine-tuned "
                                 "checkpoint to evaluate; train first")
     checkpoints.restore(tf.train.Checkpoint(model=self.model), latest, partial=True,
+                        match_existing=True,
                         mismatch_hint=": it was fine-tuned with other tasks or model hparams")
     self.step = int(latest.rsplit("-", 1)[-1])
     return latest
