@@ -7,6 +7,7 @@ workers) with bounded time.
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -333,10 +334,8 @@ def free_port() -> int:
     return s.getsockname()[1]
 
 
-def test_multi_worker_mirrored_two_processes(tmp_path):
-  data = tiny_data(tmp_path, num_files=2)
-  model_dir = str(tmp_path / "mw")
-  hparams = dict(TINY, num_train_steps=4, iterations_per_loop=2, model_dir=model_dir)
+def run_two_workers(data: str, hparams: dict) -> list:
+  """run_pretraining.py as two MultiWorkerMirroredStrategy workers on 127.0.0.1; their stdout."""
   workers = [f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"]
   processes = []
   for index in range(2):
@@ -356,13 +355,33 @@ def test_multi_worker_mirrored_two_processes(tmp_path):
       p.kill()
   for p, (out, err) in zip(processes, outputs):
     assert p.returncode == 0, err[-4000:]
+  return [out for out, _ in outputs]
+
+
+def assert_workers_agree(model_dir: str, step: int) -> None:
   chief = checkpoint_weights(model_dir)
   worker = checkpoint_weights(os.path.join(model_dir, "worker_worker_1"))
   assert chief.keys() == worker.keys() and len(chief) > 50
   for name in chief:
     np.testing.assert_array_equal(chief[name], worker[name], err_msg=name)
   summary = json.load(open(os.path.join(model_dir, "pretrain_summary.json")))
-  assert summary["num_replicas"] == 2 and summary["step"] == 4
+  assert summary["num_replicas"] == 2 and summary["step"] == step
+
+
+def test_multi_worker_mirrored_two_processes(tmp_path):
+  data = tiny_data(tmp_path, num_files=2)
+  model_dir = str(tmp_path / "mw")
+  hparams = dict(TINY, num_train_steps=4, iterations_per_loop=2, model_dir=model_dir)
+  run_two_workers(data, hparams)
+  assert_workers_agree(model_dir, 4)
+  # A worker that lost its checkpoints (or joined later) resumes from the
+  # chief's, with a fresh input stream, so the replicas stay identical.
+  shutil.rmtree(os.path.join(model_dir, "worker_worker_1"))
+  chief_out, worker_out = run_two_workers(data, dict(hparams, num_train_steps=6))
+  assert "the input stream starts afresh" not in chief_out
+  assert ("the input stream starts afresh (this worker has no checkpoint of its own)"
+          in worker_out)
+  assert_workers_agree(model_dir, 6)
 
 
 @pytest.mark.parametrize("precision,jit", [("mixed_bfloat16", True), ("mixed_float16", False)])

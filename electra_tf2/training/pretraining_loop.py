@@ -276,13 +276,18 @@ class PretrainingRun:
     config = self.config
     iterator = self._worker_iterator(is_training=True)
     # This process's own checkpoints (other workers keep theirs apart: their
-    # iterator states differ).
-    restored = checkpoints.latest_checkpoint(
-        distribution.checkpoint_dir(self.strategy, config.model_dir))
+    # iterator states differ). A worker without any (one added to the cluster)
+    # takes the chief's, but not its input position, so all replicas agree.
+    own_dir = distribution.checkpoint_dir(self.strategy, config.model_dir)
+    restored = checkpoints.latest_checkpoint(own_dir)
+    changes: List[str] = []
+    if restored is None and own_dir != config.model_dir:
+      restored = checkpoints.latest_checkpoint(config.model_dir)
+      changes = ["this worker has no checkpoint of its own"] if restored else []
     manager = self._checkpoint_manager(iterator)
     if restored:
       check_same_architecture(config)
-      changes = self._input_changes()
+      changes = changes or self._input_changes()
       if changes:  # the saved input position no longer fits: restore everything else
         print(f"the input stream starts afresh ({', '.join(changes)})", flush=True)
         self._restore(self._checkpoint(), restored, partial=True)
