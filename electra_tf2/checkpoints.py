@@ -34,28 +34,30 @@ def latest_checkpoint(model_dir: str, strict: bool = True) -> Optional[str]:
     state = tf.train.get_checkpoint_state(model_dir)
   except ValueError as e:  # an empty or garbled state file
     raise ModelDirectoryError(f"{model_dir}/checkpoint cannot be read ({first_line(e)}): "
-                              f"{_name_existing(model_dir)}") from None
+                              f"{_name_existing(existing_checkpoints(model_dir))}") from None
   if state is None or not state.model_checkpoint_path:
-    if strict and _existing(model_dir):
+    existing = existing_checkpoints(model_dir) if strict else []
+    if existing:
       raise ModelDirectoryError(f"{model_dir} holds checkpoints but no usable `checkpoint` state "
-                                f"file naming the latest: {_name_existing(model_dir)} in one")
+                                f"file naming the latest: {_name_existing(existing)} in one")
     return None
   path = state.model_checkpoint_path  # get_checkpoint_state made a relative one absolute
   for candidate in (path, os.path.join(model_dir, os.path.basename(path))):
     if tf.io.gfile.exists(candidate + ".index"):
       return candidate
   raise ModelDirectoryError(f"{model_dir}/checkpoint names {os.path.basename(path)}, whose "
-                            f"files are missing: {_name_existing(model_dir)} there")
+                            f"files are missing: {_name_existing(existing_checkpoints(model_dir))} "
+                            "there")
 
 
-def _existing(model_dir: str) -> List[str]:
-  """The checkpoint prefixes in model_dir, oldest step first."""
+def existing_checkpoints(model_dir: str) -> List[str]:
+  """The checkpoint prefixes (`*.index` files) in model_dir, oldest step first."""
   return sorted((p[:-len(".index")] for p in tf.io.gfile.glob(os.path.join(model_dir, "*.index"))),
                 key=lambda p: (len(p), p))
 
 
-def _name_existing(model_dir: str) -> str:
-  existing = _existing(model_dir)
+def _name_existing(existing: List[str]) -> str:
+  """What to do, naming up to three of the `existing` checkpoints."""
   if not existing:
     return "the directory holds no checkpoint"
   names = ", ".join(os.path.basename(p) for p in existing[-3:])

@@ -55,17 +55,12 @@ def _read_json(path: str) -> Dict[str, Any]:
   except json.JSONDecodeError as e:
     raise ConfigError(f"config file {path} is not valid JSON (line {e.lineno} column {e.colno}): "
                       f"{e.msg}") from None
+  except UnicodeDecodeError as e:
+    raise ConfigError(f"config file {path} is not UTF-8 text (byte {e.start})") from None
   if not isinstance(data, dict):
     raise ConfigError(f"config file {path} must hold a JSON object")
   data.pop("_doc", None)
   return data
-
-
-def _exists(path: str) -> bool:
-  if atomic_io.is_remote(path):
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
-    return tf.io.gfile.exists(path)
-  return os.path.exists(path)
 
 
 def available_models() -> list[str]:
@@ -244,18 +239,17 @@ def architecture(config: "PretrainingConfig") -> Dict[str, Any]:
   return arch
 
 
-def check_same_architecture(config: "PretrainingConfig") -> None:
+def check_same_architecture(config: "PretrainingConfig", saved_values: Mapping[str, Any]
+                            ) -> None:
   """Raises ConfigError if config.model_dir holds a checkpoint of another architecture.
 
   Call it only when the directory holds a checkpoint. Compares `architecture`
-  with that of the directory's pretrain_config.json (if readable), naming every
-  difference, so that resuming does not fail deep inside checkpoint restoring.
+  with that of `saved_values` (the directory's pretrain_config.json), naming
+  every difference, so that resuming does not fail deep inside checkpoint
+  restoring.
   """
-  path = os.path.join(config.model_dir, PRETRAIN_CONFIG_FILE)
-  if not _exists(path):
-    return
   try:
-    saved = architecture(PretrainingConfig.from_dict(_read_json(path)))
+    saved = architecture(PretrainingConfig.from_dict(saved_values))
   except (AttributeError, KeyError, TypeError):
     return  # not a complete config of this version: restoring will tell
   current = architecture(config)

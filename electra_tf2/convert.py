@@ -137,11 +137,11 @@ def resolve_checkpoint_path(path: str) -> str:
     latest = checkpoints.latest_checkpoint(path, strict=False)
     if latest:
       return latest
-    indexes = sorted(tf.io.gfile.glob(os.path.join(path, "*.index")))
-    if len(indexes) != 1:
-      raise ConversionError(f"{path}: expected one checkpoint (*.index), found {len(indexes)}; "
+    found = checkpoints.existing_checkpoints(path)
+    if len(found) != 1:
+      raise ConversionError(f"{path}: expected one checkpoint (*.index), found {len(found)}; "
                             "pass the checkpoint prefix, e.g. DIR/model.ckpt-1000000")
-    return indexes[0][:-len(".index")]
+    return found[0]
   if not tf.io.gfile.exists(path + ".index"):
     raise ConversionError(f"{path} is neither a directory nor a checkpoint prefix "
                           f"({path}.index does not exist)")

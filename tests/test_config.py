@@ -1,6 +1,7 @@
 """Config resolution follows configure_pretraining.py (spec 2.1 and 2.2)."""
 
 import json
+import re
 
 import pytest
 
@@ -83,6 +84,13 @@ def test_hparams_from_file_and_round_trip(tmp_path):
   assert c.num_train_steps == 7
   again = type(c).from_dict(json.loads(json.dumps(c.to_dict())))
   assert again.to_dict() == c.to_dict()
+  path.write_text('{"num_train_steps": 7,')
+  with pytest.raises(ConfigError, match=re.escape(
+      f"config file {path} is not valid JSON (line 1 column 23): Expecting property name")):
+    resolve_pretraining_config("electra_small", None, str(path))
+  path.write_bytes(b'{"a": "\xff"}')
+  with pytest.raises(ConfigError, match=re.escape(f"config file {path} is not UTF-8 text (byte 7)")):
+    resolve_pretraining_config("electra_small", None, str(path))
 
 
 @pytest.mark.parametrize("hparams,message", [

@@ -19,7 +19,6 @@ rebuilds the model from it.
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -28,7 +27,7 @@ import tensorflow as tf
 
 from electra_tf2 import checkpoint_names, checkpoints
 from electra_tf2.atomic_io import write_json_atomic
-from electra_tf2.config import BertConfig
+from electra_tf2.config import BertConfig, ConfigError
 from electra_tf2.finetune.classification import ClassificationHead, RegressionHead
 from electra_tf2.finetune import config as finetune_config
 from electra_tf2.finetune.config import FinetuningConfig
@@ -156,9 +155,9 @@ def load_pretrained_encoder(model: FinetuningModel, init_checkpoint: str) -> str
     model_dir, checkpoint_path = init_checkpoint, checkpoints.latest_checkpoint(init_checkpoint)
   else:
     model_dir, checkpoint_path = os.path.dirname(init_checkpoint), init_checkpoint
-  pretrainer = pretrained.restore_pretrainer(model_dir, checkpoint_path)
+  pretrainer = pretrained.restore_pretrainer(model_dir, checkpoint_path)  # raises if None
   pretrained.copy_encoder_weights(pretrainer.discriminator, model.encoder)
-  return checkpoint_path or checkpoints.latest_checkpoint(model_dir)
+  return checkpoint_path
 
 
 def save_model_files(model: FinetuningModel, config: FinetuningConfig, model_dir: str) -> None:
@@ -211,15 +210,6 @@ def load_finetuned_model(model_dir: str, checkpoint_path: Optional[str] = None
 def _read_model_file(path: str) -> Dict[str, Any]:
   """A JSON object of a fine-tuned model directory; ModelDirectoryError if unreadable."""
   try:
-    with tf.io.gfile.GFile(path) as f:
-      values = json.loads(f.read())
-  except json.JSONDecodeError as e:
-    raise checkpoints.ModelDirectoryError(
-        f"{path} is not valid JSON (line {e.lineno} column {e.colno}): {e.msg}; fine-tune "
-        "again to re-create it") from None
-  except UnicodeDecodeError:
-    raise checkpoints.ModelDirectoryError(f"{path} is not UTF-8 text: fine-tune again to "
-                                          "re-create it") from None
-  if not isinstance(values, dict):
-    raise checkpoints.ModelDirectoryError(f"{path} must hold a JSON object")
-  return values
+    return finetune_config.read_config_json(path)
+  except ConfigError as e:
+    raise checkpoints.ModelDirectoryError(f"{e}; fine-tune again to re-create it") from None

@@ -250,12 +250,17 @@ class PretrainingRun:
                                       max_to_keep=self.config.keep_checkpoint_max or None,
                                       step_counter=self.global_step, checkpoint_name="ckpt")
 
-  def _input_changes(self) -> List[str]:
-    """INPUT_HPARAMS that differ from those of the run that wrote model_dir."""
+  def _check_saved_config(self) -> List[str]:
+    """Compares the config of the run that wrote model_dir (if it left one) with this one.
+
+    Raises ConfigError for another model shape; returns the INPUT_HPARAMS that
+    changed (the saved input position then no longer fits).
+    """
     config = self.config
     if not tf.io.gfile.exists(os.path.join(config.model_dir, PRETRAIN_CONFIG_FILE)):
       return []
     saved = read_saved_pretraining_config(config.model_dir, INPUT_HPARAMS)
+    check_same_architecture(config, saved)
     return [f"{key} {saved[key]} -> {getattr(config, key)}" for key in INPUT_HPARAMS
             if saved[key] != getattr(config, key)]
 
@@ -286,8 +291,7 @@ class PretrainingRun:
       changes = ["this worker has no checkpoint of its own"] if restored else []
     manager = self._checkpoint_manager(iterator)
     if restored:
-      check_same_architecture(config)
-      changes = changes or self._input_changes()
+      changes = self._check_saved_config() + changes
       if changes:  # the saved input position no longer fits: restore everything else
         print(f"the input stream starts afresh ({', '.join(changes)})", flush=True)
         self._restore(self._checkpoint(), restored, partial=True)
@@ -363,7 +367,7 @@ class PretrainingRun:
     latest = checkpoints.latest_checkpoint(config.model_dir)
     if latest is None:
       raise FileNotFoundError(f"no checkpoint in {config.model_dir} to evaluate; train first")
-    check_same_architecture(config)
+    self._check_saved_config()
     self._restore(checkpoint, latest, partial=True)
 
     def replica_eval(features):
