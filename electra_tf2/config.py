@@ -111,7 +111,7 @@ class BertConfig:
   num_hidden_layers: int = 12
   num_attention_heads: int = 12
   intermediate_size: int = 3072
-  hidden_act: str = "gelu"
+  hidden_act: str = "gelu"  # gelu (exact erf), relu, tanh, linear; "" or null: linear
   hidden_dropout_prob: float = 0.1
   attention_probs_dropout_prob: float = 0.1
   max_position_embeddings: int = 512
@@ -132,9 +132,11 @@ class BertConfig:
     if self.hidden_size % self.num_attention_heads:
       raise ConfigError(f"{where}: hidden_size {self.hidden_size} is not a multiple of "
                         f"num_attention_heads {self.num_attention_heads}")
-    if self.hidden_act != "gelu":
-      raise ConfigError(f"{where}: hidden_act {self.hidden_act!r} is not supported; "
-                        "ELECTRA uses the exact erf 'gelu'")
+    from electra_tf2.layers.activations import get_activation  # imports TensorFlow
+    try:
+      get_activation(self.hidden_act)
+    except ValueError as e:
+      raise ConfigError(f"{where}: hidden_act: {e}") from None
 
 
 # ---------------------------------------------------------------------------
@@ -432,6 +434,8 @@ def check_model_overrides(overrides: Mapping[str, Any]) -> None:
   """Rejects unknown keys and mistyped values in model_hparam_overrides (BertConfig fields)."""
   types = {f.name: f.type for f in dataclasses.fields(BertConfig)}
   for key, value in overrides.items():
+    if key == "hidden_act" and value is None:  # official get_activation(None): linear
+      continue
     if key not in types:
       raise ConfigError(f"model_hparam_overrides: unknown key {key!r}; known keys: "
                         f"{', '.join(sorted(types))}")

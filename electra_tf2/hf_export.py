@@ -85,7 +85,7 @@ def hf_config(bert_config: BertConfig, embedding_size: int, architecture: str,
       "num_hidden_layers": bert_config.num_hidden_layers,
       "num_attention_heads": bert_config.num_attention_heads,
       "intermediate_size": bert_config.intermediate_size,
-      "hidden_act": bert_config.hidden_act,  # "gelu" is the exact erf form in both
+      "hidden_act": (bert_config.hidden_act or "linear").lower(),  # gelu: exact erf in both
       "hidden_dropout_prob": bert_config.hidden_dropout_prob,
       "attention_probs_dropout_prob": bert_config.attention_probs_dropout_prob,
       "max_position_embeddings": bert_config.max_position_embeddings,
@@ -151,10 +151,11 @@ def export_hugging_face(model, output_dir: str, generator: bool = False,
   """Writes `output_dir` with config.json, model.safetensors and (with a vocab) the tokenizer."""
   config = model.config
   state = hf_state_dict(model, generator)
-  bert = model.mlm_encoder.bert_config if generator else config.bert_config
+  encoder = model.mlm_encoder if generator else model.discriminator
   architecture = "ElectraForMaskedLM" if generator else "ElectraForPreTraining"
+  bert = encoder.bert_config
   write_json_atomic(os.path.join(output_dir, "config.json"),
-                    hf_config(bert, config.resolved_embedding_size, architecture,
+                    hf_config(bert, encoder.embedding_size, architecture,
                               config.special_ids.pad), sort_keys=False)
   write_safetensors(os.path.join(output_dir, WEIGHTS_FILE), state)
   if vocab_file is not None:

@@ -43,11 +43,13 @@ but where one device would apply it: to the gradient summed over all replicas
 (Keras clips each replica's gradient before the sum; so did the official
 TPU code, a per-core quirk that made the update depend on the core count).
 It computes the same scale as `tf.clip_by_global_norm`, including for
-`IndexedSlices`: there the norm is taken over the slice values, so duplicate
-rows count separately, as in the official code on GPU/CPU. The official code
-sums sparse gradients into dense ones before the Adam update
-(`tf.multiply(1 - b1, grad)`). We convert `IndexedSlices` to dense tensors in
-the same way.
+`IndexedSlices`: there the norm is taken over the slice values, so a row
+looked up several times counts once per lookup, as in the official code on
+GPU/CPU. The training loops keep sparse gradients sparse for that reason (the
+word embeddings when nothing but lookups uses them: a uniform generator,
+fine-tuning; `add_gradients` accumulates them by concatenation). The update
+then sums the slices into a dense gradient, as the official
+`tf.multiply(1 - b1, grad)` does.
 """
 
 from __future__ import annotations
@@ -153,6 +155,14 @@ def layerwise_lr_multipliers(variable_names: Sequence[str], decay: float, n_laye
       raise ValueError(f"Variable {name!r} matches several layer-wise keys {keys}")
     multipliers[name] = decay ** (top - key_to_depth[keys[0]])
   return multipliers
+
+
+def add_gradients(a, b):
+  """a + b for dense gradients; `IndexedSlices` are concatenated (they stay sparse)."""
+  if isinstance(a, tf.IndexedSlices) and isinstance(b, tf.IndexedSlices):
+    return tf.IndexedSlices(tf.concat([a.values, b.values], 0),
+                            tf.concat([a.indices, b.indices], 0), a.dense_shape)
+  return tf.convert_to_tensor(a) + tf.convert_to_tensor(b)
 
 
 def variable_path(variable: keras.Variable) -> str:

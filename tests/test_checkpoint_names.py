@@ -104,12 +104,60 @@ def test_electric_layout():
 
 
 def test_untied_generator_embeddings_layout():
+  # Official: the generator is built with embedding_size=None, so its own embeddings
+  # are as wide as its hidden size (36) and it has no embeddings_project; the MLM
+  # head's dense maps to that width (run_pretraining.py:80-86, 254-268).
   config = resolve_pretraining_config("electra_small", None,
                                       {"debug": True, "untied_generator_embeddings": True})
-  got = model_shapes(ElectraPretrainer(config))
-  expected = official_electra_checkpoint(30522, 128, 144, 3, 36, 3)
-  expected.update(official_embeddings("generator", 30522, 128))
-  assert got == expected
+  V, E, H, L, h = 30522, 128, 144, 3, 36
+  expected = official_embeddings("electra", V, E)
+  expected.update(official_encoder("electra", E, H, 4 * H, L))
+  expected.update({"discriminator_predictions/dense/kernel": (H, H),
+                   "discriminator_predictions/dense/bias": (H,),
+                   "discriminator_predictions/dense_1/kernel": (H, 1),
+                   "discriminator_predictions/dense_1/bias": (1,)})
+  expected.update(official_embeddings("generator", V, h))
+  expected.update(official_encoder("generator", h, h, 4 * h, L))
+  expected.update(official_mlm_head("generator_predictions", h, h, V))
+  assert "generator/embeddings_project/kernel" not in expected
+  assert model_shapes(ElectraPretrainer(config)) == expected
+
+
+def test_electric_untied_embeddings_layout():
+  # Each tower gets its own h-wide embeddings; the cloze head is tied to the ltr
+  # tower's table (run_pretraining.py:291-309).
+  config = resolve_pretraining_config("electra_small", None,
+                                      {"debug": True, "electric_objective": True,
+                                       "untied_generator_embeddings": True})
+  V, E, H, L, h = 30522, 128, 144, 3, 36
+  expected = official_embeddings("electra", V, E)
+  expected.update(official_encoder("electra", E, H, 4 * H, L))
+  expected.update({"discriminator_predictions/dense/kernel": (H, H),
+                   "discriminator_predictions/dense/bias": (H,),
+                   "discriminator_predictions/dense_1/kernel": (H, 1),
+                   "discriminator_predictions/dense_1/bias": (1,)})
+  for tower in ("generator_ltr", "generator_rtl"):
+    expected.update(official_embeddings(tower, V, h))
+    expected.update(official_encoder(tower, h, h, 4 * h, L))
+  expected.update(official_mlm_head("cloze_predictions", 2 * h, h, V))
+  assert model_shapes(ElectraPretrainer(config)) == expected
+
+
+@pytest.mark.parametrize("model_name,h", [("electra_small", 64), ("electra_base", 256)])
+def test_param_counts_follow_untied_generator_embeddings(model_name, h):
+  from electra_tf2.param_counts import count_by_part
+  config = resolve_pretraining_config(model_name, None, {"untied_generator_embeddings": True})
+  got = count_by_part(model_shapes(ElectraPretrainer(config)))
+  bert = config.bert_config
+  tied = count_by_part(model_shapes(ElectraPretrainer(resolve_pretraining_config(model_name))))
+  E, V = config.resolved_embedding_size, bert.vocab_size
+  # Untying adds the generator's own h-wide embedding block; the E -> h projection
+  # goes, and the MLM dense becomes h x h instead of h x E (its LayerNorm h-wide).
+  own_embeddings = (V + 2 + 512) * h + 2 * h
+  project = (E * h + h) if E != h else 0
+  head_change = (h * h + h + 2 * h) - (h * E + E + 2 * E)
+  assert got["discriminator"] == tied["discriminator"]
+  assert got["generator"] == tied["generator"] + own_embeddings - project + head_change
 
 
 def test_bert_objective_and_tied_generator_layouts():

@@ -121,6 +121,8 @@ def test_hparams_from_file_and_round_trip(tmp_path):
      "model_hparam_overrides: hidden_size must be of type int, got '256'"),
     ({"model_hparam_overrides": {"hidden_dropout_prob": True}},
      "hidden_dropout_prob must be of type float"),
+    ({"model_hparam_overrides": {"hidden_act": "swish"}},
+     "hidden_act: unsupported activation 'swish': use one of gelu, relu, tanh, linear"),
 ])
 def test_bad_hparams_name_the_key(hparams, message):
   with pytest.raises(ConfigError, match=message):
@@ -132,3 +134,12 @@ def test_bad_model_name_and_hparams_string():
     resolve_pretraining_config("electra_tiny")
   with pytest.raises(ConfigError, match="--hparams is neither a JSON object"):
     resolve_pretraining_config("electra_small", None, "{num_train_steps: 3}")
+
+
+@pytest.mark.parametrize("activation", ["gelu", "relu", "tanh", "linear", "TANH", "", None])
+def test_every_official_activation_is_accepted(activation):
+  """Official modeling.get_activation: gelu, relu, tanh, linear (any case), "" or None."""
+  config = resolve_pretraining_config("electra_small", None, {
+      "debug": True, "model_hparam_overrides": {"hidden_act": activation}})
+  assert config.bert_config.hidden_act == activation
+  assert config.generator_bert_config.hidden_act == activation

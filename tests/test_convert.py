@@ -54,16 +54,37 @@ def electric_layout():
   return names
 
 
+UNTIED_H = 8  # generator_hidden_size 0.25: a generator narrower than E
+
+
 def untied_embeddings_layout():
-  names = electra_layout()
-  names.update(official_embeddings("generator", V, E))
+  """The generator's own embeddings are h wide: no embeddings_project, an h x h MLM dense."""
+  names = {n: s for n, s in electra_layout().items()
+           if not n.startswith(("generator/", "generator_predictions/"))}
+  names.update(official_embeddings("generator", V, UNTIED_H))
+  names.update(official_encoder("generator", UNTIED_H, UNTIED_H, 4 * UNTIED_H, L))
+  names.update(official_mlm_head("generator_predictions", UNTIED_H, UNTIED_H, V))
+  return names
+
+
+def electric_untied_layout():
+  names = {n: s for n, s in electric_layout().items()
+           if not n.startswith(("generator_", "cloze_predictions/"))}
+  for tower in ("generator_ltr", "generator_rtl"):
+    names.update(official_embeddings(tower, V, UNTIED_H))
+    names.update(official_encoder(tower, UNTIED_H, UNTIED_H, 4 * UNTIED_H, L))
+  names.update(official_mlm_head("cloze_predictions", 2 * UNTIED_H, UNTIED_H, V))
   return names
 
 
 LAYOUTS = {
     "electra": ({}, electra_layout),
     "electric": ({"electric_objective": True}, electric_layout),
-    "untied_embeddings": ({"untied_generator_embeddings": True}, untied_embeddings_layout),
+    "untied_embeddings": ({"untied_generator_embeddings": True, "generator_hidden_size": 0.25},
+                          untied_embeddings_layout),
+    "electric_untied_embeddings": ({"electric_objective": True, "generator_hidden_size": 0.25,
+                                    "untied_generator_embeddings": True},
+                                   electric_untied_layout),
 }
 
 

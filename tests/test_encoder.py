@@ -29,12 +29,19 @@ def np_gelu(x):
   return 0.5 * x * (1.0 + erf(x / np.sqrt(2.0)))
 
 
+# The official modeling.get_activation names (spec 4.1), written in numpy.
+NP_ACTIVATIONS = {"gelu": np_gelu, "relu": lambda x: np.maximum(x, 0.0), "tanh": np.tanh,
+                  "linear": lambda x: x, "": lambda x: x, None: lambda x: x,
+                  "ReLU": lambda x: np.maximum(x, 0.0)}
+
+
 def np_softmax(x):
   e = np.exp(x - x.max(-1, keepdims=True))
   return e / e.sum(-1, keepdims=True)
 
 
-def np_encoder(w, ids, mask, segments, n_layers, heads, direction="bidirectional"):
+def np_encoder(w, ids, mask, segments, n_layers, heads, direction="bidirectional",
+               activation="gelu"):
   """w: official-name -> numpy array; returns [batch, seq_len, hidden] (float64)."""
   L = ids.shape[1]
   x = (w["e/embeddings/word_embeddings"][ids] + w["e/embeddings/token_type_embeddings"][segments]
@@ -62,7 +69,7 @@ def np_encoder(w, ids, mask, segments, n_layers, heads, direction="bidirectional
     attn = np_layer_norm(dense(ctx, "attention/output/dense") + x,
                          w[p + "attention/output/LayerNorm/gamma"],
                          w[p + "attention/output/LayerNorm/beta"])
-    inter = np_gelu(dense(attn, "intermediate/dense"))
+    inter = NP_ACTIVATIONS[activation](dense(attn, "intermediate/dense"))
     x = np_layer_norm(dense(inter, "output/dense") + attn, w[p + "output/LayerNorm/gamma"],
                       w[p + "output/LayerNorm/beta"])
   return x
@@ -143,3 +150,49 @@ def test_shared_embeddings_are_one_variable():
   assert not gen.owns_embeddings
   with pytest.raises(ValueError, match="shared embeddings have size 8"):
     Encoder(CONFIG, 16, embeddings=shared)
+
+
+@pytest.mark.parametrize("activation", sorted(NP_ACTIVATIONS, key=str))
+def test_every_official_activation_in_the_encoder_and_heads(activation):
+  """hidden_act drives the feed-forward and the MLM/discriminator head denses, as the
+  official get_activation: gelu, relu, tanh, linear, "" and null (case-insensitive)."""
+  from electra_tf2.layers import DiscriminatorHead, MaskedLMHead
+  config = CONFIG.replace(hidden_act=activation)
+  config.validate("test")
+  encoder = Encoder(config, 8)
+  encoder.build()
+  randomise(encoder.weights, seed=4)
+  w = {n: v.numpy().astype(np.float64)
+       for n, v in checkpoint_names.encoder_variable_map(encoder, "e").items()}
+  ids, mask, segments = inputs(seed=5)
+  got = encoder(tf.constant(ids), tf.constant(mask), tf.constant(segments))
+  want = np_encoder(w, ids, mask, segments, CONFIG.num_hidden_layers,
+                    CONFIG.num_attention_heads, activation=activation)
+  real = mask.astype(bool)
+  np.testing.assert_allclose(got.numpy()[real], want[real], atol=1e-5, rtol=0)
+
+  act = NP_ACTIVATIONS[activation]
+  hidden = np.random.default_rng(6).normal(0, 1, (2, 3, 16)).astype(np.float32)
+  head = DiscriminatorHead(16, hidden_act=activation)
+  head.build(hidden.shape)
+  randomise(head.weights, seed=7)
+  k, b, k1, b1 = (v.numpy().astype(np.float64) for v in
+                  (head.dense.kernel, head.dense.bias, head.dense_1.kernel, head.dense_1.bias))
+  np.testing.assert_allclose(head(tf.constant(hidden)).numpy(),
+                             (act(hidden @ k + b) @ k1 + b1)[..., 0], atol=1e-4, rtol=1e-5)
+  mlm = MaskedLMHead(8, 40, hidden_act=activation)
+  mlm.build(hidden.shape)
+  randomise(mlm.weights, seed=8)
+  table = np.random.default_rng(9).normal(0, 1, (40, 8))
+  k, b, g, beta, out_b = (v.numpy().astype(np.float64) for v in (
+      mlm.dense.kernel, mlm.dense.bias, mlm.layer_norm.gamma, mlm.layer_norm.beta,
+      mlm.output_bias))
+  want = np_layer_norm(act(hidden @ k + b), g, beta) @ table.T + out_b
+  np.testing.assert_allclose(mlm(tf.constant(hidden), tf.constant(table, tf.float32)).numpy(),
+                             want, atol=1e-4, rtol=1e-5)
+
+
+def test_unknown_activation_is_a_config_error():
+  from electra_tf2.config import ConfigError
+  with pytest.raises(ConfigError, match="hidden_act: unsupported activation 'swish'"):
+    CONFIG.replace(hidden_act="swish").validate("model_hparam_overrides")

@@ -182,3 +182,43 @@ def test_loss_denominators_are_the_batch_weight_sums():
   assert dens["cloze"].numpy() == np.sum((mask == 1) & ~np.isin(ids, [101, 102, 103]))
   again = model(features, seed=tf.constant([9, 9]), denominators=dens)
   np.testing.assert_allclose(again["total_loss"].numpy(), out["total_loss"].numpy(), rtol=1e-6)
+
+
+TRUNCATED_NORMAL_STD = 0.02 * 0.8796256610342398  # std of N(0, 0.02) cut at 2 sigma
+
+
+@pytest.mark.parametrize("objective", ["electra", "electric"])
+def test_initial_weights_follow_the_official_initializers(objective):
+  """Every variable has the distribution of its official initialiser (spec 4.1), drawn
+  independently: truncated normal(0.02), glorot uniform, zeros or ones."""
+  model = debug_model(**OBJECTIVES[objective])
+  names = checkpoint_names.pretrainer_variable_map(model)
+  glorot = ("embeddings_project/kernel", "discriminator_predictions/dense_1/kernel")
+  first_values = {}
+  for name, variable in names.items():
+    value = variable.numpy().astype(np.float64)
+    if name.endswith("LayerNorm/gamma"):
+      np.testing.assert_array_equal(value, 1.0, err_msg=name)
+      continue
+    if name.endswith(("/bias", "LayerNorm/beta", "output_bias")):
+      np.testing.assert_array_equal(value, 0.0, err_msg=name)
+      continue
+    if name.endswith(glorot):
+      fan_in, fan_out = value.shape
+      limit = np.sqrt(6.0 / (fan_in + fan_out))
+      assert np.abs(value).max() <= limit, name
+      expected_std = limit / np.sqrt(3.0)
+    else:
+      assert np.abs(value).max() <= 0.04 + 1e-7, name
+      expected_std = TRUNCATED_NORMAL_STD
+    # Tolerance: 5 standard errors of a standard deviation estimate (plus 2% slack).
+    tolerance = 5 * expected_std / np.sqrt(2 * value.size) + 0.02 * expected_std
+    assert abs(value.std() - expected_std) < tolerance, (name, value.std(), expected_std)
+    assert abs(value.mean()) < 5 * expected_std / np.sqrt(value.size), name
+    first_values[name] = tuple(np.round(value.reshape(-1)[:4], 7))
+  # Independent draws: no two variables start with the same values (a Keras
+  # initializer instance shared by two weights would give both the same stream).
+  by_values = {}
+  for name, key in first_values.items():
+    assert key not in by_values, f"{name} and {by_values[key]} share their initial values"
+    by_values[key] = name

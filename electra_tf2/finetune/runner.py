@@ -185,8 +185,8 @@ class ModelRunner:
           loss /= global_batch_size
         scaled = (optimizer.scale_loss(loss)
                   if isinstance(optimizer, keras.optimizers.LossScaleOptimizer) else loss)
-      grads = tape.gradient(scaled, model.trainable_variables)
-      return [tf.convert_to_tensor(g) for g in grads], loss
+      # The word-embedding gradient stays sparse, for the official clip norm.
+      return tape.gradient(scaled, model.trainable_variables), loss
     compiled = tf.function(forward_backward, jit_compile=self.options.jit_compile)
 
     def replica_step(features):

@@ -1,6 +1,6 @@
 """Primitives: GELU, LayerNorm, embeddings, the Transformer block and the pre-training heads."""
 
-from electra_tf2.layers.activations import gelu
+from electra_tf2.layers.activations import gelu, get_activation
 from electra_tf2.layers.embeddings import EmbeddingBlock
 from electra_tf2.layers.heads import DiscriminatorHead, MaskedLMHead
 from electra_tf2.layers.layer_norm import LayerNorm, layer_norm

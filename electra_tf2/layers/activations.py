@@ -1,4 +1,4 @@
-"""GELU, the activation of the feed-forward blocks and the heads (model/modeling.py:264-276).
+"""Activations by name (model/modeling.py:264-348): the official GELU, relu, tanh, linear.
 
 The official `gelu` is the exact erf form, 0.5 x (1 + erf(x / sqrt(2))). Ours
 computes the same values, but with a hand-written gradient: automatic
@@ -11,6 +11,7 @@ docs/benchmarks.md).
 from __future__ import annotations
 
 import math
+from typing import Callable, Optional
 
 import tensorflow as tf
 
@@ -27,3 +28,19 @@ def gelu(x: tf.Tensor):
     return dy * (cdf + x * (tf.exp(-0.5 * tf.square(x)) * _INV_SQRT_2PI))
 
   return x * cdf, grad
+
+
+# The names the official `modeling.get_activation` accepts (`hidden_act`); "", None
+# and "linear" mean no activation.
+ACTIVATION_NAMES = ("gelu", "relu", "tanh", "linear")
+
+
+def get_activation(name: Optional[str]) -> Optional[Callable[[tf.Tensor], tf.Tensor]]:
+  """The official `get_activation`: a case-insensitive name -> function, None for linear."""
+  if not name or name.lower() == "linear":
+    return None
+  functions = {"gelu": gelu, "relu": tf.nn.relu, "tanh": tf.tanh}
+  if name.lower() not in functions:
+    raise ValueError(f"unsupported activation {name!r}: use one of "
+                     f"{', '.join(ACTIVATION_NAMES)} (or null)")
+  return functions[name.lower()]

@@ -39,15 +39,18 @@ class EmbeddingBlock(keras.layers.Layer):
     self.dropout = keras.layers.Dropout(dropout_rate, dtype=self.dtype_policy)
 
   def build(self, input_shape=None):
-    init = initializers.truncated_normal(self.initializer_range)
+    # One initializer per table: a Keras initializer instance has a fixed seed, so
+    # sharing one would make every table a copy of the first rows of another.
+    def init():
+      return initializers.truncated_normal(self.initializer_range)
     self.word_embeddings = self.add_weight(
-        name="word_embeddings", shape=(self.vocab_size, self.embedding_size), initializer=init)
+        name="word_embeddings", shape=(self.vocab_size, self.embedding_size), initializer=init())
     self.token_type_embeddings = self.add_weight(
         name="token_type_embeddings", shape=(self.type_vocab_size, self.embedding_size),
-        initializer=init)
+        initializer=init())
     self.position_embeddings = self.add_weight(
         name="position_embeddings", shape=(self.max_position_embeddings, self.embedding_size),
-        initializer=init)
+        initializer=init())
     self.layer_norm.build((None, None, self.embedding_size))
     super().build(input_shape)
 
@@ -61,7 +64,11 @@ class EmbeddingBlock(keras.layers.Layer):
     seq_len = tf.shape(input_ids)[1]
     dtype = self.compute_dtype
     embeddings = tf.gather(tf.cast(self.word_embeddings, dtype), input_ids)
-    embeddings += tf.gather(tf.cast(self.token_type_embeddings, dtype), segment_ids)
+    # Token types by one-hot matmul, as the official code always does: the
+    # table's gradient is then dense, as officially (a gather's would be
+    # sparse, which changes the global norm that gradients are clipped by).
+    one_hot = tf.one_hot(segment_ids, self.type_vocab_size, dtype=dtype)
+    embeddings += tf.einsum("bst,te->bse", one_hot, tf.cast(self.token_type_embeddings, dtype))
     embeddings += tf.cast(self.position_embeddings[:seq_len], dtype)[tf.newaxis]
     embeddings = self.layer_norm(embeddings)
     return self.dropout(embeddings, training=training)

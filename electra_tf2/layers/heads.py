@@ -1,21 +1,21 @@
 """Pre-training heads with the official structure and scope names.
 
 - `MaskedLMHead` (`generator_predictions`, `cloze_predictions`;
-  run_pretraining.py:254-268): dense to E with gelu, LayerNorm, logits against
-  the tied word embeddings plus `output_bias`.
+  run_pretraining.py:254-268): dense to E with the config's `hidden_act` (gelu),
+  LayerNorm, logits against the tied word embeddings plus `output_bias`.
 - `DiscriminatorHead` (`discriminator_predictions`; run_pretraining.py:183-218):
-  dense H with gelu, then `dense_1` to one logit (glorot init).
+  dense H with `hidden_act`, then `dense_1` to one logit (glorot init).
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import Any, Dict, Optional
 
 import keras
 import tensorflow as tf
 
 from electra_tf2.layers import initializers
-from electra_tf2.layers.activations import gelu
+from electra_tf2.layers.activations import get_activation
 from electra_tf2.layers.layer_norm import LayerNorm
 
 
@@ -28,13 +28,15 @@ class MaskedLMHead(keras.layers.Layer):
   """
 
   def __init__(self, embedding_size: int, vocab_size: int, initializer_range: float = 0.02,
-               **kwargs):
+               hidden_act: Optional[str] = "gelu", **kwargs):
     super().__init__(**kwargs)
     self.embedding_size = embedding_size
     self.vocab_size = vocab_size
     self.initializer_range = initializer_range
+    self.hidden_act = hidden_act
     self.dense = keras.layers.Dense(
-        embedding_size, activation=gelu, name="dense", dtype=self.dtype_policy,
+        embedding_size, activation=get_activation(hidden_act), name="dense",
+        dtype=self.dtype_policy,
         kernel_initializer=initializers.truncated_normal(initializer_range))
     self.layer_norm = LayerNorm(epsilon=1e-12, name="LayerNorm", dtype=self.dtype_policy)
 
@@ -59,7 +61,7 @@ class MaskedLMHead(keras.layers.Layer):
   def get_config(self) -> Dict[str, Any]:
     config = super().get_config()
     config.update(embedding_size=self.embedding_size, vocab_size=self.vocab_size,
-                  initializer_range=self.initializer_range)
+                  initializer_range=self.initializer_range, hidden_act=self.hidden_act)
     return config
 
 
@@ -67,12 +69,15 @@ class MaskedLMHead(keras.layers.Layer):
 class DiscriminatorHead(keras.layers.Layer):
   """`[batch, seq_len, hidden]` -> `[batch, seq_len]` replaced-token logits (float32)."""
 
-  def __init__(self, hidden_size: int, initializer_range: float = 0.02, **kwargs):
+  def __init__(self, hidden_size: int, initializer_range: float = 0.02,
+               hidden_act: Optional[str] = "gelu", **kwargs):
     super().__init__(**kwargs)
     self.hidden_size = hidden_size
     self.initializer_range = initializer_range
+    self.hidden_act = hidden_act
     self.dense = keras.layers.Dense(
-        hidden_size, activation=gelu, name="dense", dtype=self.dtype_policy,
+        hidden_size, activation=get_activation(hidden_act), name="dense",
+        dtype=self.dtype_policy,
         kernel_initializer=initializers.truncated_normal(initializer_range))
     self.dense_1 = keras.layers.Dense(1, name="dense_1", dtype=self.dtype_policy,
                                       kernel_initializer=initializers.glorot_uniform())
@@ -87,5 +92,6 @@ class DiscriminatorHead(keras.layers.Layer):
 
   def get_config(self) -> Dict[str, Any]:
     config = super().get_config()
-    config.update(hidden_size=self.hidden_size, initializer_range=self.initializer_range)
+    config.update(hidden_size=self.hidden_size, initializer_range=self.initializer_range,
+                  hidden_act=self.hidden_act)
     return config

@@ -9,13 +9,13 @@ Sub-layer names follow the official checkpoint scopes under
 from __future__ import annotations
 
 import math
-from typing import Any, Dict
+from typing import Any, Dict, Optional
 
 import keras
 import tensorflow as tf
 
 from electra_tf2.layers import initializers
-from electra_tf2.layers.activations import gelu
+from electra_tf2.layers.activations import get_activation
 from electra_tf2.layers.layer_norm import LayerNorm
 
 
@@ -43,11 +43,14 @@ def attention_bias(input_mask: tf.Tensor, direction: str, dtype: tf.DType) -> tf
 
 @keras.saving.register_keras_serializable(package="electra_tf2")
 class TransformerLayer(keras.layers.Layer):
-  """Self-attention + feed-forward: `[batch, seq_len, hidden]` -> same shape."""
+  """Self-attention + feed-forward: `[batch, seq_len, hidden]` -> same shape.
+
+  hidden_act: the feed-forward activation by official name (`get_activation`).
+  """
 
   def __init__(self, hidden_size: int, num_attention_heads: int, intermediate_size: int,
                hidden_dropout_prob: float = 0.1, attention_probs_dropout_prob: float = 0.1,
-               initializer_range: float = 0.02, **kwargs):
+               initializer_range: float = 0.02, hidden_act: Optional[str] = "gelu", **kwargs):
     super().__init__(**kwargs)
     if hidden_size % num_attention_heads:
       raise ValueError(f"hidden_size {hidden_size} is not a multiple of "
@@ -59,6 +62,7 @@ class TransformerLayer(keras.layers.Layer):
     self.hidden_dropout_prob = hidden_dropout_prob
     self.attention_probs_dropout_prob = attention_probs_dropout_prob
     self.initializer_range = initializer_range
+    self.hidden_act = hidden_act
 
     def dense(units: int, name: str, activation=None) -> keras.layers.Dense:
       return keras.layers.Dense(
@@ -76,7 +80,8 @@ class TransformerLayer(keras.layers.Layer):
     self.attention_output_dense = dense(hidden_size, "attention_output_dense")
     self.attention_layer_norm = layer_norm("attention_output_LayerNorm")
     # intermediate/dense, output/*
-    self.intermediate_dense = dense(intermediate_size, "intermediate_dense", activation=gelu)
+    self.intermediate_dense = dense(intermediate_size, "intermediate_dense",
+                                    activation=get_activation(hidden_act))
     self.output_dense = dense(hidden_size, "output_dense")
     self.output_layer_norm = layer_norm("output_LayerNorm")
     self.attention_dropout = keras.layers.Dropout(attention_probs_dropout_prob,
@@ -137,5 +142,5 @@ class TransformerLayer(keras.layers.Layer):
                   intermediate_size=self.intermediate_size,
                   hidden_dropout_prob=self.hidden_dropout_prob,
                   attention_probs_dropout_prob=self.attention_probs_dropout_prob,
-                  initializer_range=self.initializer_range)
+                  initializer_range=self.initializer_range, hidden_act=self.hidden_act)
     return config

@@ -58,10 +58,13 @@ class ElectraPretrainer(keras.Model):
           dropout_rate=dropout_rate, name=name, dtype=self.dtype_policy)
 
     def encoder(bert_config, name: str, direction: str = "bidirectional") -> Encoder:
-      shared = None if (name != "electra" and config.untied_generator_embeddings) \
-          else self.embeddings
+      if name != "electra" and config.untied_generator_embeddings:
+        # Official: `embedding_size=None`, so the generator's own embeddings have
+        # its hidden size and it has no embeddings_project (run_pretraining.py:80-86, 294-305).
+        return Encoder(bert_config, None, attention_direction=direction, name=name,
+                       dtype=self.dtype_policy)
       return Encoder(bert_config, embedding_size, attention_direction=direction,
-                     embeddings=shared, name=name, dtype=self.dtype_policy)
+                     embeddings=self.embeddings, name=name, dtype=self.dtype_policy)
 
     # ---- encoders ----
     self.embeddings = embedding_block("embeddings", bert.hidden_dropout_prob)
@@ -76,16 +79,21 @@ class ElectraPretrainer(keras.Model):
         self.generator = encoder(generator_bert, "generator")
 
     # ---- heads ----
+    # The MLM/cloze dense maps to the width of the table it is tied to
+    # (`get_token_logits`, run_pretraining.py:254-268).
     self.mlm_head = self.cloze_head = self.discriminator_head = None
     if config.two_tower_generator:
-      self.cloze_head = MaskedLMHead(embedding_size, bert.vocab_size, bert.initializer_range,
+      self.cloze_head = MaskedLMHead(self.generator_ltr.embedding_size, bert.vocab_size,
+                                     bert.initializer_range, bert.hidden_act,
                                      name="cloze_predictions", dtype=self.dtype_policy)
     elif not config.uniform_generator:
-      self.mlm_head = MaskedLMHead(embedding_size, bert.vocab_size, bert.initializer_range,
+      self.mlm_head = MaskedLMHead((self.generator or self.discriminator).embedding_size,
+                                   bert.vocab_size, bert.initializer_range, bert.hidden_act,
                                    name="generator_predictions", dtype=self.dtype_policy)
     if self.has_discriminator:
       self.discriminator_head = DiscriminatorHead(
-          bert.hidden_size, bert.initializer_range, name="discriminator_predictions",
+          bert.hidden_size, bert.initializer_range, bert.hidden_act,
+          name="discriminator_predictions",
           dtype=self.dtype_policy)
     self.build()
 

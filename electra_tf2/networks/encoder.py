@@ -74,7 +74,7 @@ class Encoder(keras.layers.Layer):
             hidden_dropout_prob=bert_config.hidden_dropout_prob,
             attention_probs_dropout_prob=bert_config.attention_probs_dropout_prob,
             initializer_range=bert_config.initializer_range,
-            name=f"layer_{i}", dtype=self.dtype_policy))
+            hidden_act=bert_config.hidden_act, name=f"layer_{i}", dtype=self.dtype_policy))
 
   def build(self, input_shape=None):
     if not self.embeddings.built:

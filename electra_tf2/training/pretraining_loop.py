@@ -175,9 +175,15 @@ class PretrainingRun:
   # Steps
   # -------------------------------------------------------------------------
 
-  def _seed(self, shard: tf.Tensor) -> tf.Tensor:
-    step = tf.cast(self.global_step, tf.int32)
-    return tf.stack([step, tf.cast(shard, tf.int32) + self.config.seed * 65536])
+  def _seed(self, shard: tf.Tensor, draw: Optional[tf.Tensor] = None) -> tf.Tensor:
+    """The `[2]` masking/sampling seed of one shard of a training step or eval batch.
+
+    draw: the step (default: the global step); eval batch i passes -1 - i, a
+    stream of its own, so every eval batch gets fresh masks and samples (the
+    official code draws anew for each batch) and evaluation stays reproducible.
+    """
+    draw = tf.cast(self.global_step if draw is None else draw, tf.int32)
+    return tf.stack([draw, tf.cast(shard, tf.int32) + self.config.seed * 65536])
 
   def _replica_train_step(self, micro_batches: List[Dict[str, tf.Tensor]]) -> Dict[str, tf.Tensor]:
     """One optimizer step on this replica: accumulate the micro-batches' gradients."""
@@ -191,7 +197,8 @@ class PretrainingRun:
     for i, features in enumerate(micro_batches):
       grads, losses = self._compute_gradients(
           features, self._seed(replica * self.accumulation + i), denominators)
-      grads_sum = grads if grads_sum is None else [a + b for a, b in zip(grads_sum, grads)]
+      grads_sum = grads if grads_sum is None else [
+          optimization.add_gradients(a, b) for a, b in zip(grads_sum, grads)]
       losses_sum = {k: losses_sum.get(k, 0.0) + v for k, v in losses.items()}
     self.optimizer.apply(grads_sum, variables)
     return losses_sum
@@ -202,8 +209,8 @@ class PretrainingRun:
       loss = outputs["total_loss"]
       if isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer):
         loss = self.optimizer.scale_loss(loss)
+    # Sparse (IndexedSlices) gradients stay sparse: see optimization.py on clipping.
     grads = tape.gradient(loss, self.model.trainable_variables)
-    grads = [tf.convert_to_tensor(g) for g in grads]  # dense: summed across micro-batches
     stats = {f"metric/{k}": v for k, v in objectives.metric_statistics(outputs).items()}
     return grads, {**{k: outputs[k] for k in LOSS_NAMES if k in outputs}, **stats}
 
@@ -360,34 +367,38 @@ class PretrainingRun:
   # Eval
   # -------------------------------------------------------------------------
 
-  def evaluate(self) -> Dict[str, float]:
-    """The official eval metrics over num_eval_steps batches of the latest checkpoint."""
+  def evaluate(self, checkpoint_path: Optional[str] = None) -> Dict[str, float]:
+    """The official eval metrics over num_eval_steps batches.
+
+    checkpoint_path: a `ckpt-N` prefix; default the latest checkpoint of model_dir.
+    """
     config = self.config
     checkpoint = tf.train.Checkpoint(model=self.model, global_step=self.global_step)
-    latest = checkpoints.latest_checkpoint(config.model_dir)
+    latest = checkpoint_path or checkpoints.latest_checkpoint(config.model_dir)
     if latest is None:
       raise FileNotFoundError(f"no checkpoint in {config.model_dir} to evaluate; train first")
     self._check_saved_config()
     self._restore(checkpoint, latest, partial=True)
 
-    def replica_eval(features):
+    def replica_eval(features, index):
       replica = tf.distribute.get_replica_context().replica_id_in_sync_group
-      outputs = self.model(features, training=False, seed=self._seed(replica))
+      outputs = self.model(features, training=False, seed=self._seed(replica, -1 - index))
       stats = objectives.metric_statistics(outputs)
       stats["loss"] = tf.reshape(outputs["total_loss"], [1])
       return stats
 
     @tf.function
-    def eval_step(iterator):
-      per_replica = self.strategy.run(replica_eval, args=(self._distribute(next(iterator)),))
+    def eval_step(iterator, index):
+      per_replica = self.strategy.run(replica_eval,
+                                      args=(self._distribute(next(iterator)), index))
       return {k: self.strategy.reduce(tf.distribute.ReduceOp.SUM, v, None)
               for k, v in per_replica.items()}
 
     iterator = self._worker_iterator(is_training=False)
     accumulator = objectives.MetricAccumulator()
     loss_total = 0.0
-    for _ in range(config.num_eval_steps):
-      stats = eval_step(iterator)
+    for index in range(config.num_eval_steps):
+      stats = eval_step(iterator, tf.constant(index))
       loss_total += float(stats.pop("loss")[0]) / self.num_replicas
       accumulator.update(stats)
     results = accumulator.result()
