@@ -113,6 +113,12 @@ class PretrainingRun:
           f"{'train' if config.do_train else 'eval'}_batch_size {global_batch} is not divisible "
           f"by {self.num_replicas} replicas x {self.accumulation} gradient_accumulation_steps")
     self.micro_batch = global_batch // (self.num_replicas * self.accumulation)
+    resolver = getattr(self.strategy, "cluster_resolver", None)
+    self.num_workers, self.worker_id = 1, 0
+    if isinstance(self.strategy, tf.distribute.MultiWorkerMirroredStrategy) and resolver:
+      self.num_workers = self.strategy.extended._num_workers  # pylint: disable=protected-access
+      self.worker_id = resolver.task_id if resolver.task_type != "chief" else 0
+    self.local_replicas = self.num_replicas // self.num_workers
     if config.deterministic:
       tf.config.experimental.enable_op_determinism()
 
@@ -148,14 +154,8 @@ class PretrainingRun:
     hands replica r rows [r * micro_batch, (r + 1) * micro_batch). So replicas
     see the same rows that one device would see over consecutive micro-batches.
     """
-    resolver = getattr(self.strategy, "cluster_resolver", None)
-    num_workers, worker_id = 1, 0
-    if isinstance(self.strategy, tf.distribute.MultiWorkerMirroredStrategy) and resolver:
-      num_workers = self.strategy.extended._num_workers  # pylint: disable=protected-access
-      worker_id = resolver.task_id if resolver.task_type != "chief" else 0
-    self.local_replicas = self.num_replicas // num_workers
-    context = tf.distribute.InputContext(num_input_pipelines=num_workers,
-                                         input_pipeline_id=worker_id,
+    context = tf.distribute.InputContext(num_input_pipelines=self.num_workers,
+                                         input_pipeline_id=self.worker_id,
                                          num_replicas_in_sync=self.num_replicas)
     dataset = pretrain_data.input_fn(self.config, is_training,
                                      self.micro_batch * self.local_replicas, context,
