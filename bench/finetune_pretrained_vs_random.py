@@ -194,7 +194,7 @@ def main() -> int:
   if not os.path.isdir(records):
     run([python, "data_prep/build_pretraining_dataset.py", "--vocab-file", vocab,
          "--output-dir", records, "--max-seq-length", str(args.pretrain_max_seq_length),
-         "--num-shards", "4", "--seed", str(args.seed), "--no-progress"]
+         "--num-shards", "1000", "--seed", str(args.seed), "--no-progress"]
         + [flag for d in dirs for flag in ("--corpus-dir", d)], env)
   timings["build_tfrecords_s"] = time.time() - start
 

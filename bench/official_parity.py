@@ -28,6 +28,9 @@ Stages (each skips the work that is done, so a rerun resumes):
   eval         every checkpoint (the official ones converted by electra_tf2.convert)
                on the same held-out batches and masks, dropout off, by one evaluator;
                prints the table and writes <work-dir>/parity.json and parity.png.
+  dropout      our trained seed-0 model in both codes, one batch with fixed masks, dropout
+               on: the mean losses over --dropout-passes passes must agree (placement
+               and rates of dropout).
 
 Hparams default to the setting of the parity issue: debug model (3 layers, hidden
 144, embedding 128, generator 36), batch 32, length 64, lr 1e-3, 1500 steps,
@@ -158,7 +161,7 @@ def official_worker(spec: Dict[str, Any]) -> None:
   with graph.as_default():
     tf1.set_random_seed(spec["seed"])
     seeded = None
-    if spec["mode"] == "steps":
+    if spec["mode"] in ("steps", "dropout"):
       seeded = SeededRandom(tf1)
       pretrain_helpers.tf = _TensorFlowWith(tf1, seeded)
       shape = [config.train_batch_size, config.max_seq_length]
@@ -180,6 +183,8 @@ def official_worker(spec: Dict[str, Any]) -> None:
       if spec["mode"] == "steps":
         _official_steps(tf1, sess, spec, features, seeded, losses, learning_rate["tensor"],
                         train_op)
+      elif spec["mode"] == "dropout":
+        _official_dropout_passes(tf1, sess, spec, features, seeded, losses)
       else:
         _official_train(tf1, sess, spec, config, losses, train_op, global_step, saver)
 
@@ -206,6 +211,22 @@ def _official_steps(tf1, sess, spec, features, seeded, losses, learning_rate, tr
   np.savez(spec["output"] + ".npz", **{k.replace("/", "|"): v for k, v in after.items()})
   with open(spec["output"] + ".json", "w", encoding="utf-8") as f:
     json.dump({"steps": results, "init_stats": stats}, f)
+
+
+def _official_dropout_passes(tf1, sess, spec, features, seeded, losses):
+  """The losses of one batch with fixed masks and samples, dropout on, spec["passes"] times."""
+  import numpy as np
+  sess.run(tf1.global_variables_initializer())
+  tf1.train.Saver(tf1.trainable_variables()).restore(sess, spec["init_checkpoint"])
+  batches = np.load(spec["batches"])
+  seeds = spec["seeds"][0]
+  feed = {features[name]: batches[name][0] for name in features}
+  feed.update({seeded.position_seed: seeds["position"], seeded.keep_seed: seeds["keep"],
+               seeded.sample_seed: seeds["sample"]})
+  passes = [{k: float(v) for k, v in sess.run(losses, feed).items()}
+            for _ in range(spec["passes"])]
+  with open(spec["output"] + ".json", "w", encoding="utf-8") as f:
+    json.dump(passes, f)
 
 
 def _official_train(tf1, sess, spec, config, losses, train_op, global_step, saver):
@@ -374,6 +395,67 @@ def stage_equivalence(args) -> Dict[str, Any]:
   return result
 
 
+def stage_dropout(args) -> Dict[str, Any]:
+  """Dropout placement and rates: the mean losses of one batch under dropout, both codes.
+
+  The same trained weights (our seed-0 model at the last --eval-at step, written in the
+  official layout), batch, masks and samples; only the dropout draws differ from pass
+  to pass. Dropout in another place or at another rate moves the mean loss of a
+  trained model, so the means must agree within their standard errors.
+  """
+  import numpy as np
+  import tensorflow as tf
+  from electra_tf2 import convert, pretrained
+  out_dir = os.path.join(args.work_dir, "equivalence")
+  ours_dir = model_dir(args, "ours", args.seeds[0])
+  checkpoint = os.path.join(ours_dir, f"ckpt-{max(args.eval_at)}")
+  official_prefix = convert.export_official_checkpoint(
+      ours_dir, os.path.join(out_dir, "trained"), checkpoint)
+  model = pretrained.restore_pretrainer(ours_dir, checkpoint)
+  batches = np.load(os.path.join(out_dir, "batches.npz"))
+  features = {k: tf.constant(batches[k][0]) for k in ("input_ids", "input_mask", "segment_ids")}
+  seed = tf.constant([0, 0], tf.int32)
+  mask_seed, sample_seed = tf.unstack(tf.random.experimental.stateless_split(seed, 2))
+  position, keep = tf.unstack(tf.random.experimental.stateless_split(mask_seed, 2))
+  seeds = [{"position": position.numpy().tolist(), "keep": keep.numpy().tolist(),
+            "sample": sample_seed.numpy().tolist()}]
+  call = tf.function(lambda: model(features, training=True, seed=seed))
+  ours = []
+  for _ in range(args.dropout_passes):
+    out = call()
+    ours.append({"total_loss": float(out["total_loss"]), "mlm_loss": float(out["mlm_loss"])})
+  run_official(args, {"mode": "dropout", "data_dir": os.path.join(args.work_dir, "data"),
+                      "hparams": args.hparams, "seed": 0, "init_checkpoint": official_prefix,
+                      "batches": os.path.join(out_dir, "batches.npz"), "seeds": seeds,
+                      "passes": args.dropout_passes,
+                      "output": os.path.join(out_dir, "official_dropout")})
+  with open(os.path.join(out_dir, "official_dropout.json"), encoding="utf-8") as f:
+    official = json.load(f)
+  result = {}
+  log(f"\ndropout: mean loss of one batch over {args.dropout_passes} passes with dropout on "
+      "(the same trained weights, masks and samples), +- standard error")
+  disc_weight = our_config(args).disc_weight
+  for sample in (ours, official):
+    for row in sample:
+      row["disc_loss"] = (row["total_loss"] - row["mlm_loss"]) / disc_weight
+  for name in ("mlm_loss", "disc_loss"):
+    stats = {}
+    for side, sample in (("ours", ours), ("official", official)):
+      values = np.array([row[name] for row in sample])
+      stats[side] = (float(values.mean()), float(values.std(ddof=1) / np.sqrt(len(values))))
+    z = (stats["ours"][0] - stats["official"][0]) / np.hypot(stats["ours"][1],
+                                                              stats["official"][1])
+    result[name] = {"ours": stats["ours"], "official": stats["official"], "z": float(z)}
+    log(f"  {name:<10} ours {stats['ours'][0]:.4f} +- {stats['ours'][1]:.4f}   official "
+        f"{stats['official'][0]:.4f} +- {stats['official'][1]:.4f}   z = {z:+.2f}")
+  # Without dropout both codes give one value; the spread above is dropout's alone.
+  no_dropout = model(features, training=False, seed=seed)
+  log(f"  (dropout off: mlm_loss {float(no_dropout['mlm_loss']):.4f})")
+  with open(os.path.join(out_dir, "dropout.json"), "w", encoding="utf-8") as f:
+    json.dump(result, f, indent=1)
+  return result
+
+
 def model_dir(args, side: str, seed: int) -> str:
   return os.path.join(args.work_dir, "models", f"{side}_seed{seed}")
 
@@ -501,15 +583,16 @@ def main(argv=None) -> int:
   parser.add_argument("--eval-at", default="500,1000,1500")
   parser.add_argument("--eval-batches", type=int, default=60)
   parser.add_argument("--equivalence-steps", type=int, default=8)
+  parser.add_argument("--dropout-passes", type=int, default=100)
   parser.add_argument("--hparams", default="{}", help="JSON merged over the issue's setting")
-  parser.add_argument("--stages", default="data,equivalence,train,eval")
+  parser.add_argument("--stages", default="data,equivalence,train,eval,dropout")
   parser.add_argument("--official-worker", help=argparse.SUPPRESS)
   args = parser.parse_args(argv)
   if args.official_worker:
     official_worker(json.loads(args.official_worker))
     return 0
   stages = args.stages.split(",")
-  unknown = set(stages) - {"data", "equivalence", "train", "eval"}
+  unknown = set(stages) - {"data", "equivalence", "train", "eval", "dropout"}
   if unknown:
     parser.error(f"--stages: unknown stage(s) {', '.join(sorted(unknown))}")
   if not args.official_dir or not os.path.exists(
@@ -529,6 +612,8 @@ def main(argv=None) -> int:
     stage_train(args)
   if "eval" in stages:
     stage_eval(args)
+  if "dropout" in stages:
+    stage_dropout(args)
   return 0
 
 

@@ -45,7 +45,7 @@ DEFAULT_MAX_BYTES = 4_000_000      # total corpus size
 STDLIB_SHARE = 0.5                 # at most this share from the standard library
 DEFAULT_NUM_FILES = 8
 DEFAULT_VOCAB_SIZE = 8000
-DEFAULT_NUM_SHARDS = 16
+DEFAULT_NUM_SHARDS = 256  # enough for the pipeline to mix its ~8k examples (docs/data_prep.md)
 DEFAULT_SEED = 12345
 
 _SKIP_DIRS = {"site-packages", "dist-packages", "test", "tests", "testing", "idlelib",

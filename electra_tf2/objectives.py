@@ -223,6 +223,82 @@ def auc_from_counts(counts: np.ndarray) -> float:
   return float(np.sum((fp_rate[:-1] - fp_rate[1:]) * (tp_rate[:-1] + tp_rate[1:]) / 2.0))
 
 
+# ---------------------------------------------------------------------------
+# Trivial baselines of the eval metrics (printed beside them, never replacing them)
+# ---------------------------------------------------------------------------
+
+
+def baseline_statistics(outputs: Dict[str, tf.Tensor], vocab_size: int) -> Dict[str, tf.Tensor]:
+  """Per-batch sufficient statistics of the trivial baselines (they add up like
+  `metric_statistics`): `masked_lm_target_counts` `[vocab]`, the weighted count of
+  each target id."""
+  ids = tf.reshape(tf.cast(outputs["masked_lm_ids"], tf.int32), [-1])
+  weights = tf.reshape(tf.cast(outputs["masked_lm_weights"], tf.float32), [-1])
+  return {"masked_lm_target_counts": tf.math.unsorted_segment_sum(weights, ids, vocab_size)}
+
+
+def trivial_baselines(totals: Mapping[str, np.ndarray]) -> Dict[str, float]:
+  """What a model that learnt nothing scores on the same batches.
+
+  masked_lm_accuracy / masked_lm_loss: always the most frequent target token /
+  the targets' unigram distribution (its entropy); disc_accuracy: always
+  "original" (the share of real tokens not replaced); disc_loss: a constant
+  prediction of the replaced share (its binary entropy); disc_auc: 0.5;
+  disc_precision, disc_recall: 0 (nothing is called replaced).
+
+  totals: summed `metric_statistics` and `baseline_statistics`.
+  """
+  baselines: Dict[str, float] = {}
+  counts = np.asarray(totals.get("masked_lm_target_counts", []), np.float64)
+  if counts.sum() > 0:
+    p = counts[counts > 0] / counts.sum()
+    baselines["masked_lm_accuracy"] = float(p.max())
+    baselines["masked_lm_loss"] = float(-(p * np.log(p)).sum())
+  if "disc_accuracy" in totals:
+    tokens, replaced = float(totals["disc_accuracy"][1]), float(totals["disc_recall"][1])
+    share = replaced / tokens if tokens else 0.0
+    baselines["disc_accuracy"] = 1.0 - share
+    baselines["disc_loss"] = float(-sum(q * math.log(q) for q in (share, 1.0 - share) if q > 0))
+    baselines.update(disc_auc=0.5, disc_precision=0.0, disc_recall=0.0)
+  return baselines
+
+
+_BASELINE_NAMES = {"masked_lm_accuracy": "always the most frequent token",
+                   "masked_lm_loss": "the tokens' unigram frequencies",
+                   "disc_loss": "the replaced share, everywhere",
+                   "disc_auc": "chance", "disc_accuracy": 'always "original"',
+                   "disc_precision": 'always "original"', "disc_recall": 'always "original"'}
+
+
+def describe_results(results: Mapping[str, float], baselines: Mapping[str, float]) -> str:
+  """The eval metrics beside their trivial baselines, and one sentence on what was learnt."""
+  lines = [f"{'metric':<28}{'value':>10}{'trivial baseline':>18}"]
+  for name in sorted(results):
+    if name in baselines:
+      lines.append(f"{name:<28}{results[name]:>10.4f}{baselines[name]:>18.4f}  "
+                   f"({_BASELINE_NAMES[name]})")
+    elif isinstance(results[name], float):
+      lines.append(f"{name:<28}{results[name]:>10.4f}")
+  sentences = []
+  if "masked_lm_accuracy" in baselines:
+    sentences.append(
+        f"The generator fills in {results['masked_lm_accuracy']:.1%} of the masked tokens "
+        f"(always guessing the most frequent token: {baselines['masked_lm_accuracy']:.1%}).")
+  if "disc_auc" in results and "disc_accuracy" in baselines:
+    auc, recall = results["disc_auc"], results["disc_recall"]
+    sentence = (f"The discriminator ranks replaced tokens above original ones with AUC "
+                f"{auc:.3f} (chance: 0.5)")
+    if recall < 0.1:
+      sentence += (f", but at the 0.5 threshold it calls almost every token original (recall "
+                   f"{recall:.1%}), as a young discriminator does: only "
+                   f"{1 - baselines['disc_accuracy']:.1%} of the tokens are replaced, so "
+                   f"answering \"original\" everywhere scores {baselines['disc_accuracy']:.1%}.")
+    else:
+      sentence += f" and finds {recall:.1%} of them at the 0.5 threshold."
+    sentences.append(sentence)
+  return "\n".join(lines + ([""] + sentences if sentences else []))
+
+
 class MetricAccumulator:
   """Streams `metric_statistics` over eval batches into the official metric values."""
 
@@ -234,9 +310,16 @@ class MetricAccumulator:
       value = np.asarray(value, np.float64)
       self._totals[name] = self._totals.get(name, 0.0) + value
 
+  @property
+  def totals(self) -> Dict[str, np.ndarray]:
+    """The summed statistics so far."""
+    return dict(self._totals)
+
   def result(self) -> Dict[str, float]:
     results = {}
     for name, total in self._totals.items():
+      if name == "masked_lm_target_counts":
+        continue  # a baseline's statistic (trivial_baselines)
       if name == "disc_auc_counts":
         results["disc_auc"] = auc_from_counts(total)
       else:

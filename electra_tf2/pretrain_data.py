@@ -7,6 +7,7 @@ The TFRecords hold only `input_ids`, `input_mask` and `segment_ids`
 from __future__ import annotations
 
 import collections
+import math
 from typing import Dict, List, Optional
 
 import tensorflow as tf
@@ -44,6 +45,11 @@ def get_updated_inputs(inputs: Inputs, **kwargs) -> Inputs:
 # ---------------------------------------------------------------------------
 
 FEATURE_NAMES = ("input_ids", "input_mask", "segment_ids")
+# The official pipeline reads CYCLE_LENGTH files at once, one record from each in
+# turn, then shuffles SHUFFLE_BUFFER records (pretrain/pretrain_data.py:52-64).
+CYCLE_LENGTH = 4
+SHUFFLE_BUFFER = 100
+OFFICIAL_NUM_SHARDS = 1000  # what the official builder always writes
 
 
 class DataError(ValueError):
@@ -88,6 +94,42 @@ def check_tfrecords(patterns: str, max_seq_length: int) -> List[str]:
                       f"{max_seq_length}; pass --hparams '{{\"max_seq_length\": {length}}}' or "
                       "rebuild the data with --max-seq-length")
   return files
+
+
+def estimated_num_examples(files: List[str]) -> int:
+  """The number of records in `files`, from their sizes and the first 100 records' sizes."""
+  sizes = [len(r.numpy()) + 16 for r in tf.data.TFRecordDataset(files[0]).take(100)]  # + CRCs
+  if not sizes:
+    return 0
+  return round(sum(tf.io.gfile.stat(f).length for f in files) / (sum(sizes) / len(sizes)))
+
+
+def mixing_warning(files: List[str], batch_size: int) -> Optional[str]:
+  """One line when the files are too few for the official pipeline to mix the data.
+
+  The builder writes consecutive examples to the files in turn, so record k of
+  every file comes from the same stretch of the corpus. The pipeline reads
+  CYCLE_LENGTH files side by side and shuffles SHUFFLE_BUFFER records, so one
+  batch holds about r = (batch + 100) / 4 consecutive records of each file it
+  reads: a stretch of about r x (number of files) consecutive examples. When that
+  stretch is shorter than the data set, training walks through the corpus nearly
+  in order (one book, one passage at a time). No warning from the official
+  1000 files on: a corpus that needs more is large enough for each stretch to
+  hold many documents. See docs/data_prep.md.
+  """
+  if len(files) >= OFFICIAL_NUM_SHARDS:
+    return None
+  examples = estimated_num_examples(files)
+  per_file = (batch_size + SHUFFLE_BUFFER) / min(CYCLE_LENGTH, len(files))
+  stretch = per_file * len(files)
+  if stretch >= examples:
+    return None
+  wanted = min(OFFICIAL_NUM_SHARDS, math.ceil(examples / per_file))
+  return (f"warning: {len(files)} pre-training TFRecord files for about {examples:,} examples: "
+          f"a batch of {batch_size} covers only about {round(stretch):,} consecutive examples, "
+          "so training sees the corpus nearly in order. Rebuild the data with --num-shards "
+          f"{wanted} or more (the official builder writes {OFFICIAL_NUM_SHARDS}); see "
+          "docs/data_prep.md")
 
 
 def corrupt_data_error(patterns: str, error: tf.errors.DataLossError) -> DataError:
@@ -144,13 +186,13 @@ def input_fn(config, is_training: bool, batch_size: int,
   n_files = len(files) // num_pipelines if shard_files else len(files)
   seed = config.seed * 1009 + pipeline_id
   dataset = dataset.repeat().shuffle(max(n_files, 1), seed=seed)
-  cycle_length = min(4, n_files)
+  cycle_length = min(CYCLE_LENGTH, n_files)
   dataset = dataset.interleave(tf.data.TFRecordDataset, cycle_length=cycle_length,
                                num_parallel_calls=cycle_length,
                                deterministic=deterministic or not is_training)
   if num_pipelines > 1 and not shard_files:
     dataset = dataset.shard(num_pipelines, pipeline_id)
-  dataset = dataset.shuffle(100, seed=seed)
+  dataset = dataset.shuffle(SHUFFLE_BUFFER, seed=seed)
   dataset = dataset.batch(batch_size, drop_remainder=True)
   dataset = dataset.map(lambda records: _parse_batch(records, config.max_seq_length),
                         num_parallel_calls=tf.data.AUTOTUNE,

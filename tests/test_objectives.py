@@ -179,3 +179,33 @@ def test_auc_counts_equal_comparing_every_prob_with_every_threshold():
   want = np.stack([(pos & above).sum(0), (pos & ~above).sum(0),
                    (~pos & ~above).sum(0), (~pos & above).sum(0)])
   np.testing.assert_array_equal(got, want)
+
+
+def test_trivial_baselines_by_hand():
+  """Targets 5, 5, 7 | 5 (weights 0 elsewhere); 10 real tokens, 2 of them replaced."""
+  outputs = {k: tf.constant(v) for k, v in dict(
+      input_mask=np.array([[1] * 6, [1] * 4 + [0, 0]], np.int32),
+      masked_lm_ids=np.array([[5, 5, 7], [5, 0, 0]], np.int32),
+      masked_lm_weights=np.array([[1, 1, 1], [1, 0, 0]], np.float32),
+      mlm_preds=np.zeros((2, 3), np.int32), sampled_tokids=np.zeros((2, 3), np.int32),
+      mlm_per_example_loss=np.ones((2, 3), np.float32),
+      disc_labels=np.array([[0, 1, 0, 0, 0, 0], [0, 0, 1, 0, 0, 0]], np.int32),
+      disc_probs=np.full((2, 6), 0.2, np.float32), disc_preds=np.zeros((2, 6), np.int32),
+      disc_per_example_loss=np.ones(2, np.float32)).items()}
+  acc = objectives.MetricAccumulator()
+  acc.update({**objectives.metric_statistics(outputs),
+              **objectives.baseline_statistics(outputs, vocab_size=10)})
+  assert "masked_lm_target_counts" not in acc.result()  # not an official metric
+  got = objectives.trivial_baselines(acc.totals)
+  assert got["masked_lm_accuracy"] == pytest.approx(0.75)  # always token 5
+  assert got["masked_lm_loss"] == pytest.approx(-(0.75 * np.log(0.75) + 0.25 * np.log(0.25)))
+  assert got["disc_accuracy"] == pytest.approx(0.8)  # always "original": 8 of 10
+  assert got["disc_loss"] == pytest.approx(-(0.2 * np.log(0.2) + 0.8 * np.log(0.8)))
+  assert (got["disc_auc"], got["disc_precision"], got["disc_recall"]) == (0.5, 0.0, 0.0)
+  text = objectives.describe_results(dict(acc.result(), disc_auc=0.73, disc_recall=0.02), got)
+  assert "masked_lm_accuracy" in text and "(always the most frequent token)" in text
+  assert "The generator fills in 0.0% of the masked tokens (always guessing the most " \
+         "frequent token: 75.0%)." in text
+  assert ('calls almost every token original (recall 2.0%), as a young discriminator does: '
+          'only 20.0% of the tokens are replaced, so answering "original" everywhere scores '
+          '80.0%.') in text

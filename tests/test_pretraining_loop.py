@@ -79,6 +79,49 @@ def test_input_fn_batches_and_worker_shards(tmp_path):
   assert seen[0] and seen[1] and not seen[0] & seen[1]
 
 
+def batch_spread(data_dir: str, num_shards: int, num_batches: int = 40) -> float:
+  """Builds a corpus of numbered documents into num_shards files with the data builder,
+  reads it through the official pipeline and returns the mixing statistic: the mean
+  standard deviation of the source positions within a batch, relative to that of
+  positions drawn uniformly from the whole corpus (1: fully mixed, 0: in order)."""
+  from data_prep.pretraining import BuildConfig, build_pretraining_data
+  n_docs = 3000
+  os.makedirs(data_dir, exist_ok=True)
+  words = [f"w{i}" for i in range(n_docs)]
+  with open(os.path.join(data_dir, "vocab.txt"), "w") as f:
+    f.write("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + words) + "\n")
+  corpus = os.path.join(data_dir, "corpus.txt")
+  with open(corpus, "w") as f:  # document i: one line of the word w<i>
+    f.write("\n\n".join(" ".join([word] * 20) for word in words) + "\n")
+  build_pretraining_data(BuildConfig(
+      inputs=[corpus], vocab_file=os.path.join(data_dir, "vocab.txt"),
+      output_dir=os.path.join(data_dir, "pretrain_tfrecords"), max_seq_length=32,
+      num_shards=num_shards, seed=0, progress=False), log=lambda s: None)
+  config = resolve_pretraining_config("electra_small", data_dir, dict(
+      TINY, vocab_size=n_docs + 5))
+  stds = [np.std(batch["input_ids"].numpy()[:, 1] - 5)
+          for batch in pretrain_data.input_fn(config, True, 8).take(num_batches)]
+  return float(np.mean(stds)) / (n_docs / np.sqrt(12.0))
+
+
+def test_too_few_shards_read_the_corpus_in_order_and_training_warns(tmp_path):
+  """The builder writes consecutive examples to the shards in turn; the official
+  pipeline reads 4 files side by side and shuffles 100 records. With 4 shards a batch
+  of 8 covers about (8 + 100) / 4 * 4 = 108 consecutive documents of 600; with 200
+  shards it covers them all. The driver's warning says so and names a shard count."""
+  few = batch_spread(str(tmp_path / "few"), 4)
+  many = batch_spread(str(tmp_path / "many"), 200)
+  assert few < 0.5 < 0.8 < many, (few, many)
+  warning = pretrain_data.mixing_warning(pretrain_data.tfrecord_files(
+      str(tmp_path / "few" / "pretrain_tfrecords" / "pretrain_data.tfrecord*")), 8)
+  # The example count is estimated from the file sizes (within a few percent).
+  assert re.match(r"warning: 4 pre-training TFRecord files for about 3,[01]\d\d examples: a "
+                  r"batch of 8 covers only about 108 consecutive examples", warning), warning
+  assert re.search(r"--num-shards 11\d or more \(the official builder writes 1000\)", warning)
+  assert pretrain_data.mixing_warning(pretrain_data.tfrecord_files(
+      str(tmp_path / "many" / "pretrain_tfrecords" / "pretrain_data.tfrecord*")), 8) is None
+
+
 # ---------------------------------------------------------------------------
 # Training in-process
 # ---------------------------------------------------------------------------
@@ -116,6 +159,9 @@ def test_thirty_steps_lower_the_loss_and_eval_writes_every_metric(tmp_path):
   assert 0.5 < results["disc_auc"] <= 1.0
   written = json.load(open(os.path.join(model_dir, "results", "unsup_results.json")))
   assert written["disc_auc"] == results["disc_auc"]
+  baselines = written["trivial_baselines"]
+  assert baselines["disc_auc"] == 0.5 and 0.7 < baselines["disc_accuracy"] < 1.0
+  assert 1 / 24 <= baselines["masked_lm_accuracy"] < 0.5  # 24 word types
 
 
 def write_identical_rows(path: str, num_rows: int, seq_len: int = 32) -> None:

@@ -384,6 +384,7 @@ class PretrainingRun:
       replica = tf.distribute.get_replica_context().replica_id_in_sync_group
       outputs = self.model(features, training=False, seed=self._seed(replica, -1 - index))
       stats = objectives.metric_statistics(outputs)
+      stats.update(objectives.baseline_statistics(outputs, config.vocab_size))
       stats["loss"] = tf.reshape(outputs["total_loss"], [1])
       return stats
 
@@ -405,13 +406,15 @@ class PretrainingRun:
     results["loss"] = loss_total / config.num_eval_steps
     results["global_step"] = int(self.global_step.numpy())
     if self.is_chief:
+      baselines = objectives.trivial_baselines(accumulator.totals)
       results_dir = os.path.join(config.model_dir, "results")
-      write_json_atomic(os.path.join(results_dir, "unsup_results.json"), results)
+      write_json_atomic(os.path.join(results_dir, "unsup_results.json"),
+                        dict(results, trivial_baselines=baselines))
       text = "\n".join(f"{k} = {v}" for k, v in sorted(results.items())) + "\n"
       write_text_atomic(os.path.join(results_dir, "unsup_results.txt"), text)
       ProgressLogger(1, 0, os.path.join(config.model_dir, "eval"), config.max_seq_length
                      ).write_summaries(results["global_step"], results)
-      print(text, end="", flush=True)
+      print(objectives.describe_results(results, baselines), flush=True)
     return results
 
 
@@ -431,6 +434,11 @@ def run_pretraining(config: PretrainingConfig, options: RunOptions = RunOptions(
   # Multi-worker collectives must be set up before TensorFlow runs any op.
   strategy = distribution.get_strategy(options.distribution_strategy, options.tpu)
   validate_inputs(config)
+  if config.do_train:
+    warning = pretrain_data.mixing_warning(
+        pretrain_data.tfrecord_files(config.pretrain_tfrecords), config.train_batch_size)
+    if warning and distribution.is_chief(strategy):
+      print(warning, flush=True)
   run = PretrainingRun(config, options, strategy)
   try:
     result = run.train() if config.do_train else run.evaluate()

@@ -1,0 +1,94 @@
+"""bench/pretraining_study.py at its smallest budget, on tiny data written here, and resuming.
+
+Slow (about a minute): it runs run_pretraining.py and run_finetuning.py as a user would.
+"""
+
+import json
+import os
+import random
+import sys
+
+import pytest
+
+from conftest import REPO_ROOT
+
+sys.path.insert(0, os.path.join(REPO_ROOT, "bench"))
+import pretraining_study as study  # noqa: E402
+
+pytestmark = pytest.mark.slow
+WORDS = "the a cat dog film movie good bad great awful plot actor sat ran on in was is".split()
+
+
+def fake_shared_data(root):
+  """corpus/ (two text files of documents) and glue/SST-2/{train,dev}.tsv."""
+  rng = random.Random(0)
+  os.makedirs(os.path.join(root, "corpus", "books"))
+  for name in ("a.txt", os.path.join("books", "b.txt")):
+    with open(os.path.join(root, "corpus", name), "w") as f:
+      for _ in range(60):
+        f.write("\n".join(" ".join(rng.choices(WORDS, k=12)) for _ in range(4)) + "\n\n")
+  os.makedirs(os.path.join(root, "glue", "SST-2"))
+  for split, n in (("train", 60), ("dev", 24)):
+    with open(os.path.join(root, "glue", "SST-2", f"{split}.tsv"), "w") as f:
+      f.write("sentence\tlabel\n")
+      for i in range(n):
+        label = i % 2
+        words = rng.choices(WORDS[:6], k=5) + [("great" if label else "awful")]
+        f.write(f"{' '.join(words)}\t{label}\n")
+  return root
+
+
+def test_smallest_budget_then_resume(tmp_path, capsys):
+  shared = fake_shared_data(str(tmp_path / "shared"))
+  argv = ["--work-dir", str(tmp_path / "study"), "--shared-data", shared,
+          "--objectives", "electra_0.5", "--tasks", "sst", "--seeds", "0",
+          "--checkpoints", "0.5,1", "--vocab-size", "120", "--max-seq-length", "32",
+          "--num-shards", "10", "--train-examples", "40",
+          "--pretrain-hparams", json.dumps({
+              "debug": False, "embedding_size": 16, "train_batch_size": 8,
+              "iterations_per_loop": 5, "model_hparam_overrides": {
+                  "hidden_size": 32, "num_hidden_layers": 1}}),
+          "--finetune-hparams", json.dumps({"num_train_epochs": 1.0, "train_batch_size": 8,
+                                            "eval_batch_size": 8})]
+  study.main(argv + ["--stages", "data"])
+  args = study.parse_args(argv)
+  per_step = study.plan(args)["electra_0.5"]["flops_per_step"]
+  argv += ["--budget", str(10 * per_step)]  # ten steps: checkpoints at steps 5 and 10
+  assert study.main(argv) == 0
+  first = capsys.readouterr().out
+  assert first.count("+ ") == 4  # one pre-training, three fine-tunings (random, step 5, 10)
+
+  result = json.load(open(tmp_path / "study" / "study.json"))
+  points = {p["name"]: p for p in result["points"]}
+  budget = f"{10 * per_step:.2g}"
+  assert sorted(points) == sorted(["random", f"electra_0.5_{budget}_step5",
+                                   f"electra_0.5_{budget}_step10"])
+  for point in points.values():
+    accuracy = point["scores"]["sst"]
+    assert 0.0 <= accuracy["median"] <= 100.0 and len(accuracy["trials"]) == 1
+    assert point["scores"]["average"] == accuracy["median"]
+  step10 = points[f"electra_0.5_{budget}_step10"]
+  assert step10["flops"] == pytest.approx(10 * per_step)
+  assert result["plans"]["electra_0.5"]["steps"] == 10
+  assert {"mlm_loss", "disc_loss", "train_metrics/disc_auc"} <= set(
+      result["curves"]["electra_0.5"])
+  table = (tmp_path / "study" / "study.md").read_text().splitlines()
+  assert table[0] == "| model | pre-training FLOPs | sst | average |"
+  assert len(table) == 5
+  for png in ("glue_vs_flops.png", "pretraining_curves.png"):
+    assert (tmp_path / "study" / png).read_bytes()[:4] == b"\x89PNG"
+
+  # Rerunning skips everything that is done: no new run, the same scores.
+  assert study.main(argv) == 0
+  assert "+ " not in capsys.readouterr().out
+  again = json.load(open(tmp_path / "study" / "study.json"))
+  assert [p["scores"] for p in again["points"]] == [p["scores"] for p in result["points"]]
+
+
+def test_bad_arguments_are_one_line(tmp_path, capsys):
+  with pytest.raises(SystemExit):
+    study.parse_args(["--objectives", "electra_2"])
+  assert "objectives are mlm or electra_<generator fraction>" in capsys.readouterr().err
+  with pytest.raises(SystemExit):
+    study.main(["--shared-data", str(tmp_path)])
+  assert f"--shared-data {tmp_path} has no corpus/ directory" in capsys.readouterr().err
