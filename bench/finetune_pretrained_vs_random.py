@@ -99,7 +99,7 @@ def reinitialised_copy(model_dir: str, out_dir: str, pattern: str, seed: int) ->
   from electra_tf2.models.pretrainer import ElectraPretrainer  # pylint: disable=g-import-not-at-top
   trained = pretrained.restore_pretrainer(model_dir)
   keras.utils.set_random_seed(seed)
-  fresh = ElectraPretrainer(pretrained.load_pretraining_config(model_dir))
+  fresh = ElectraPretrainer.from_pretraining_config(pretrained.load_pretraining_config(model_dir))
   source = checkpoint_names.encoder_variable_map(trained.discriminator, "electra")
   target = checkpoint_names.encoder_variable_map(fresh.discriminator, "electra")
   reset = sorted(name for name in target if re.search(pattern, name))

@@ -103,9 +103,9 @@ def parse_hparams(hparams: Union[None, str, Mapping[str, Any]]) -> Dict[str, Any
 # ---------------------------------------------------------------------------
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class BertConfig:
-  """Shapes and regularisation of one BERT-style encoder (model/modeling.py)."""
+  """Shapes and regularisation of one BERT-style encoder (model/modeling.py:36-70)."""
   vocab_size: int
   hidden_size: int = 768
   num_hidden_layers: int = 12
@@ -144,64 +144,174 @@ class BertConfig:
 # ---------------------------------------------------------------------------
 
 
-class ResolvedConfig:
-  """Attribute access over a resolved dict of hyperparameters (JSON-serialisable)."""
+@dataclasses.dataclass(frozen=True)
+class ObjectiveConfig:
+  """What the pre-training forward pass needs besides the encoders' shapes.
 
-  def __init__(self, values: Mapping[str, Any]):
-    self._values = dict(values)
+  The masking, sampling and loss settings of run_pretraining.py:37-162; it is
+  the `config` of `pretrain_helpers.mask` and `objectives.get_fake_data`.
+  """
+  vocab_size: int
+  special_ids: vocab_lib.SpecialTokenIds
+  mask_prob: float = 0.15
+  max_predictions_per_seq: int = 19
+  electra_objective: bool = True
+  electric_objective: bool = False
+  two_tower_generator: bool = False
+  uniform_generator: bool = False
+  untied_generator_embeddings: bool = False
+  gen_weight: float = 1.0
+  disc_weight: float = 50.0
+  temperature: float = 1.0
+  disallow_correct: bool = False
 
-  def __getattr__(self, name: str) -> Any:
-    values = self.__dict__.get("_values", {})
-    if name in values:
-      return values[name]
-    raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
+  @property
+  def has_discriminator(self) -> bool:
+    return self.electra_objective or self.electric_objective
 
   def to_dict(self) -> Dict[str, Any]:
-    return copy.deepcopy(self._values)
+    return dict(dataclasses.asdict(self), special_ids=self.special_ids._asdict())
 
   @classmethod
-  def from_dict(cls, values: Mapping[str, Any]):
-    return cls(values)
-
-  def __repr__(self) -> str:
-    return f"{type(self).__name__}({json.dumps(self._values, sort_keys=True)})"
+  def from_dict(cls, values: Mapping[str, Any]) -> "ObjectiveConfig":
+    return cls(**dict(values, special_ids=vocab_lib.SpecialTokenIds(**values["special_ids"])))
 
 
-class PretrainingConfig(ResolvedConfig):
-  """The resolved pre-training hyperparameters (attributes as in the official code).
+@dataclasses.dataclass(frozen=True)
+class PretrainingConfig:
+  """The resolved pre-training configuration, frozen.
 
-  Build it with `resolve_pretraining_config`; `from_dict` rebuilds a saved one.
-  Besides the official attributes it carries `model_name`, `data_dir` and the
-  derived `max_predictions_per_seq`.
+  Every hparam of configs/pretraining_defaults.json (the official
+  configure_pretraining.py attributes plus the port's), `model_name`,
+  `data_dir`, the derived `max_predictions_per_seq`, and what is resolved from
+  files once, when the config is built: the discriminator encoder
+  `bert_config`, the `generator_bert_config` (None without a generator encoder) and
+  the vocab's `special_ids`. `to_dict` is what pretrain_config.json holds, so a
+  saved model is rebuilt from it alone. Build one with
+  `resolve_pretraining_config`.
   """
-
-  @property
-  def special_ids(self) -> vocab_lib.SpecialTokenIds:
-    """Ids of [PAD] [UNK] [CLS] [SEP] [MASK]: from vocab_file, else BERT uncased's."""
-    if self.vocab_file and os.path.exists(self.vocab_file):
-      return vocab_lib.special_token_ids(vocab_lib.load_vocab(self.vocab_file, self.vocab_size))
-    return vocab_lib.BERT_UNCASED_SPECIAL_IDS
-
-  @property
-  def bert_config(self) -> BertConfig:
-    """The discriminator (or full-size model) encoder config."""
-    return get_bert_config(self)
-
-  @property
-  def generator_bert_config(self) -> BertConfig:
-    """The generator encoder config (run_pretraining.get_generator_config)."""
-    return get_generator_config(self, self.bert_config)
+  # configure_pretraining.py:29-101
+  debug: bool
+  do_train: bool
+  do_eval: bool
+  electra_objective: bool
+  electric_objective: bool
+  gen_weight: float
+  disc_weight: float
+  mask_prob: float
+  learning_rate: float
+  lr_decay_power: float
+  weight_decay_rate: float
+  num_warmup_steps: int
+  iterations_per_loop: int
+  save_checkpoints_steps: int
+  num_train_steps: int
+  num_eval_steps: int
+  keep_checkpoint_max: Optional[int]
+  model_size: str
+  model_hparam_overrides: Dict[str, Any]
+  embedding_size: Optional[int]
+  vocab_size: int
+  do_lower_case: bool
+  uniform_generator: bool
+  two_tower_generator: bool
+  untied_generator_embeddings: bool
+  untied_generator: bool
+  generator_layers: float
+  generator_hidden_size: float
+  disallow_correct: bool
+  temperature: float
+  max_seq_length: int
+  train_batch_size: int
+  eval_batch_size: int
+  use_tpu: bool
+  num_tpu_cores: int
+  tpu_job_name: Optional[str]
+  tpu_name: Optional[str]
+  tpu_zone: Optional[str]
+  gcp_project: Optional[str]
+  pretrain_tfrecords: Optional[str]
+  vocab_file: Optional[str]
+  model_dir: Optional[str]
+  # port
+  gradient_accumulation_steps: int
+  deterministic: bool
+  seed: int
+  # derived and resolved
+  model_name: str
+  data_dir: Optional[str]
+  max_predictions_per_seq: int
+  bert_config: BertConfig
+  generator_bert_config: Optional[BertConfig]
+  special_ids: vocab_lib.SpecialTokenIds
 
   @property
   def uses_generator_encoder(self) -> bool:
     """Whether a separate generator encoder (one or two towers) is built."""
-    return (not self.uniform_generator and self.untied_generator
-            and (self.electra_objective or self.electric_objective))
+    return self.generator_bert_config is not None
 
   @property
   def resolved_embedding_size(self) -> int:
     """E: embedding_size, or the discriminator hidden size when it is null."""
     return self.embedding_size or self.bert_config.hidden_size
+
+  @property
+  def objective(self) -> ObjectiveConfig:
+    return ObjectiveConfig(**{f.name: getattr(self, f.name)
+                              for f in dataclasses.fields(ObjectiveConfig)})
+
+  def replace(self, **kwargs) -> "PretrainingConfig":
+    """A copy with some values changed; resolved parts are not recomputed."""
+    return dataclasses.replace(self, **kwargs)
+
+  def to_dict(self) -> Dict[str, Any]:
+    values = {f.name: copy.deepcopy(getattr(self, f.name)) for f in dataclasses.fields(self)}
+    values["bert_config"] = self.bert_config.to_dict()
+    generator = self.generator_bert_config
+    values["generator_bert_config"] = generator and generator.to_dict()
+    values["special_ids"] = self.special_ids._asdict()
+    return values
+
+  @classmethod
+  def from_dict(cls, values: Mapping[str, Any]) -> "PretrainingConfig":
+    """Rebuilds a saved config. Files written before the resolved parts were saved
+    (no `bert_config`) get them derived, from configs/ and the vocab, once."""
+    values = dict(values)
+    if "bert_config" not in values:
+      values.update(_resolved_parts(values))
+    values["bert_config"] = BertConfig(**values["bert_config"])
+    if values["generator_bert_config"] is not None:
+      values["generator_bert_config"] = BertConfig(**values["generator_bert_config"])
+    values["special_ids"] = vocab_lib.SpecialTokenIds(**values["special_ids"])
+    names = {f.name for f in dataclasses.fields(cls)}
+    return cls(**{k: v for k, v in values.items() if k in names})
+
+
+def saved_bert_config(values: Mapping[str, Any]) -> BertConfig:
+  """The discriminator encoder of saved hparams: as saved, or derived from the
+  ENCODER_HPARAMS of a file written before encoders were saved."""
+  if "bert_config" in values:
+    return BertConfig(**values["bert_config"])
+  return get_bert_config(values)
+
+
+def uses_generator_encoder(values: Mapping[str, Any]) -> bool:
+  """Whether hparams build a separate generator encoder (run_pretraining.py:62-93)."""
+  return (not values["uniform_generator"] and values["untied_generator"]
+          and (values["electra_objective"] or values["electric_objective"]))
+
+
+def _resolved_parts(values: Mapping[str, Any]) -> Dict[str, Any]:
+  """The encoder configs and special ids of resolved hparams, read from files once."""
+  bert = saved_bert_config(values)
+  generator = get_generator_config(values, bert) if uses_generator_encoder(values) else None
+  special = vocab_lib.BERT_UNCASED_SPECIAL_IDS
+  if values["vocab_file"] and os.path.exists(values["vocab_file"]):
+    # The size is checked with the data (validate_inputs), after the data dir.
+    special = vocab_lib.special_token_ids(vocab_lib.load_vocab(values["vocab_file"]))
+  return {"bert_config": bert.to_dict(),
+          "generator_bert_config": generator and generator.to_dict(),
+          "special_ids": special._asdict()}
 
 
 def _schema() -> Dict[str, Dict[str, Any]]:
@@ -232,7 +342,8 @@ def architecture(config: "PretrainingConfig") -> Dict[str, Any]:
   if config.uses_generator_encoder:
     generator = config.generator_bert_config
     arch["generator"] = "two towers" if config.two_tower_generator else "one encoder"
-    arch["generator embeddings"] = "untied" if config.untied_generator_embeddings else "shared"
+    arch["generator embeddings"] = (f"untied, {generator.hidden_size} wide"
+                                    if config.untied_generator_embeddings else "shared")
     arch.update({f"generator {field}": getattr(generator, field) for field in
                  ("hidden_size", "num_hidden_layers", "num_attention_heads",
                   "intermediate_size")})
@@ -355,8 +466,9 @@ def resolve_pretraining_config(model_name: str, data_dir: Optional[str] = None,
       values["vocab_file"] = os.path.join(data_dir, "vocab.txt")
     if values["model_dir"] is None:
       values["model_dir"] = os.path.join(data_dir, "models", model_name_only)
-  config = PretrainingConfig(values)
-  _check_consistency(config)
+  _check_consistency(values)
+  config = PretrainingConfig.from_dict(dict(values, **_resolved_parts(values)))
+  _check_encoders(config)
   return config
 
 
@@ -375,58 +487,63 @@ def check_seed(seed: int) -> None:
     raise ConfigError(f"seed must be in [0, {MAX_SEED}), got {seed}")
 
 
-def _check_consistency(config: PretrainingConfig) -> None:
-  """Rejects values that the official code would silently misuse."""
+def _check_consistency(values: Mapping[str, Any]) -> None:
+  """Rejects hparams that the official code would silently misuse."""
   sizes = _read_json(os.path.join(CONFIG_DIR, "model_sizes.json"))["sizes"]
-  if config.model_size not in sizes:
-    raise ConfigError(f"model_size {config.model_size!r} is unknown: use one of "
+  if values["model_size"] not in sizes:
+    raise ConfigError(f"model_size {values['model_size']!r} is unknown: use one of "
                       f"{', '.join(sizes)} (and model_hparam_overrides for other shapes)")
-  if config.do_train == config.do_eval:
+  if values["do_train"] == values["do_eval"]:
     raise ConfigError("do_train and do_eval: exactly one must be true (as in the official code)")
-  if config.train_batch_size % config.gradient_accumulation_steps:
-    raise ConfigError(f"train_batch_size {config.train_batch_size} is not divisible by "
-                      f"gradient_accumulation_steps {config.gradient_accumulation_steps}")
-  if not 0.0 < config.mask_prob < 1.0:
-    raise ConfigError(f"mask_prob must be in (0, 1), got {config.mask_prob}")
-  if config.temperature <= 0:
-    raise ConfigError(f"temperature must be > 0, got {config.temperature}")
-  if config.num_warmup_steps < 0:
-    raise ConfigError(f"num_warmup_steps must be >= 0, got {config.num_warmup_steps}")
-  check_optimizer_hparams(config.to_dict())
-  check_seed(config.seed)
+  if values["train_batch_size"] % values["gradient_accumulation_steps"]:
+    raise ConfigError(f"train_batch_size {values['train_batch_size']} is not divisible by "
+                      f"gradient_accumulation_steps {values['gradient_accumulation_steps']}")
+  if not 0.0 < values["mask_prob"] < 1.0:
+    raise ConfigError(f"mask_prob must be in (0, 1), got {values['mask_prob']}")
+  if values["temperature"] <= 0:
+    raise ConfigError(f"temperature must be > 0, got {values['temperature']}")
+  if values["num_warmup_steps"] < 0:
+    raise ConfigError(f"num_warmup_steps must be >= 0, got {values['num_warmup_steps']}")
+  check_optimizer_hparams(values)
+  check_seed(values["seed"])
   for key in ("train_batch_size", "eval_batch_size", "max_seq_length", "num_train_steps",
               "gradient_accumulation_steps", "iterations_per_loop", "save_checkpoints_steps",
               "num_eval_steps"):
-    if getattr(config, key) < 1:
-      raise ConfigError(f"{key} must be >= 1, got {getattr(config, key)}")
+    if values[key] < 1:
+      raise ConfigError(f"{key} must be >= 1, got {values[key]}")
   for key in ("generator_hidden_size", "generator_layers"):
-    if not 0.0 < getattr(config, key) <= 1.0:
+    if not 0.0 < values[key] <= 1.0:
       raise ConfigError(f"{key} is a fraction of the discriminator and must be in (0, 1], "
-                        f"got {getattr(config, key)}")
-  if config.embedding_size is not None and config.embedding_size < 1:
-    raise ConfigError(f"embedding_size must be >= 1 or null, got {config.embedding_size}")
-  if not config.untied_generator:
-    if config.generator_hidden_size != 1.0 or config.generator_layers != 1.0:
+                        f"got {values[key]}")
+  if values["embedding_size"] is not None and values["embedding_size"] < 1:
+    raise ConfigError(f"embedding_size must be >= 1 or null, got {values['embedding_size']}")
+  if not values["untied_generator"]:
+    if values["generator_hidden_size"] != 1.0 or values["generator_layers"] != 1.0:
       raise ConfigError(
           "untied_generator=false makes the generator the discriminator itself, so "
-          f"generator_hidden_size ({config.generator_hidden_size}) and generator_layers "
-          f"({config.generator_layers}) must be 1.0")
-    if config.untied_generator_embeddings:
+          f"generator_hidden_size ({values['generator_hidden_size']}) and generator_layers "
+          f"({values['generator_layers']}) must be 1.0")
+    if values["untied_generator_embeddings"]:
       raise ConfigError("untied_generator_embeddings=true needs untied_generator=true: a tied "
                         "generator shares every weight, embeddings included")
-    if config.two_tower_generator:
+    if values["two_tower_generator"]:
       raise ConfigError("two_tower_generator (ELECTRIC) needs untied_generator=true")
-  if config.uniform_generator and config.two_tower_generator:
+  if values["uniform_generator"] and values["two_tower_generator"]:
     raise ConfigError("uniform_generator and two_tower_generator/electric_objective exclude "
                       "each other: pick one generator")
-  if not (config.electra_objective or config.electric_objective) and config.two_tower_generator:
+  if not (values["electra_objective"] or values["electric_objective"]) \
+      and values["two_tower_generator"]:
     raise ConfigError("two_tower_generator needs electra_objective or electric_objective")
+
+
+def _check_encoders(config: PretrainingConfig) -> None:
+  """The resolved encoder configs are buildable and long enough."""
   bert = config.bert_config
   bert.validate("discriminator config (model_size/model_hparam_overrides)")
   if config.max_seq_length > bert.max_position_embeddings:
     raise ConfigError(f"max_seq_length {config.max_seq_length} exceeds max_position_embeddings "
                       f"{bert.max_position_embeddings}")
-  if config.uses_generator_encoder:
+  if config.generator_bert_config is not None:
     config.generator_bert_config.validate("generator config (generator_hidden_size)")
 
 
@@ -445,30 +562,32 @@ def check_model_overrides(overrides: Mapping[str, Any]) -> None:
                         f"got {value!r}")
 
 
-def get_bert_config(config: PretrainingConfig) -> BertConfig:
-  """Discriminator encoder config: size table, overrides, then debug shrink.
+def get_bert_config(values: Mapping[str, Any]) -> BertConfig:
+  """Discriminator encoder config from hparams (model_size, model_hparam_overrides,
+  debug, vocab_size): size table, overrides, then the debug shrink.
 
-  Mirrors util/training_utils.get_bert_config plus run_pretraining.py:45-49.
+  Mirrors util/training_utils.py:96-112 (get_bert_config) plus run_pretraining.py:45-49.
   """
   sizes = _read_json(os.path.join(CONFIG_DIR, "model_sizes.json"))
-  values: Dict[str, Any] = dict(sizes["bert_defaults"], vocab_size=config.vocab_size)
-  overrides = dict(config.model_hparam_overrides)
+  shape: Dict[str, Any] = dict(sizes["bert_defaults"], vocab_size=values["vocab_size"])
+  overrides = dict(values["model_hparam_overrides"])
   check_model_overrides(overrides)
-  values.update(sizes["sizes"][config.model_size])
-  values.update(overrides)
-  values["num_attention_heads"] = max(1, values["hidden_size"] // 64)
-  values["intermediate_size"] = 4 * values["hidden_size"]
-  values.update(overrides)
-  if config.debug:
-    values.update(_read_json(os.path.join(CONFIG_DIR, "debug.json"))["model"])
-  return BertConfig(**values)
+  shape.update(sizes["sizes"][values["model_size"]])
+  shape.update(overrides)
+  shape["num_attention_heads"] = max(1, shape["hidden_size"] // 64)
+  shape["intermediate_size"] = 4 * shape["hidden_size"]
+  shape.update(overrides)
+  if values["debug"]:
+    shape.update(_read_json(os.path.join(CONFIG_DIR, "debug.json"))["model"])
+  return BertConfig(**shape)
 
 
-def get_generator_config(config: PretrainingConfig, bert_config: BertConfig) -> BertConfig:
-  """The generator: width and depth as fractions of the discriminator."""
-  hidden = int(round(bert_config.hidden_size * config.generator_hidden_size))
+def get_generator_config(values: Mapping[str, Any], bert_config: BertConfig) -> BertConfig:
+  """The generator: width and depth as fractions of the discriminator
+  (run_pretraining.py:338-348)."""
+  hidden = int(round(bert_config.hidden_size * values["generator_hidden_size"]))
   return bert_config.replace(
       hidden_size=hidden,
       num_attention_heads=max(1, hidden // 64),
       intermediate_size=4 * hidden,
-      num_hidden_layers=int(round(bert_config.num_hidden_layers * config.generator_layers)))
+      num_hidden_layers=int(round(bert_config.num_hidden_layers * values["generator_layers"])))

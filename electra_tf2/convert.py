@@ -260,7 +260,7 @@ def pretrainer_from_official(checkpoint_path: str, config: PretrainingConfig,
   """
   from electra_tf2.models.pretrainer import ElectraPretrainer  # TF-heavy; imported on use
   checkpoint_path = resolve_checkpoint_path(checkpoint_path)
-  model = ElectraPretrainer(config)
+  model = ElectraPretrainer.from_pretraining_config(config)
   try:
     report = assign_from_checkpoint(checkpoint_names.pretrainer_variable_map(model),
                                     checkpoint_path, strict=strict, ignore=ignore)
@@ -312,7 +312,8 @@ def _config_hint(checkpoint_path: str, config: PretrainingConfig) -> str:
           "released models convert with --model-name electra_{small,base,large}_released.")
 
 
-def write_model_dir(model, output_dir: str, global_step: int = 0) -> str:
+def write_model_dir(model, config: PretrainingConfig, output_dir: str,
+                    global_step: int = 0) -> str:
   """Saves an `ElectraPretrainer` as a model directory; returns the `ckpt-N` prefix.
 
   The layout is run_pretraining.py's: `pretrain_config.json` and `ckpt-<step>`
@@ -320,9 +321,8 @@ def write_model_dir(model, output_dir: str, global_step: int = 0) -> str:
   `electra_tf2.pretrained.restore_pretrainer` and fine-tuning load it as is.
   """
   tf.io.gfile.makedirs(output_dir)
-  config = model.config.to_dict()
-  config["model_dir"] = output_dir
-  write_json_atomic(os.path.join(output_dir, pretrained.PRETRAIN_CONFIG_FILE), config)
+  write_json_atomic(os.path.join(output_dir, pretrained.PRETRAIN_CONFIG_FILE),
+                    config.replace(model_dir=output_dir).to_dict())
   step = tf.Variable(global_step, dtype=tf.int64, trainable=False, name="global_step")
   checkpoint = tf.train.Checkpoint(model=model, global_step=step)
   manager = tf.train.CheckpointManager(checkpoint, output_dir, max_to_keep=None,
@@ -350,12 +350,12 @@ def convert_official_checkpoint(checkpoint_path: str, config: PretrainingConfig,
     vocab_file = beside if tf.io.gfile.exists(beside) else None
   target = os.path.join(output_dir, VOCAB_FILE)
   if vocab_file is not None:
-    config = PretrainingConfig.from_dict(dict(config.to_dict(), vocab_file=target))
+    config = config.replace(vocab_file=target)
   model, report = pretrainer_from_official(checkpoint_path, config, strict, ignore)
   tf.io.gfile.makedirs(output_dir)
   if vocab_file is not None and os.path.abspath(vocab_file) != os.path.abspath(target):
     copy_file_atomic(vocab_file, target)
-  write_model_dir(model, output_dir, read_global_step(checkpoint_path))
+  write_model_dir(model, config, output_dir, read_global_step(checkpoint_path))
   _write_report(report, output_dir)
   return report
 

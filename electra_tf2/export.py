@@ -242,7 +242,7 @@ def serving_module(model, kind: str, vocab_file: Optional[str] = None,
   if kind == "finetuned":
     return ServingModule(finetuned_outputs(model), model.variables, **options)
   head = model.discriminator_head
-  if head is None or model.config.electric_objective:
+  if head is None or model.objective.electric_objective:
     raise ExportError("--kind discriminator needs an ELECTRA discriminator head; this model "
                       "is ELECTRIC (whose scores also need the cloze generator) or MLM-only: "
                       "export --kind encoder")
@@ -270,8 +270,8 @@ def _load(model_dir: str, kind: Optional[str], checkpoint_path: Optional[str]):
     lower = config.do_lower_case or config.task_names == ["chunk"]
     vocab_file = config.vocab_file if tf.io.gfile.exists(config.vocab_file) else None
     return model, kind, vocab_file, lower, config.max_seq_length
-  model = pretrained.restore_pretrainer(model_dir, checkpoint_path)
-  config = model.config
+  config = pretrained.load_pretraining_config(model_dir)
+  model = pretrained.restore_pretrainer(model_dir, checkpoint_path, config)
   return (model, kind, find_vocab(model_dir, config), config.do_lower_case,
           config.max_seq_length)
 

@@ -131,10 +131,10 @@ def hf_state_dict(model, generator: bool = False) -> Dict[str, np.ndarray]:
     prefixes = (embeddings, f"{scope}/embeddings_project/", f"{scope}/encoder/",
                 "generator_predictions/")
   else:
-    if model.discriminator_head is None or model.config.electric_objective:
+    if model.discriminator_head is None or model.objective.electric_objective:
       raise HuggingFaceExportError(
           "ElectraForPreTraining needs the ELECTRA discriminator head; this model "
-          f"({'ELECTRIC' if model.config.electric_objective else 'MLM only'}) has no "
+          f"({'ELECTRIC' if model.objective.electric_objective else 'MLM only'}) has no "
           "counterpart (export the generator with --generator, if any)")
     scope = "electra"
     prefixes = ("electra/", "discriminator_predictions/")
@@ -147,20 +147,19 @@ def hf_state_dict(model, generator: bool = False) -> Dict[str, np.ndarray]:
 
 
 def export_hugging_face(model, output_dir: str, generator: bool = False,
-                        vocab_file: Optional[str] = None) -> str:
+                        vocab_file: Optional[str] = None, do_lower_case: bool = True) -> str:
   """Writes `output_dir` with config.json, model.safetensors and (with a vocab) the tokenizer."""
-  config = model.config
   state = hf_state_dict(model, generator)
   encoder = model.mlm_encoder if generator else model.discriminator
   architecture = "ElectraForMaskedLM" if generator else "ElectraForPreTraining"
   bert = encoder.bert_config
   write_json_atomic(os.path.join(output_dir, "config.json"),
                     hf_config(bert, encoder.embedding_size, architecture,
-                              config.special_ids.pad), sort_keys=False)
+                              model.objective.special_ids.pad), sort_keys=False)
   write_safetensors(os.path.join(output_dir, WEIGHTS_FILE), state)
   if vocab_file is not None:
     copy_file_atomic(vocab_file, os.path.join(output_dir, "vocab.txt"))
-    tokenizer = {"tokenizer_class": "ElectraTokenizer", "do_lower_case": config.do_lower_case,
+    tokenizer = {"tokenizer_class": "ElectraTokenizer", "do_lower_case": do_lower_case,
                  "model_max_length": bert.max_position_embeddings}
     write_json_atomic(os.path.join(output_dir, "tokenizer_config.json"), tokenizer,
                       sort_keys=False)
@@ -182,9 +181,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                       help="vocabulary to include (default MODEL_DIR/vocab.txt or the config's)")
   args = parser.parse_args(argv)
   try:
-    model = pretrained.restore_pretrainer(args.model_dir, args.checkpoint)
-    vocab_file = args.vocab_file or export.find_vocab(args.model_dir, model.config)
-    export_hugging_face(model, args.output_dir, args.generator, vocab_file)
+    config = pretrained.load_pretraining_config(args.model_dir)
+    model = pretrained.restore_pretrainer(args.model_dir, args.checkpoint, config)
+    vocab_file = args.vocab_file or export.find_vocab(args.model_dir, config)
+    export_hugging_face(model, args.output_dir, args.generator, vocab_file,
+                        config.do_lower_case)
   except (HuggingFaceExportError, checkpoints.ModelDirectoryError, OSError) as e:
     print(f"error: {e}", file=sys.stderr)
     return 2

@@ -32,7 +32,7 @@ def count_by_part(shapes: Dict[str, Sequence[int]]) -> Dict[str, int]:
 def model_param_counts(model_name: str) -> Dict[str, int]:
   """Builds the model (no forward pass) and counts its variables."""
   from electra_tf2.models.pretrainer import ElectraPretrainer  # heavy import kept local
-  model = ElectraPretrainer(resolve_pretraining_config(model_name))
+  model = ElectraPretrainer.from_pretraining_config(resolve_pretraining_config(model_name))
   shapes = {n: tuple(v.shape) for n, v in checkpoint_names.pretrainer_variable_map(model).items()}
   return count_by_part(shapes)
 

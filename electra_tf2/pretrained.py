@@ -36,20 +36,22 @@ def load_pretraining_config(model_dir: str) -> PretrainingConfig:
     raise PretrainedModelError(str(e)) from None
 
 
-def restore_pretrainer(model_dir: str, checkpoint_path: Optional[str] = None):
+def restore_pretrainer(model_dir: str, checkpoint_path: Optional[str] = None,
+                       config: Optional[PretrainingConfig] = None):
   """Builds the `ElectraPretrainer` of `model_dir` and restores its weights.
 
   Args:
     model_dir: a directory with pretrain_config.json and checkpoints.
     checkpoint_path: a specific `ckpt-N` prefix; default the latest one.
+    config: the directory's config, if the caller has read it already.
   """
   from electra_tf2.models.pretrainer import ElectraPretrainer  # avoid an import cycle
-  config = load_pretraining_config(model_dir)
+  config = config or load_pretraining_config(model_dir)
   checkpoint_path = checkpoint_path or checkpoints.latest_checkpoint(model_dir)
   if checkpoint_path is None:
     raise PretrainedModelError(f"{model_dir} holds no checkpoint (ckpt-N.index files)")
   try:
-    model = ElectraPretrainer(config)
+    model = ElectraPretrainer.from_pretraining_config(config)
   except ConfigError as e:
     raise PretrainedModelError(f"{os.path.join(model_dir, PRETRAIN_CONFIG_FILE)}: {e}") from None
   checkpoints.restore(tf.train.Checkpoint(model=model), checkpoint_path, partial=True,

@@ -46,11 +46,18 @@ def load_vocab(path: str, expected_size: Optional[int] = None) -> Dict[str, int]
     VocabError: the file is missing or unreadable, not UTF-8, has an empty or
       duplicated token, lacks a special token, or disagrees with expected_size.
   """
-  return dict(_load_vocab_cached(os.path.abspath(path), expected_size))
+  path = os.path.abspath(path)
+  try:
+    stat = os.stat(path)
+    version = (stat.st_mtime_ns, stat.st_size)  # a changed file is read again
+  except OSError:
+    version = None
+  return dict(_load_vocab_cached(path, version, expected_size))
 
 
 @functools.lru_cache(maxsize=8)
-def _load_vocab_cached(path: str, expected_size: Optional[int]):
+def _load_vocab_cached(path: str, version, expected_size: Optional[int]):
+  del version  # part of the cache key only
   if not os.path.isfile(path):
     raise VocabError(f"vocab file {path} does not exist: pass an existing vocab.txt "
                      "(build one with data_prep/build_vocab.py)")

@@ -79,7 +79,7 @@ def model_shapes(model) -> Shapes:
     ("electra_small_released", 30522, 128, 256, 12, 256),
 ])
 def test_official_layout_names_and_shapes(model_name, V, E, H, L, h):
-  model = ElectraPretrainer(resolve_pretraining_config(model_name))
+  model = ElectraPretrainer.from_pretraining_config(resolve_pretraining_config(model_name))
   expected = official_electra_checkpoint(V, E, H, L, h, L)
   got = model_shapes(model)
   assert sorted(set(got) - set(expected)) == []
@@ -100,7 +100,7 @@ def test_electric_layout():
   expected.update(official_encoder("generator_ltr", E, h, 4 * h, L))
   expected.update(official_encoder("generator_rtl", E, h, 4 * h, L))
   expected.update(official_mlm_head("cloze_predictions", 2 * h, E, V))
-  assert model_shapes(ElectraPretrainer(config)) == expected
+  assert model_shapes(ElectraPretrainer.from_pretraining_config(config)) == expected
 
 
 def test_untied_generator_embeddings_layout():
@@ -120,7 +120,7 @@ def test_untied_generator_embeddings_layout():
   expected.update(official_encoder("generator", h, h, 4 * h, L))
   expected.update(official_mlm_head("generator_predictions", h, h, V))
   assert "generator/embeddings_project/kernel" not in expected
-  assert model_shapes(ElectraPretrainer(config)) == expected
+  assert model_shapes(ElectraPretrainer.from_pretraining_config(config)) == expected
 
 
 def test_electric_untied_embeddings_layout():
@@ -140,16 +140,17 @@ def test_electric_untied_embeddings_layout():
     expected.update(official_embeddings(tower, V, h))
     expected.update(official_encoder(tower, h, h, 4 * h, L))
   expected.update(official_mlm_head("cloze_predictions", 2 * h, h, V))
-  assert model_shapes(ElectraPretrainer(config)) == expected
+  assert model_shapes(ElectraPretrainer.from_pretraining_config(config)) == expected
 
 
 @pytest.mark.parametrize("model_name,h", [("electra_small", 64), ("electra_base", 256)])
 def test_param_counts_follow_untied_generator_embeddings(model_name, h):
   from electra_tf2.param_counts import count_by_part
   config = resolve_pretraining_config(model_name, None, {"untied_generator_embeddings": True})
-  got = count_by_part(model_shapes(ElectraPretrainer(config)))
+  got = count_by_part(model_shapes(ElectraPretrainer.from_pretraining_config(config)))
   bert = config.bert_config
-  tied = count_by_part(model_shapes(ElectraPretrainer(resolve_pretraining_config(model_name))))
+  tied = count_by_part(model_shapes(ElectraPretrainer.from_pretraining_config(
+      resolve_pretraining_config(model_name))))
   E, V = config.resolved_embedding_size, bert.vocab_size
   # Untying adds the generator's own h-wide embedding block; the E -> h projection
   # goes, and the MLM dense becomes h x h instead of h x E (its LayerNorm h-wide).
@@ -167,7 +168,7 @@ def test_bert_objective_and_tied_generator_layouts():
   expected = official_embeddings("electra", 30522, 128)
   expected.update(official_encoder("electra", 128, 144, 576, 3))
   expected.update(official_mlm_head("generator_predictions", 144, 128, 30522))
-  assert model_shapes(ElectraPretrainer(config)) == expected
+  assert model_shapes(ElectraPretrainer.from_pretraining_config(config)) == expected
 
 
 @pytest.mark.parametrize("model_name,V,E,H,L,h", [

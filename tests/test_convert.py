@@ -199,11 +199,12 @@ def test_missing_misshapen_and_unused_variables_are_reported(tmp_path):
 def test_model_dir_that_disagrees_with_its_config_is_a_clear_error(tmp_path):
   from electra_tf2.models.pretrainer import ElectraPretrainer
   model_dir = str(tmp_path / "m")
-  convert.write_model_dir(ElectraPretrainer(tiny_config()), model_dir)
+  config = tiny_config()
+  convert.write_model_dir(ElectraPretrainer.from_pretraining_config(config), config, model_dir)
   path = os.path.join(model_dir, pretrained.PRETRAIN_CONFIG_FILE)
   values = json.load(open(path))
   # one layer more than the checkpoint holds
-  values["model_hparam_overrides"] = dict(values["model_hparam_overrides"], num_hidden_layers=3)
+  values["bert_config"] = dict(values["bert_config"], num_hidden_layers=3)
   json.dump(values, open(path, "w"))
   with pytest.raises(ModelDirectoryError, match=r"ckpt-\d+ does not fit this model \(.*\): it is "
                      "not the model that pretrain_config.json describes"):

@@ -69,13 +69,14 @@ def exported(tmp_path_factory):
   vocab = shared_data_path("vocab", "vocab.txt")
   root = tmp_path_factory.mktemp("export")
   keras.utils.set_random_seed(3)
-  model = ElectraPretrainer(resolve_pretraining_config("electra_small", None, TINY))
+  config = resolve_pretraining_config("electra_small", None, TINY)
+  model = ElectraPretrainer.from_pretraining_config(config)
   rng = np.random.default_rng(3)
   for variable in model.trainable_variables:
     variable.assign(variable.numpy() + rng.normal(0, 0.1, variable.shape).astype(np.float32))
   data_dir = str(root / "data")
   model_dir = os.path.join(data_dir, "models", "tiny")
-  convert.write_model_dir(model, model_dir)
+  convert.write_model_dir(model, config, model_dir)
   shutil.copy(vocab, os.path.join(model_dir, "vocab.txt"))
   path = str(root / "discriminator")
   assert export.main(["--model-dir", model_dir, "--output-dir", path]) == 0
@@ -239,7 +240,7 @@ def test_finetuned_export(exported):
 
 
 def test_export_errors(exported, tmp_path, capsys):
-  electric = ElectraPretrainer(resolve_pretraining_config(
+  electric = ElectraPretrainer.from_pretraining_config(resolve_pretraining_config(
       "electra_small", None, dict(TINY, electric_objective=True)))
   with pytest.raises(export.ExportError, match="ELECTRIC"):
     export.serving_module(electric, "discriminator")

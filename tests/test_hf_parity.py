@@ -40,7 +40,8 @@ MAX_LEN = 48
 @pytest.fixture(scope="module")
 def model():
   keras.utils.set_random_seed(1)
-  model = ElectraPretrainer(resolve_pretraining_config("electra_small"))
+  config = resolve_pretraining_config("electra_small")
+  model = ElectraPretrainer.from_pretraining_config(config)
   rng = np.random.default_rng(1)
   for variable in model.trainable_variables:
     noise = rng.normal(0.0, 0.05, tuple(variable.shape)).astype(np.float32)
@@ -89,9 +90,9 @@ def theirs(hf_model, batch):
 
 
 def electra_config(model, generator: bool):
-  bert = model.config.generator_bert_config if generator else model.config.bert_config
+  bert = model.config.generator if generator else model.config.discriminator
   return transformers.ElectraConfig(
-      vocab_size=bert.vocab_size, embedding_size=model.config.resolved_embedding_size,
+      vocab_size=bert.vocab_size, embedding_size=model.config.embedding_size,
       hidden_size=bert.hidden_size, num_hidden_layers=bert.num_hidden_layers,
       num_attention_heads=bert.num_attention_heads, intermediate_size=bert.intermediate_size,
       hidden_act="gelu", max_position_embeddings=512, type_vocab_size=2, layer_norm_eps=1e-12)
@@ -144,7 +145,7 @@ def test_load_tf_weights_in_electra_matches_our_logits(tmp_path, model, batch, m
 
 def test_hugging_face_directory_loads_with_from_pretrained(tmp_path, model, batch):
   model_dir = str(tmp_path / "model")
-  convert.write_model_dir(model, model_dir)
+  convert.write_model_dir(model, resolve_pretraining_config("electra_small"), model_dir)
   shutil.copy(batch["vocab"], os.path.join(model_dir, "vocab.txt"))
   disc, gen = ours(model, batch)
   for generator, hf_class, expected in ((False, transformers.ElectraForPreTraining, disc),

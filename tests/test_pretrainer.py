@@ -39,7 +39,7 @@ def debug_features(batch=2, seq_len=16, seed=0):
 def debug_model(**hparams):
   config = resolve_pretraining_config("electra_small", None, dict(debug=True, **hparams))
   keras.utils.set_random_seed(0)
-  return ElectraPretrainer(config)
+  return ElectraPretrainer.from_pretraining_config(config)
 
 
 @pytest.mark.parametrize("objective", sorted(OBJECTIVES))
@@ -174,7 +174,7 @@ def test_loss_denominators_are_the_batch_weight_sums():
   from electra_tf2 import objectives
   model = debug_model(electric_objective=True)
   features = debug_features(batch=4, seq_len=16, seed=3)
-  dens = objectives.loss_denominators(model.config, features)
+  dens = objectives.loss_denominators(model.objective, features)
   out = model(features, seed=tf.constant([9, 9]))
   assert dens["mlm"].numpy() == out["masked_lm_weights"].numpy().sum()
   assert dens["disc"].numpy() == features["input_mask"].numpy().sum()

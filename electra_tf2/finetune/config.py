@@ -26,16 +26,17 @@ final `FinetuningConfig`. Resolution follows configure_finetuning.py (spec 2.3):
 from __future__ import annotations
 
 import copy
+import dataclasses
 import os
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 from electra_tf2.config import (CONFIG_DIR, ENCODER_HPARAMS, PRETRAIN_CONFIG_FILE, BertConfig,
-                                ConfigError, PretrainingConfig, ResolvedConfig, check_hparams,
-                                check_model_overrides, check_optimizer_hparams, check_seed,
-                                get_bert_config, parse_hparams, read_saved_pretraining_config)
+                                ConfigError, check_hparams, check_model_overrides,
+                                check_optimizer_hparams, check_seed, get_bert_config,
+                                parse_hparams, read_saved_pretraining_config, saved_bert_config)
 from electra_tf2.config import _read_json as read_config_json
 
-_DERIVED = ("bert_config", "model_name", "data_dir", "pretrained_model_dir")
+_DERIVED = ("encoder_config", "bert_config", "model_name", "data_dir", "pretrained_model_dir")
 LOSS_REDUCTIONS = ("sum", "mean")
 GLUE_TASKS = ("cola", "mrpc", "mnli", "sst", "rte", "qnli", "qqp", "sts", "wnli")
 QA_TASKS = ("squad", "squadv1", "newsqa", "naturalqs", "triviaqa", "searchqa")
@@ -60,28 +61,101 @@ def known_tasks() -> List[str]:
 # ---------------------------------------------------------------------------
 
 
-class FinetuningConfig(ResolvedConfig):
-  """The resolved fine-tuning hyperparameters (attributes as in the official code).
+@dataclasses.dataclass(frozen=True)
+class FinetuningConfig:
+  """The resolved fine-tuning configuration, frozen.
 
-  Build it with `resolve_finetuning_config`; `from_dict` rebuilds a saved one.
-  Path attributes are templates: `raw_data_dir` holds "{task}", the QA files
-  "{task}", `test_predictions` "{task}", "{split}" and "{trial}"; the methods
-  below fill them in.
+  Every hparam of configs/finetuning_defaults.json (configure_finetuning.py:32-128
+  plus the port's), `model_name`, `data_dir`, `pretrained_model_dir` and the
+  resolved `encoder_config`. Build it with `resolve_finetuning_config`;
+  `from_dict` rebuilds a saved one. Path attributes are templates:
+  `raw_data_dir` holds "{task}", the QA files "{task}", `test_predictions`
+  "{task}", "{split}" and "{trial}"; the methods below fill them in.
   """
+  debug: bool
+  log_examples: bool
+  num_trials: int
+  do_train: bool
+  do_eval: bool
+  keep_all_models: bool
+  model_size: str
+  task_names: List[str]
+  model_hparam_overrides: Dict[str, Any]
+  embedding_size: Optional[int]
+  vocab_size: int
+  do_lower_case: bool
+  learning_rate: float
+  weight_decay_rate: float
+  layerwise_lr_decay: float
+  num_train_epochs: float
+  warmup_proportion: float
+  save_checkpoints_steps: int
+  iterations_per_loop: int
+  use_tfrecords_if_existing: bool
+  write_test_outputs: bool
+  n_writes_test: int
+  max_seq_length: int
+  train_batch_size: int
+  eval_batch_size: int
+  predict_batch_size: int
+  double_unordered: bool
+  max_query_length: int
+  doc_stride: int
+  n_best_size: int
+  max_answer_length: int
+  answerable_classifier: bool
+  answerable_uses_start_logits: bool
+  answerable_weight: float
+  joint_prediction: bool
+  beam_size: int
+  qa_na_threshold: float
+  use_tpu: bool
+  num_tpu_cores: int
+  tpu_job_name: Optional[str]
+  tpu_name: Optional[str]
+  tpu_zone: Optional[str]
+  gcp_project: Optional[str]
+  raw_data_dir: str
+  vocab_file: str
+  init_checkpoint: Optional[str]
+  model_dir: str
+  results_txt: str
+  results_json: str
+  qa_eval_file: str
+  qa_preds_file: str
+  qa_na_file: str
+  preprocessed_data_dir: str
+  test_predictions: str
+  seed: int
+  loss_reduction: str
+  fix_layerwise_lr_off_by_one: bool
+  max_examples_per_split: Optional[int]
+  # derived and resolved
+  model_name: str
+  data_dir: str
+  pretrained_model_dir: Optional[str]
+  encoder_config: BertConfig
 
   def replace(self, **kwargs) -> "FinetuningConfig":
     """A copy with some values changed (no re-resolution)."""
-    values = self.to_dict()
-    values.update(kwargs)
-    return FinetuningConfig(values)
+    return dataclasses.replace(self, **kwargs)
+
+  def to_dict(self) -> Dict[str, Any]:
+    values = {f.name: copy.deepcopy(getattr(self, f.name)) for f in dataclasses.fields(self)}
+    values["encoder_config"] = self.encoder_config.to_dict()
+    return values
+
+  @classmethod
+  def from_dict(cls, values: Mapping[str, Any]) -> "FinetuningConfig":
+    """Rebuilds a saved config (older files call the encoder `bert_config`)."""
+    values = dict(values)
+    encoder = values.pop("encoder_config", None) or values.pop("bert_config")
+    values["encoder_config"] = BertConfig(**encoder)
+    return cls(**values)
 
   @property
   def tasks_str(self) -> str:
     return ",".join(self.task_names)
-
-  @property
-  def encoder_config(self) -> BertConfig:
-    return BertConfig(**self.bert_config)
 
   def task_data_dir(self, task: str) -> str:
     return self.raw_data_dir.format(task=task)
@@ -221,8 +295,8 @@ def resolve_finetuning_config(model_name: str, data_dir: str,
   values["data_dir"] = data_dir
   values["pretrained_model_dir"] = source if pretrained is not None else None
   _check_consistency(values, pretrained, source)
-  values["bert_config"] = _encoder_config(values, pretrained).to_dict()
-  config = FinetuningConfig(values)
+  values["encoder_config"] = _encoder_config(values, pretrained).to_dict()
+  config = FinetuningConfig.from_dict(values)
   if config.max_seq_length > config.encoder_config.max_position_embeddings:
     raise ConfigError(f"max_seq_length {config.max_seq_length} exceeds the encoder's "
                       f"max_position_embeddings {config.encoder_config.max_position_embeddings}")
@@ -235,9 +309,9 @@ def _encoder_config(values: Mapping[str, Any], pretrained: Optional[Mapping[str,
   overrides = dict(values["model_hparam_overrides"])
   check_model_overrides(overrides)
   if pretrained is None:
-    bert = get_bert_config(FinetuningConfig(values))
+    bert = get_bert_config(values)
   else:
-    bert = PretrainingConfig.from_dict(pretrained).bert_config
+    bert = saved_bert_config(pretrained)
     shape = ("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
              "vocab_size", "max_position_embeddings", "type_vocab_size")
     for key in shape:

@@ -132,7 +132,7 @@ class FinetuningModel(keras.Model):
 
 def build_model(config: FinetuningConfig, head_specs: Sequence[Mapping[str, Any]]
                 ) -> FinetuningModel:
-  return FinetuningModel(config.bert_config, config.embedding_size, head_specs)
+  return FinetuningModel(config.encoder_config, config.embedding_size, head_specs)
 
 
 # ---------------------------------------------------------------------------

@@ -14,16 +14,48 @@ the official `electra/embeddings` (see electra_tf2/checkpoint_names.py).
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Dict, Mapping, Optional
 
 import keras
 import tensorflow as tf
 
 from electra_tf2 import objectives, pretrain_helpers
-from electra_tf2.config import PretrainingConfig
+from electra_tf2.config import BertConfig, ObjectiveConfig, PretrainingConfig
 from electra_tf2.layers import DiscriminatorHead, EmbeddingBlock, MaskedLMHead
 from electra_tf2.networks.encoder import Encoder
 from electra_tf2.pretrain_data import features_to_inputs
+
+
+@dataclasses.dataclass(frozen=True)
+class PretrainerConfig:
+  """What an `ElectraPretrainer` is built from: its encoders' shapes and its objective.
+
+  discriminator: the discriminator (or full-size MLM) encoder; generator: the
+  generator encoder (each tower of the ELECTRIC two-tower generator), None when
+  the generator is uniform, tied or the encoder itself; embedding_size: E of
+  the shared embedding block (None: the discriminator's hidden size).
+  """
+  discriminator: BertConfig
+  generator: Optional[BertConfig]
+  objective: ObjectiveConfig
+  embedding_size: Optional[int] = None
+
+  @classmethod
+  def from_pretraining_config(cls, config: PretrainingConfig) -> "PretrainerConfig":
+    return cls(config.bert_config, config.generator_bert_config, config.objective,
+               config.resolved_embedding_size)
+
+  def to_dict(self) -> Dict[str, Any]:
+    return {"discriminator": self.discriminator.to_dict(),
+            "generator": self.generator and self.generator.to_dict(),
+            "objective": self.objective.to_dict(), "embedding_size": self.embedding_size}
+
+  @classmethod
+  def from_dict(cls, values: Mapping[str, Any]) -> "PretrainerConfig":
+    return cls(BertConfig(**values["discriminator"]),
+               values["generator"] and BertConfig(**values["generator"]),
+               ObjectiveConfig.from_dict(values["objective"]), values["embedding_size"])
 
 
 @keras.saving.register_keras_serializable(package="electra_tf2")
@@ -31,7 +63,8 @@ class ElectraPretrainer(keras.Model):
   """Generator + discriminator with the ELECTRA, ELECTRIC or BERT (MLM) objective.
 
   Args:
-    config: a resolved `PretrainingConfig` (or its `to_dict()`).
+    config: a `PretrainerConfig` (or its `to_dict()`); `from_pretraining_config`
+      builds one from a resolved `PretrainingConfig`.
 
   `call(features, training, seed)` takes features `{"input_ids", "input_mask",
   "segment_ids"}` (`[batch, seq_len]` int32) and an optional `[2]` int seed of
@@ -40,25 +73,19 @@ class ElectraPretrainer(keras.Model):
   per-token tensors that `objectives.metric_statistics` consumes.
   """
 
-  def __init__(self, config: PretrainingConfig | Mapping[str, Any], **kwargs):
+  def __init__(self, config: PretrainerConfig | Mapping[str, Any], **kwargs):
     kwargs.setdefault("name", "electra_pretrainer")
     super().__init__(**kwargs)
-    if not isinstance(config, PretrainingConfig):
-      config = PretrainingConfig.from_dict(config)
+    if not isinstance(config, PretrainerConfig):
+      config = PretrainerConfig.from_dict(config)
     self.config = config
-    bert = config.bert_config
-    embedding_size = config.resolved_embedding_size
-    self.has_discriminator = config.electra_objective or config.electric_objective
-
-    def embedding_block(name: str, dropout_rate: float) -> EmbeddingBlock:
-      return EmbeddingBlock(
-          vocab_size=bert.vocab_size, embedding_size=embedding_size,
-          max_position_embeddings=bert.max_position_embeddings,
-          type_vocab_size=bert.type_vocab_size, initializer_range=bert.initializer_range,
-          dropout_rate=dropout_rate, name=name, dtype=self.dtype_policy)
+    objective = self.objective = config.objective
+    bert = config.discriminator
+    embedding_size = config.embedding_size or bert.hidden_size
+    self.has_discriminator = objective.has_discriminator
 
     def encoder(bert_config, name: str, direction: str = "bidirectional") -> Encoder:
-      if name != "electra" and config.untied_generator_embeddings:
+      if name != "electra" and objective.untied_generator_embeddings:
         # Official: `embedding_size=None`, so the generator's own embeddings have
         # its hidden size and it has no embeddings_project (run_pretraining.py:80-86, 294-305).
         return Encoder(bert_config, None, attention_direction=direction, name=name,
@@ -67,35 +94,42 @@ class ElectraPretrainer(keras.Model):
                      embeddings=self.embeddings, name=name, dtype=self.dtype_policy)
 
     # ---- encoders ----
-    self.embeddings = embedding_block("embeddings", bert.hidden_dropout_prob)
+    self.embeddings = EmbeddingBlock(
+        vocab_size=bert.vocab_size, embedding_size=embedding_size,
+        max_position_embeddings=bert.max_position_embeddings,
+        type_vocab_size=bert.type_vocab_size, initializer_range=bert.initializer_range,
+        dropout_rate=bert.hidden_dropout_prob, name="embeddings", dtype=self.dtype_policy)
     self.discriminator = encoder(bert, "electra")
     self.generator = self.generator_ltr = self.generator_rtl = None
-    if config.uses_generator_encoder:
-      generator_bert = config.generator_bert_config
-      if config.two_tower_generator:
-        self.generator_ltr = encoder(generator_bert, "generator_ltr", "ltr")
-        self.generator_rtl = encoder(generator_bert, "generator_rtl", "rtl")
+    if config.generator is not None:
+      if objective.two_tower_generator:
+        self.generator_ltr = encoder(config.generator, "generator_ltr", "ltr")
+        self.generator_rtl = encoder(config.generator, "generator_rtl", "rtl")
       else:
-        self.generator = encoder(generator_bert, "generator")
+        self.generator = encoder(config.generator, "generator")
 
     # ---- heads ----
     # The MLM/cloze dense maps to the width of the table it is tied to
     # (`get_token_logits`, run_pretraining.py:254-268).
     self.mlm_head = self.cloze_head = self.discriminator_head = None
-    if config.two_tower_generator:
+    if objective.two_tower_generator:
       self.cloze_head = MaskedLMHead(self.generator_ltr.embedding_size, bert.vocab_size,
                                      bert.initializer_range, bert.hidden_act,
                                      name="cloze_predictions", dtype=self.dtype_policy)
-    elif not config.uniform_generator:
+    elif not objective.uniform_generator:
       self.mlm_head = MaskedLMHead((self.generator or self.discriminator).embedding_size,
                                    bert.vocab_size, bert.initializer_range, bert.hidden_act,
                                    name="generator_predictions", dtype=self.dtype_policy)
     if self.has_discriminator:
       self.discriminator_head = DiscriminatorHead(
           bert.hidden_size, bert.initializer_range, bert.hidden_act,
-          name="discriminator_predictions",
-          dtype=self.dtype_policy)
+          name="discriminator_predictions", dtype=self.dtype_policy)
     self.build()
+
+  @classmethod
+  def from_pretraining_config(cls, config: PretrainingConfig, **kwargs) -> "ElectraPretrainer":
+    """The pre-trainer of a resolved `PretrainingConfig`."""
+    return cls(PretrainerConfig.from_pretraining_config(config), **kwargs)
 
   @property
   def mlm_encoder(self) -> Optional[Encoder]:
@@ -140,7 +174,7 @@ class ElectraPretrainer(keras.Model):
            denominators: Optional[Mapping[str, tf.Tensor]] = None) -> Dict[str, tf.Tensor]:
     """Forward pass; `denominators` (see `objectives.loss_denominators`) are those
     of the global batch when it is split over replicas or accumulation steps."""
-    config = self.config
+    config = self.objective
     denominators = denominators or {}
     if seed is None:
       seed = tf.random.uniform([2], maxval=2**31 - 1, dtype=tf.int32)

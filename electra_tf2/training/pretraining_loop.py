@@ -124,7 +124,7 @@ class PretrainingRun:
 
     with self.strategy.scope():
       keras.utils.set_random_seed(config.seed)
-      self.model = ElectraPretrainer(config)
+      self.model = ElectraPretrainer.from_pretraining_config(config)
       self.variable_names = checkpoint_names.pretrainer_variable_map(self.model)
       self.optimizer = optimization.create_optimizer(
           learning_rate=config.learning_rate, num_train_steps=config.num_train_steps,
@@ -423,7 +423,10 @@ def validate_inputs(config: PretrainingConfig) -> None:
   if config.data_dir is not None and not os.path.isdir(config.data_dir):
     raise pretrain_data.DataError(f"--data-dir {config.data_dir} does not exist")
   if config.vocab_file is not None:
-    vocab_lib.load_vocab(config.vocab_file, expected_size=config.vocab_size)
+    vocab = vocab_lib.load_vocab(config.vocab_file, expected_size=config.vocab_size)
+    if vocab_lib.special_token_ids(vocab) != config.special_ids:
+      raise ConfigError(f"{config.vocab_file} has other special-token ids than the config was "
+                        f"resolved with ({config.special_ids}); resolve the config again")
   pretrain_data.check_tfrecords(config.pretrain_tfrecords or "", config.max_seq_length)
 
 
