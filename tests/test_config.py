@@ -1,4 +1,5 @@
 """Config resolution follows configure_pretraining.py (spec 2.1 and 2.2)."""
+import os
 
 import json
 import re
@@ -143,3 +144,25 @@ def test_every_official_activation_is_accepted(activation):
       "debug": True, "model_hparam_overrides": {"hidden_act": activation}})
   assert config.bert_config.hidden_act == activation
   assert config.generator_bert_config.hidden_act == activation
+
+
+def test_typed_configs_cover_exactly_the_json_hparams():
+  """The frozen dataclasses have one typed field per hparam of the JSON defaults (plus the
+  derived ones), so the two cannot drift apart."""
+  import dataclasses
+  import json
+  from electra_tf2.config import CONFIG_DIR, PretrainingConfig
+  from electra_tf2.finetune.config import FinetuningConfig
+  for cls, name, derived in (
+      (PretrainingConfig, "pretraining_defaults.json",
+       {"model_name", "data_dir", "max_predictions_per_seq", "bert_config",
+        "generator_bert_config", "special_ids"}),
+      (FinetuningConfig, "finetuning_defaults.json",
+       {"model_name", "data_dir", "pretrained_model_dir", "encoder_config"})):
+    with open(os.path.join(CONFIG_DIR, name)) as f:
+      hparams = set(json.load(f)) - {"_doc"}
+    assert {field.name for field in dataclasses.fields(cls)} == hparams | derived, name
+  config = resolve_pretraining_config("electra_small", None, {"debug": True})
+  with pytest.raises(dataclasses.FrozenInstanceError):
+    config.learning_rate = 1.0
+  assert type(config).from_dict(config.to_dict()) == config  # the saved form round-trips
