@@ -1,7 +1,7 @@
 """Config resolution follows configure_pretraining.py (spec 2.1 and 2.2)."""
-import os
 
 import json
+import os
 import re
 
 import pytest
