@@ -36,7 +36,8 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from electra_tf2.config import PretrainingConfig, resolve_pretraining_config  # noqa: E402
-from electra_tf2.training.pretraining_loop import PretrainingRun, RunOptions  # noqa: E402
+from electra_tf2.training.driver import RunOptions  # noqa: E402
+from electra_tf2.training.pretraining_loop import PretrainingRun  # noqa: E402
 
 
 # ---------------------------------------------------------------------------

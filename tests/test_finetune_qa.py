@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from electra_tf2.finetune import qa, qa_decoding
+from electra_tf2.finetune import heads, qa, qa_decoding
 from tests.test_finetune_fixtures import make_config, make_tasks
 
 CONTEXT = "The leader was John Smith (1895-1943). He was born in Paris."
@@ -191,7 +191,7 @@ def head_inputs(batch=2, length=10, hidden=8, seed=0):
 
 def test_head_variables_have_the_official_names_and_shapes():
   def layout(**kwargs):
-    head = qa.QAHead("squad", beam_size=3, **kwargs)
+    head = heads.QAHead("squad", beam_size=3, **kwargs)
     head.build((None, None, 8))
     return [(l.name, tuple(l.kernel.shape)) for l in head.official_layers]
   assert layout() == [("dense", (8, 1)), ("qa_hidden", (16, 512)), ("dense_1", (512, 1)),
@@ -204,7 +204,7 @@ def test_head_variables_have_the_official_names_and_shapes():
 
 def test_head_masks_and_beam_matches_teacher_forcing():
   tf.keras.utils.set_random_seed(1)
-  head = qa.QAHead("squad", beam_size=3)
+  head = heads.QAHead("squad", beam_size=3)
   states, features = head_inputs()
   head.build(states.shape)
   out = head(states, features, training=False)
@@ -225,7 +225,7 @@ def test_head_masks_and_beam_matches_teacher_forcing():
 
 
 def test_head_end_layer_equals_the_concatenation():
-  head = qa.QAHead("squad", beam_size=2)
+  head = heads.QAHead("squad", beam_size=2)
   states, _ = head_inputs()
   head.build(states.shape)
   start = states[:, :2]
@@ -236,7 +236,7 @@ def test_head_end_layer_equals_the_concatenation():
 
 
 def test_answerable_logit_sees_cls_and_the_start_weighted_states():
-  head = qa.QAHead("squad", beam_size=2)
+  head = heads.QAHead("squad", beam_size=2)
   states, features = head_inputs()
   head.build(states.shape)
   out = head(states, features, training=False)
@@ -250,7 +250,7 @@ def test_answerable_logit_sees_cls_and_the_start_weighted_states():
 
 
 def test_head_loss():
-  head = qa.QAHead("squad", beam_size=2)
+  head = heads.QAHead("squad", beam_size=2)
   states, features = head_inputs()
   head.build(states.shape)
   labels = dict(features, squad_start_positions=tf.constant([5, 0]),

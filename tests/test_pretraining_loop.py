@@ -22,7 +22,7 @@ import tensorflow as tf
 from electra_tf2 import pretrain_data
 from electra_tf2.checkpoints import ModelDirectoryError
 from electra_tf2.config import ConfigError, resolve_pretraining_config
-from electra_tf2.training import pretraining_loop
+from electra_tf2.training import driver, pretraining_loop
 from electra_tf2.vocab import VocabError
 from tests.conftest import REPO_ROOT
 from tests.fixtures import write_pretraining_data
@@ -342,7 +342,7 @@ def test_cli_errors_are_one_line(tmp_path, args, message):
 def test_signal_handler_only_sets_the_flag(capsys):
   """The handler must not print: a signal that lands inside the loop's own
   progress print would make that a reentrant stdout write, which raises."""
-  with pretraining_loop.StopRequested() as stop:
+  with driver.StopRequested() as stop:
     assert not stop.requested
     os.kill(os.getpid(), signal.SIGTERM)
     assert capsys.readouterr().out == ""
@@ -417,7 +417,8 @@ def test_mirrored_two_cpus_matches_one_device(tmp_path):
       tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
       from electra_tf2 import checkpoint_names
       from electra_tf2.config import resolve_pretraining_config
-      from electra_tf2.training.pretraining_loop import PretrainingRun, RunOptions
+      from electra_tf2.training.driver import RunOptions
+      from electra_tf2.training.pretraining_loop import PretrainingRun
       # The uniform generator's word-embedding gradient is sparse (IndexedSlices):
       # concatenated across micro-batches, all-reduced across replicas. One strategy
       # object serves both mirrored runs (two would reuse each other's collective keys).
@@ -507,7 +508,7 @@ def test_mixed_precision_and_xla_paths_train(tmp_path, precision, jit):
       TINY, num_train_steps=4, iterations_per_loop=2, deterministic=False))
   try:
     run = pretraining_loop.PretrainingRun(
-        config, pretraining_loop.RunOptions(mixed_precision=precision, jit_compile=jit))
+        config, driver.RunOptions(mixed_precision=precision, jit_compile=jit))
     assert run.model.discriminator.compute_dtype == precision.split("_")[1]
     assert all(v.dtype == "float32" for v in run.model.trainable_variables)
     result = run.train()

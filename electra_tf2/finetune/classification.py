@@ -21,14 +21,10 @@ from __future__ import annotations
 import csv
 from typing import Any, Dict, List, Optional, Sequence
 
-import keras
-import tensorflow as tf
-
 from electra_tf2.finetune import scorers
 from electra_tf2.finetune.config import FinetuningConfig
 from electra_tf2.finetune.task import (CachedTokenizer, Example, FeatureSpec,
                                        FinetuningDataError, Task, log_features)
-from electra_tf2.layers import initializers
 
 # GLUE's directory and submission-file names for our task names.
 GLUE_NAMES = {"cola": "CoLA", "sst": "SST-2", "mrpc": "MRPC", "sts": "STS-B", "qqp": "QQP",
@@ -378,101 +374,8 @@ class STS(RegressionTask):
 
 
 # ---------------------------------------------------------------------------
-# Heads
+# GLUE server files
 # ---------------------------------------------------------------------------
-
-
-@keras.saving.register_keras_serializable(package="electra_tf2")
-class ClassificationHead(keras.layers.Layer):
-  """`[CLS]` state -> dropout -> `dense` logits (official ClassificationTask head).
-
-  Args:
-    task: the task name (the layer's name; official scope task_specific/<task>).
-    label_list: the labels, in id order.
-    dropout_rate: 0.1 (official keep_prob 0.9), applied in training only.
-  """
-
-  def __init__(self, task: str, label_list: Sequence[str], dropout_rate: float = 0.1,
-               **kwargs):
-    kwargs.setdefault("name", task)
-    super().__init__(**kwargs)
-    self.task = task
-    self.label_list = list(label_list)
-    self.dropout_rate = dropout_rate
-    self.dropout = keras.layers.Dropout(dropout_rate, dtype=self.dtype_policy)
-    self.dense = keras.layers.Dense(len(self.label_list), name="dense",
-                                    kernel_initializer=initializers.glorot_uniform(),
-                                    dtype=self.dtype_policy)
-
-  def build(self, input_shape):
-    self.dense.build((None, input_shape[-1]))
-    super().build(input_shape)
-
-  @property
-  def official_layers(self) -> List[keras.layers.Dense]:
-    return [self.dense]
-
-  def call(self, hidden: tf.Tensor, features: Dict[str, tf.Tensor], training: bool = False
-           ) -> Dict[str, tf.Tensor]:
-    """hidden `[batch, seq_len, H]` -> logits `[batch, n_labels]`, predictions `[batch]`."""
-    reprs = self.dropout(hidden[:, 0], training=training)
-    logits = tf.cast(self.dense(reprs), tf.float32)
-    return {"logits": logits, "predictions": tf.argmax(logits, axis=-1, output_type=tf.int32)}
-
-  def loss(self, outputs: Dict[str, tf.Tensor], features: Dict[str, tf.Tensor]) -> tf.Tensor:
-    """Softmax cross-entropy `[batch]`."""
-    labels = tf.one_hot(features[self.task + "_label_ids"], len(self.label_list))
-    return -tf.reduce_sum(labels * tf.nn.log_softmax(outputs["logits"], axis=-1), axis=-1)
-
-  def get_config(self) -> Dict[str, Any]:
-    config = super().get_config()
-    config.update(task=self.task, label_list=self.label_list, dropout_rate=self.dropout_rate)
-    return config
-
-
-@keras.saving.register_keras_serializable(package="electra_tf2")
-class RegressionHead(keras.layers.Layer):
-  """`[CLS]` state -> dropout -> `dense(1)` (official RegressionTask head).
-
-  Predictions are in the normalised space (y - min_value) / max_value.
-  """
-
-  def __init__(self, task: str, min_value: float = 0.0, max_value: float = 1.0,
-               dropout_rate: float = 0.1, **kwargs):
-    kwargs.setdefault("name", task)
-    super().__init__(**kwargs)
-    self.task = task
-    self.min_value = min_value
-    self.max_value = max_value
-    self.dropout_rate = dropout_rate
-    self.dropout = keras.layers.Dropout(dropout_rate, dtype=self.dtype_policy)
-    self.dense = keras.layers.Dense(1, name="dense",
-                                    kernel_initializer=initializers.glorot_uniform(),
-                                    dtype=self.dtype_policy)
-
-  def build(self, input_shape):
-    self.dense.build((None, input_shape[-1]))
-    super().build(input_shape)
-
-  @property
-  def official_layers(self) -> List[keras.layers.Dense]:
-    return [self.dense]
-
-  def call(self, hidden: tf.Tensor, features: Dict[str, tf.Tensor], training: bool = False
-           ) -> Dict[str, tf.Tensor]:
-    """hidden `[batch, seq_len, H]` -> predictions `[batch]` (normalised)."""
-    reprs = self.dropout(hidden[:, 0], training=training)
-    return {"predictions": tf.cast(tf.squeeze(self.dense(reprs), -1), tf.float32)}
-
-  def loss(self, outputs: Dict[str, tf.Tensor], features: Dict[str, tf.Tensor]) -> tf.Tensor:
-    """Squared error `[batch]`."""
-    return tf.square(outputs["predictions"] - features[self.task + "_targets"])
-
-  def get_config(self) -> Dict[str, Any]:
-    config = super().get_config()
-    config.update(task=self.task, min_value=self.min_value, max_value=self.max_value,
-                  dropout_rate=self.dropout_rate)
-    return config
 
 
 def submission_label(head_spec: Dict[str, Any], prediction: Any) -> str:

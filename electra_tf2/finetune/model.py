@@ -28,11 +28,9 @@ import tensorflow as tf
 from electra_tf2 import checkpoint_names, checkpoints
 from electra_tf2.atomic_io import write_json_atomic
 from electra_tf2.config import BertConfig, ConfigError
-from electra_tf2.finetune.classification import ClassificationHead, RegressionHead
 from electra_tf2.finetune import config as finetune_config
 from electra_tf2.finetune.config import FinetuningConfig
-from electra_tf2.finetune.qa import QAHead
-from electra_tf2.finetune.tagging import TaggingHead
+from electra_tf2.finetune.heads import ClassificationHead, QAHead, RegressionHead, TaggingHead
 from electra_tf2.networks.encoder import Encoder
 
 HEADS = {"classification": ClassificationHead, "regression": RegressionHead, "qa": QAHead,

@@ -41,7 +41,8 @@ from electra_tf2.finetune.task import FinetuningDataError, Task
 from electra_tf2.finetune.task_builder import get_tasks
 from electra_tf2.pretrained import PRETRAIN_CONFIG_FILE, PretrainedModelError
 from electra_tf2.training import distribution
-from electra_tf2.training.pretraining_loop import RunOptions, StopRequested
+from electra_tf2.training.driver import (RunOptions, run_training_loop, scaled_loss,
+                                         with_loss_scaling)
 from electra_tf2.training.progress import ProgressLogger
 
 TaskResults = Dict[str, float]
@@ -113,11 +114,9 @@ class ModelRunner:
         n_transformer_layers=self.model.bert_config.num_hidden_layers,
         variable_name_fn=checkpoint_names.official_name_fn(self.model.variable_map()),
         fix_layerwise_lr_off_by_one=config.fix_layerwise_lr_off_by_one)
-    base = optimizer
-    if self.options.mixed_precision == "mixed_float16":
-      optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
-    optimizer.build(self.model.trainable_variables)
-    return optimizer, base
+    wrapped = with_loss_scaling(optimizer, self.options.mixed_precision)
+    wrapped.build(self.model.trainable_variables)
+    return wrapped, optimizer
 
   def train(self) -> Dict[str, Any]:
     """Fine-tunes from scratch in the trial's model directory; returns a summary."""
@@ -137,8 +136,8 @@ class ModelRunner:
     batch_size = config.train_batch_size
     dataset = self.preprocessor.dataset(path, True, batch_size, seed=self.seed)
     iterator = iter(self.strategy.experimental_distribute_dataset(dataset))
-    train_loop = self._build_train_loop(optimizer, batch_size)
     global_step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
+    train_loop = self._build_train_loop(optimizer, batch_size, global_step)
     checkpoint = tf.train.Checkpoint(model=self.model, global_step=global_step)
     directory = distribution.checkpoint_dir(self.strategy, self.model_dir)
     manager = tf.train.CheckpointManager(checkpoint, directory, max_to_keep=1,
@@ -149,31 +148,19 @@ class ModelRunner:
           f"{num_steps} steps", flush=True)
     progress = ProgressLogger(num_steps, 0, os.path.join(self.model_dir, "train")
                               if self.is_chief else None, config.max_seq_length)
-    log_every = self.options.log_every or config.iterations_per_loop
-    step, loss = 0, float("nan")
-    stopped_early = False
-    with StopRequested() as stop:
-      while step < num_steps:
-        next_save = (step // config.save_checkpoints_steps + 1) * config.save_checkpoints_steps
-        next_log = (step // log_every + 1) * log_every
-        n = min(config.iterations_per_loop, next_save - step, next_log - step, num_steps - step)
-        loss = float(train_loop(iterator, tf.constant(n)))
-        step = self.step = step + n
-        if not np.isfinite(loss):
-          raise FloatingPointError(f"the training loss became {loss} at step {step}")
-        if step % log_every == 0 or step == num_steps:
-          progress.log(step, {"loss": loss}, float(base_optimizer.learning_rate), batch_size)
-        if step % config.save_checkpoints_steps == 0 or step == num_steps or stop.requested:
-          global_step.assign(step)
-          manager.save(checkpoint_number=step)
-        if stop.requested:
-          stopped_early = True
-          break
-    return {"trial": self.trial, "seed": self.seed, "step": step, "num_train_steps": num_steps,
-            "final_loss": loss, "stopped_early": stopped_early,
-            "train_seconds": progress.elapsed, "checkpoint": manager.latest_checkpoint}
+    result = run_training_loop(
+        lambda n: train_loop(iterator, n), start_step=0, num_steps=num_steps,
+        steps_per_loop=config.iterations_per_loop,
+        log_every=self.options.log_every or config.iterations_per_loop,
+        save_every=config.save_checkpoints_steps, manager=manager, progress=progress,
+        batch_size=batch_size, learning_rate=lambda: float(base_optimizer.learning_rate))
+    self.step = result.step
+    return {"trial": self.trial, "seed": self.seed, "step": result.step,
+            "num_train_steps": num_steps, "final_loss": result.losses["loss"],
+            "stopped_early": result.stopped_early, "train_seconds": progress.elapsed,
+            "checkpoint": manager.latest_checkpoint}
 
-  def _build_train_loop(self, optimizer, global_batch_size: int):
+  def _build_train_loop(self, optimizer, global_batch_size: int, global_step: tf.Variable):
     model, strategy = self.model, self.strategy
     mean = self.config.loss_reduction == "mean"
 
@@ -183,8 +170,7 @@ class ModelRunner:
         loss = tf.reduce_sum(model.losses_per_example(features, outputs))
         if mean:
           loss /= global_batch_size
-        scaled = (optimizer.scale_loss(loss)
-                  if isinstance(optimizer, keras.optimizers.LossScaleOptimizer) else loss)
+        scaled = scaled_loss(optimizer, loss)
       # The word-embedding gradient stays sparse, for the official clip norm.
       return tape.gradient(scaled, model.trainable_variables), loss
     compiled = tf.function(forward_backward, jit_compile=self.options.jit_compile)
@@ -195,12 +181,14 @@ class ModelRunner:
       return loss
 
     @tf.function
-    def train_loop(iterator, num_steps: tf.Tensor) -> tf.Tensor:
+    def train_loop(iterator, num_steps: tf.Tensor) -> Dict[str, tf.Tensor]:
+      """num_steps steps; the mean loss."""
       total = tf.constant(0.0)
       for _ in tf.range(num_steps):
         per_replica = strategy.run(replica_step, args=(next(iterator),))
         total += strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, None)
-      return total / tf.cast(num_steps, tf.float32)
+        global_step.assign_add(1)
+      return {"loss": total / tf.cast(num_steps, tf.float32)}
     return train_loop
 
   # -------------------------------------------------------------------------

@@ -28,15 +28,11 @@ import json
 import os
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-import keras
-import tensorflow as tf
-
 from electra_tf2.atomic_io import write_json_atomic
 from electra_tf2.finetune import scorers
 from electra_tf2.finetune.config import FinetuningConfig
 from electra_tf2.finetune.task import (CachedTokenizer, Example, FeatureSpec,
                                        FinetuningDataError, Task, log_features, read_lines)
-from electra_tf2.layers import initializers
 
 LABEL_ENCODING = "BIOES"
 Sentence = Tuple[Tuple[str, ...], Tuple[str, ...]]
@@ -197,49 +193,3 @@ class Chunking(Task):
     return scorers.EntityLevelF1Scorer(self.label_mapping())
 
 
-@keras.saving.register_keras_serializable(package="electra_tf2")
-class TaggingHead(keras.layers.Layer):
-  """First-wordpiece states -> `dense(n_labels)` logits (official TaggingTask head).
-
-  Args:
-    task: the task name (the layer's name).
-    label_list: the tags, in id order.
-  """
-
-  def __init__(self, task: str, label_list: Sequence[str], **kwargs):
-    kwargs.setdefault("name", task)
-    super().__init__(**kwargs)
-    self.task = task
-    self.label_list = list(label_list)
-    self.dense = keras.layers.Dense(len(self.label_list), name="dense",
-                                    kernel_initializer=initializers.glorot_uniform(),
-                                    dtype=self.dtype_policy)
-
-  def build(self, input_shape):
-    self.dense.build((None, None, input_shape[-1]))
-    super().build(input_shape)
-
-  @property
-  def official_layers(self) -> List[keras.layers.Dense]:
-    return [self.dense]
-
-  def call(self, hidden: tf.Tensor, features: Dict[str, tf.Tensor], training: bool = False
-           ) -> Dict[str, tf.Tensor]:
-    """hidden `[batch, seq_len, H]`, `<task>_labeled_positions` `[batch, seq_len]` ->
-    logits `[batch, seq_len, n_labels]`, predictions `[batch, seq_len]` (per word)."""
-    positions = tf.cast(features[self.task + "_labeled_positions"], tf.int32)
-    reprs = tf.gather(hidden, positions, batch_dims=1)
-    logits = tf.cast(self.dense(reprs), tf.float32)
-    return {"logits": logits, "predictions": tf.argmax(logits, axis=-1, output_type=tf.int32)}
-
-  def loss(self, outputs: Dict[str, tf.Tensor], features: Dict[str, tf.Tensor]) -> tf.Tensor:
-    """Masked cross-entropy summed over words `[batch]`."""
-    labels = tf.one_hot(features[self.task + "_labels"], len(self.label_list))
-    losses = tf.nn.softmax_cross_entropy_with_logits(labels=labels, logits=outputs["logits"])
-    return tf.reduce_sum(losses * tf.cast(features[self.task + "_labels_mask"], tf.float32),
-                         axis=-1)
-
-  def get_config(self) -> Dict[str, Any]:
-    config = super().get_config()
-    config.update(task=self.task, label_list=self.label_list)
-    return config

@@ -24,7 +24,7 @@ def define_run_flags() -> None:
 
 def run_options_from_flags():
   """The `RunOptions` that the flags of `define_run_flags` describe."""
-  from electra_tf2.training.pretraining_loop import RunOptions  # TensorFlow-heavy import
+  from electra_tf2.training.driver import RunOptions  # TensorFlow-heavy import
   values = flags.FLAGS
   return RunOptions(
       distribution_strategy=values["distribution-strategy"].value, tpu=values.tpu,

@@ -22,9 +22,7 @@ config.seed), where the shard is `replica * accumulation_steps + micro_batch`.
 
 from __future__ import annotations
 
-import dataclasses
 import os
-import signal
 import time
 from typing import Any, Dict, List, Optional
 
@@ -38,6 +36,8 @@ from electra_tf2.config import (PRETRAIN_CONFIG_FILE, ConfigError, PretrainingCo
                                 check_same_architecture, read_saved_pretraining_config)
 from electra_tf2.models.pretrainer import ElectraPretrainer
 from electra_tf2.training import distribution
+from electra_tf2.training.driver import (RunOptions, run_training_loop, scaled_loss,
+                                         with_loss_scaling)
 from electra_tf2.training.progress import ProgressLogger
 
 LOSS_NAMES = ("total_loss", "mlm_loss", "cloze_loss", "disc_loss")
@@ -46,52 +46,6 @@ LOSS_NAMES = ("total_loss", "mlm_loss", "cloze_loss", "disc_loss")
 # (the official Estimator kept no input position at all).
 INPUT_HPARAMS = ("train_batch_size", "gradient_accumulation_steps", "max_seq_length",
                  "pretrain_tfrecords")
-
-
-@dataclasses.dataclass
-class RunOptions:
-  """Command-line choices that are not hyperparameters of the model."""
-  distribution_strategy: str = "auto"
-  tpu: Optional[str] = None
-  mixed_precision: str = "float32"
-  jit_compile: bool = False
-  log_every: Optional[int] = None  # steps between progress lines; default iterations_per_loop
-
-
-class StopRequested:
-  """Turns SIGTERM/SIGINT into a flag the loop checks between compiled loops."""
-
-  def __init__(self):
-    self.signum = None
-    self._announced = False
-    self._previous = {}
-
-  def __enter__(self):
-    for sig in (signal.SIGTERM, signal.SIGINT):
-      try:
-        self._previous[sig] = signal.signal(sig, self._handle)
-      except ValueError:  # not the main thread: signals stay with their owner
-        pass
-    return self
-
-  def _handle(self, signum, frame):
-    # Only a flag here: a print from a handler that interrupted the loop's own
-    # progress print fails ("reentrant call") and would end the run with an error.
-    if self.signum is not None:  # a second signal: stop at once
-      raise KeyboardInterrupt
-    self.signum = signum
-
-  @property
-  def requested(self) -> bool:
-    """Whether a signal came; the first read after it says so on stdout."""
-    if self.signum is not None and not self._announced:
-      self._announced = True
-      print(f"received signal {self.signum}: saving a checkpoint and stopping", flush=True)
-    return self.signum is not None
-
-  def __exit__(self, *exc):
-    for sig, handler in self._previous.items():
-      signal.signal(sig, handler)
 
 
 class PretrainingRun:
@@ -132,8 +86,7 @@ class PretrainingRun:
           lr_decay_power=config.lr_decay_power,
           variable_name_fn=checkpoint_names.official_name_fn(self.variable_names))
       self.base_optimizer = self.optimizer
-      if options.mixed_precision == "mixed_float16":
-        self.optimizer = keras.optimizers.LossScaleOptimizer(self.optimizer)
+      self.optimizer = with_loss_scaling(self.optimizer, options.mixed_precision)
       self.optimizer.build(self.model.trainable_variables)
       self.global_step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step",
                                      aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
@@ -206,9 +159,7 @@ class PretrainingRun:
   def _forward_backward(self, features, seed, denominators):
     with tf.GradientTape() as tape:
       outputs = self.model(features, training=True, seed=seed, denominators=denominators)
-      loss = outputs["total_loss"]
-      if isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer):
-        loss = self.optimizer.scale_loss(loss)
+      loss = scaled_loss(self.optimizer, outputs["total_loss"])
     # Sparse (IndexedSlices) gradients stay sparse: see optimization.py on clipping.
     grads = tape.gradient(loss, self.model.trainable_variables)
     stats = {f"metric/{k}": v for k, v in objectives.metric_statistics(outputs).items()}
@@ -317,51 +268,36 @@ class PretrainingRun:
     progress = ProgressLogger(config.num_train_steps, start_step, summary_dir,
                               config.max_seq_length)
     train_loop = self._build_train_loop()
-    log_every = self.options.log_every or config.iterations_per_loop
-    losses: Dict[str, float] = {}
-    history: List[Dict[str, float]] = []
-    throughput: Dict[str, float] = {}
-    metrics = objectives.MetricAccumulator()
-    step = saved_step = start_step
-    stopped_early = False
-    with StopRequested() as stop:
-      while step < config.num_train_steps:
-        next_save = (step // config.save_checkpoints_steps + 1) * config.save_checkpoints_steps
-        next_log = (step // log_every + 1) * log_every
-        num_steps = min(config.iterations_per_loop, next_save - step, next_log - step,
-                        config.num_train_steps - step)
-        result = train_loop(iterator, tf.constant(num_steps))
-        step = int(self.global_step.numpy())
-        losses = {k: float(v) for k, v in result.items() if not k.startswith("metric/")}
-        metrics.update({k[len("metric/"):]: v for k, v in result.items() if k.startswith("metric/")})
-        history.append({"step": step, **losses})
-        for name, value in losses.items():
-          if not tf.math.is_finite(value):
-            manager.save(checkpoint_number=step)
-            raise FloatingPointError(f"{name} became {value} at step {step}; the last "
-                                     f"checkpoint is in {config.model_dir}")
-        if step % log_every == 0 or step == config.num_train_steps:
-          lr = float(self.base_optimizer.learning_rate)
-          throughput = progress.log(step, losses, lr, config.train_batch_size)
-          progress.write_summaries(step, metrics.result(), prefix="train_metrics/")
-          metrics = objectives.MetricAccumulator()
-        if (step % config.save_checkpoints_steps == 0 or step == config.num_train_steps
-            or stop.requested):
-          manager.save(checkpoint_number=step)
-          saved_step = step
-        if stop.requested:
-          stopped_early = True
-          break
-    summary = {"model_name": config.model_name, "step": step,
-               "num_train_steps": config.num_train_steps, "stopped_early": stopped_early,
-               "final_losses": losses, "last_throughput": throughput,
+    metrics = objectives.MetricAccumulator()  # the training batches since the last line
+
+    def accumulate(results):
+      metrics.update({k[len("metric/"):]: v for k, v in results.items()
+                      if k.startswith("metric/")})
+
+    def write_metrics(step):
+      nonlocal metrics
+      progress.write_summaries(step, metrics.result(), prefix="train_metrics/")
+      metrics = objectives.MetricAccumulator()
+
+    result = run_training_loop(
+        lambda n: train_loop(iterator, n), start_step=start_step,
+        num_steps=config.num_train_steps, steps_per_loop=config.iterations_per_loop,
+        log_every=self.options.log_every or config.iterations_per_loop,
+        save_every=config.save_checkpoints_steps, manager=manager, progress=progress,
+        batch_size=config.train_batch_size,
+        learning_rate=lambda: float(self.base_optimizer.learning_rate),
+        on_results=accumulate, on_log=write_metrics)
+    summary = {"model_name": config.model_name, "step": result.step,
+               "num_train_steps": config.num_train_steps,
+               "stopped_early": result.stopped_early, "final_losses": result.losses,
+               "last_throughput": result.throughput,
                "train_seconds_this_run": progress.elapsed,
                "num_replicas": self.num_replicas,
                "gradient_accumulation_steps": self.accumulation,
-               "latest_checkpoint": manager.latest_checkpoint, "saved_step": saved_step}
+               "latest_checkpoint": manager.latest_checkpoint, "saved_step": result.saved_step}
     if self.is_chief:
       write_json_atomic(os.path.join(config.model_dir, "pretrain_summary.json"), summary)
-    return {**summary, "history": history}
+    return {**summary, "history": result.history}
 
   # -------------------------------------------------------------------------
   # Eval

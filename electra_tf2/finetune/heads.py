@@ -1,0 +1,305 @@
+"""The fine-tuning heads, one per task, under the official scope `task_specific/<task>`.
+
+Every head maps the encoder's states `[batch, seq_len, hidden]` (and the
+task's features) to a dict of outputs, and `loss` maps those to a per-example
+loss `[batch]`. Their denses are glorot-initialised, as TF1's default for the
+official `tf.layers.dense` without an initializer.
+
+- `ClassificationHead`, `RegressionHead` (finetune/classification/
+  classification_tasks.py:218-235, 267-290): dropout on the `[CLS]` state, one
+  `dense`;
+- `TaggingHead` (finetune/tagging/tagging_tasks.py:201-220): one `dense` on the
+  first word piece of every word;
+- `QAHead` (finetune/qa/qa_tasks.py:419-533): the XLNet-style span head with an
+  answerability classifier.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Sequence
+
+import keras
+import tensorflow as tf
+
+from electra_tf2.layers import initializers
+from electra_tf2.layers.activations import gelu
+
+Outputs = Dict[str, tf.Tensor]
+
+
+class TaskHead(keras.layers.Layer):
+  """A task's head, named after the task.
+
+  Subclasses list their official denses in an `official_layers` property (in
+  the order of the official names `dense`, `dense_1`, ...), and add their
+  constructor arguments to `get_config`.
+  """
+
+  def __init__(self, task: str, **kwargs):
+    kwargs.setdefault("name", task)
+    super().__init__(**kwargs)
+    self.task = task
+
+  def make_dense(self, units: int, name: str, activation=None) -> keras.layers.Dense:
+    """A glorot-initialised dense of this head."""
+    return keras.layers.Dense(units, activation=activation, name=name,
+                              kernel_initializer=initializers.glorot_uniform(),
+                              dtype=self.dtype_policy)
+
+  def get_config(self) -> Dict[str, Any]:
+    config = super().get_config()
+    config.update(task=self.task)
+    return config
+
+
+class DenseHead(TaskHead):
+  """Dropout, then one `dense` of `units` on the states `select` picks (`[CLS]` here)."""
+
+  def __init__(self, task: str, units: int, dropout_rate: float = 0.0, **kwargs):
+    super().__init__(task, **kwargs)
+    self.dropout_rate = dropout_rate
+    self.dropout = (keras.layers.Dropout(dropout_rate, dtype=self.dtype_policy)
+                    if dropout_rate else None)
+    self.dense = self.make_dense(units, "dense")
+
+  def build(self, input_shape):
+    self.dense.build((None, None, input_shape[-1]))
+    super().build(input_shape)
+
+  @property
+  def official_layers(self) -> List[keras.layers.Dense]:
+    return [self.dense]
+
+  def select(self, hidden: tf.Tensor, features: Outputs) -> tf.Tensor:
+    """The states the dense reads: the `[CLS]` state `[batch, hidden]`."""
+    del features
+    return hidden[:, 0]
+
+  def logits(self, hidden: tf.Tensor, features: Outputs, training: bool) -> tf.Tensor:
+    reprs = self.select(hidden, features)
+    if self.dropout is not None:
+      reprs = self.dropout(reprs, training=training)
+    return tf.cast(self.dense(reprs), tf.float32)
+
+
+def _softmax_cross_entropy(logits: tf.Tensor, labels: tf.Tensor) -> tf.Tensor:
+  """-log softmax(logits)[label], over the last axis."""
+  one_hot = tf.one_hot(labels, tf.shape(logits)[-1])
+  return -tf.reduce_sum(one_hot * tf.nn.log_softmax(logits, axis=-1), axis=-1)
+
+
+@keras.saving.register_keras_serializable(package="electra_tf2")
+class ClassificationHead(DenseHead):
+  """`[CLS]` -> dropout (0.1, training only) -> `dense` logits `[batch, n_labels]`."""
+
+  def __init__(self, task: str, label_list: Sequence[str], dropout_rate: float = 0.1,
+               **kwargs):
+    super().__init__(task, len(label_list), dropout_rate, **kwargs)
+    self.label_list = list(label_list)
+
+  def call(self, hidden: tf.Tensor, features: Outputs, training: bool = False) -> Outputs:
+    """hidden `[batch, seq_len, H]` -> logits `[batch, n_labels]`, predictions `[batch]`."""
+    logits = self.logits(hidden, features, training)
+    return {"logits": logits, "predictions": tf.argmax(logits, axis=-1, output_type=tf.int32)}
+
+  def loss(self, outputs: Outputs, features: Outputs) -> tf.Tensor:
+    """Softmax cross-entropy `[batch]`."""
+    return _softmax_cross_entropy(outputs["logits"], features[self.task + "_label_ids"])
+
+  def get_config(self) -> Dict[str, Any]:
+    config = super().get_config()
+    config.update(label_list=self.label_list, dropout_rate=self.dropout_rate)
+    return config
+
+
+@keras.saving.register_keras_serializable(package="electra_tf2")
+class RegressionHead(DenseHead):
+  """`[CLS]` -> dropout -> `dense(1)`; predictions in the normalised space
+  (y - min_value) / max_value."""
+
+  def __init__(self, task: str, min_value: float = 0.0, max_value: float = 1.0,
+               dropout_rate: float = 0.1, **kwargs):
+    super().__init__(task, 1, dropout_rate, **kwargs)
+    self.min_value = min_value
+    self.max_value = max_value
+
+  def call(self, hidden: tf.Tensor, features: Outputs, training: bool = False) -> Outputs:
+    """hidden `[batch, seq_len, H]` -> predictions `[batch]` (normalised)."""
+    return {"predictions": tf.squeeze(self.logits(hidden, features, training), -1)}
+
+  def loss(self, outputs: Outputs, features: Outputs) -> tf.Tensor:
+    """Squared error `[batch]`."""
+    return tf.square(outputs["predictions"] - features[self.task + "_targets"])
+
+  def get_config(self) -> Dict[str, Any]:
+    config = super().get_config()
+    config.update(min_value=self.min_value, max_value=self.max_value,
+                  dropout_rate=self.dropout_rate)
+    return config
+
+
+@keras.saving.register_keras_serializable(package="electra_tf2")
+class TaggingHead(DenseHead):
+  """First-wordpiece states -> `dense(n_labels)` logits, no dropout."""
+
+  def __init__(self, task: str, label_list: Sequence[str], **kwargs):
+    super().__init__(task, len(label_list), **kwargs)
+    self.label_list = list(label_list)
+
+  def select(self, hidden: tf.Tensor, features: Outputs) -> tf.Tensor:
+    """The state of each word's first word piece: `[batch, seq_len, H]`."""
+    positions = tf.cast(features[self.task + "_labeled_positions"], tf.int32)
+    return tf.gather(hidden, positions, batch_dims=1)
+
+  def call(self, hidden: tf.Tensor, features: Outputs, training: bool = False) -> Outputs:
+    """hidden `[batch, seq_len, H]`, `<task>_labeled_positions` `[batch, seq_len]` ->
+    logits `[batch, seq_len, n_labels]`, predictions `[batch, seq_len]` (per word)."""
+    logits = self.logits(hidden, features, training)
+    return {"logits": logits, "predictions": tf.argmax(logits, axis=-1, output_type=tf.int32)}
+
+  def loss(self, outputs: Outputs, features: Outputs) -> tf.Tensor:
+    """Masked cross-entropy summed over words `[batch]`."""
+    losses = _softmax_cross_entropy(outputs["logits"], features[self.task + "_labels"])
+    return tf.reduce_sum(losses * tf.cast(features[self.task + "_labels_mask"], tf.float32),
+                         axis=-1)
+
+  def get_config(self) -> Dict[str, Any]:
+    config = super().get_config()
+    config.update(label_list=self.label_list)
+    return config
+
+
+@keras.saving.register_keras_serializable(package="electra_tf2")
+class QAHead(TaskHead):
+  """ELECTRA's XLNet-style span head with an answerability classifier.
+
+  Official variables under task_specific/<task>: `dense` (start logits),
+  with joint_prediction `qa_hidden` (512, gelu) and `dense_1` (end logits),
+  without it `dense_1` (end logits); with answerable_classifier `dense_2`
+  (512, gelu) and `dense_3` (logit), or just `dense_2` without
+  answerable_uses_start_logits.
+
+  The answer mask is `input_mask * segment_ids + one_hot(0)`: document tokens,
+  the final `[SEP]` and `[CLS]`; masked logits get -1000.
+  - Joint, training: the end logits see `[H(gold start); H]` (teacher forcing).
+  - Joint, inference: the top `beam_size` starts, and for each the top
+    `beam_size` ends of its end log-softmax; `end_logits` are zeros.
+  - The answerability logit sees `[H(CLS); sum softmax(start_logits) H]`.
+  `qa_hidden` on the concatenation is computed as two matmuls with the halves
+  of its kernel (the same function, without tiling the states per beam).
+  """
+
+  def __init__(self, task: str, beam_size: int = 20, joint_prediction: bool = True,
+               answerable_classifier: bool = True, answerable_uses_start_logits: bool = True,
+               answerable_weight: float = 0.5, **kwargs):
+    super().__init__(task, **kwargs)
+    self.beam_size = beam_size
+    self.joint_prediction = joint_prediction
+    self.answerable_classifier = answerable_classifier
+    self.answerable_uses_start_logits = answerable_uses_start_logits
+    self.answerable_weight = answerable_weight
+    self.start_dense = self.make_dense(1, "dense")
+    self.qa_hidden = self.make_dense(512, "qa_hidden", gelu) if joint_prediction else None
+    self.end_dense = self.make_dense(1, "dense_1")
+    self.answerable_hidden: Optional[keras.layers.Dense] = None
+    self.answerable_dense: Optional[keras.layers.Dense] = None
+    if answerable_classifier:
+      if answerable_uses_start_logits:
+        self.answerable_hidden = self.make_dense(512, "dense_2", gelu)
+        self.answerable_dense = self.make_dense(1, "dense_3")
+      else:
+        self.answerable_dense = self.make_dense(1, "dense_2")
+
+  def build(self, input_shape):
+    hidden = input_shape[-1]
+    self.start_dense.build((None, None, hidden))
+    if self.qa_hidden is not None:
+      self.qa_hidden.build((None, None, 2 * hidden))
+      self.end_dense.build((None, None, 512))
+    else:
+      self.end_dense.build((None, None, hidden))
+    if self.answerable_hidden is not None:
+      self.answerable_hidden.build((None, 2 * hidden))
+      self.answerable_dense.build((None, 512))
+    elif self.answerable_dense is not None:
+      self.answerable_dense.build((None, hidden))
+    super().build(input_shape)
+
+  @property
+  def official_layers(self) -> List[keras.layers.Dense]:
+    return [layer for layer in (self.start_dense, self.qa_hidden, self.end_dense,
+                                self.answerable_hidden, self.answerable_dense)
+            if layer is not None]
+
+  def _end_hidden(self, start_states: tf.Tensor, hidden: tf.Tensor) -> tf.Tensor:
+    """gelu(qa_hidden([start; H])): start `[B, S, h]`, hidden `[B, L, h]` -> `[B, S, L, 512]`."""
+    size = hidden.shape[-1]
+    kernel = tf.cast(self.qa_hidden.kernel, hidden.dtype)
+    bias = tf.cast(self.qa_hidden.bias, hidden.dtype)
+    from_start = tf.einsum("bsh,hk->bsk", start_states, kernel[:size])
+    from_end = tf.einsum("blh,hk->blk", hidden, kernel[size:])
+    return gelu(from_start[:, :, tf.newaxis, :] + from_end[:, tf.newaxis, :, :] + bias)
+
+  def call(self, hidden: tf.Tensor, features: Outputs, training: bool = False) -> Outputs:
+    """hidden `[B, L, h]` -> start/end logits `[B, L]`, answerable_logit `[B]`,
+    start_top_log_probs/index `[B, k]`, end_top_log_probs/index `[B, k, k]` (k = beam_size)."""
+    batch_size, seq_length = tf.shape(hidden)[0], tf.shape(hidden)[1]
+    k = self.beam_size
+    answer_mask = (tf.cast(features["input_mask"], tf.float32)
+                   * tf.cast(features["segment_ids"], tf.float32)
+                   + tf.one_hot(0, seq_length))
+    penalty = 1000.0 * (answer_mask - 1.0)
+    start_logits = tf.cast(tf.squeeze(self.start_dense(hidden), -1), tf.float32) + penalty
+    start_top_log_probs = tf.zeros([batch_size, k])
+    start_top_index = tf.zeros([batch_size, k], tf.int32)
+    end_top_log_probs = tf.zeros([batch_size, k, k])
+    end_top_index = tf.zeros([batch_size, k, k], tf.int32)
+    if self.joint_prediction:
+      start_top_log_probs, start_top_index = tf.nn.top_k(tf.nn.log_softmax(start_logits), k=k)
+      if training:
+        positions = tf.cast(features[self.task + "_start_positions"], tf.int32)
+        start_states = tf.gather(hidden, positions[:, tf.newaxis], batch_dims=1)
+        end_hidden = self._end_hidden(start_states, hidden)[:, 0]
+        end_logits = tf.cast(tf.squeeze(self.end_dense(end_hidden), -1), tf.float32) + penalty
+      else:
+        start_states = tf.gather(hidden, start_top_index, batch_dims=1)
+        end_hidden = self._end_hidden(start_states, hidden)
+        beam_end_logits = (tf.cast(tf.squeeze(self.end_dense(end_hidden), -1), tf.float32)
+                           + penalty[:, tf.newaxis, :])
+        end_top_log_probs, end_top_index = tf.nn.top_k(tf.nn.log_softmax(beam_end_logits), k=k)
+        end_logits = tf.zeros([batch_size, seq_length])
+    else:
+      end_logits = tf.cast(tf.squeeze(self.end_dense(hidden), -1), tf.float32) + penalty
+
+    answerable_logit = tf.zeros([batch_size])
+    if self.answerable_classifier:
+      reprs = hidden[:, 0]
+      if self.answerable_uses_start_logits:
+        start_p = tf.cast(tf.nn.softmax(start_logits), hidden.dtype)
+        start_feature = tf.einsum("bl,blh->bh", start_p, hidden)
+        reprs = self.answerable_hidden(tf.concat([reprs, start_feature], -1))
+      answerable_logit = tf.cast(tf.squeeze(self.answerable_dense(reprs), -1), tf.float32)
+    return {"start_logits": start_logits, "end_logits": end_logits,
+            "answerable_logit": answerable_logit,
+            "start_top_log_probs": start_top_log_probs, "start_top_index": start_top_index,
+            "end_top_log_probs": end_top_log_probs, "end_top_index": end_top_index}
+
+  def loss(self, outputs: Outputs, features: Outputs) -> tf.Tensor:
+    """(start CE + end CE) / 2 + answerable_weight * answerability BCE, `[batch]`."""
+    losses = (_softmax_cross_entropy(outputs["start_logits"],
+                                     features[self.task + "_start_positions"])
+              + _softmax_cross_entropy(outputs["end_logits"],
+                                       features[self.task + "_end_positions"])) / 2.0
+    if self.answerable_classifier:
+      losses += self.answerable_weight * tf.nn.sigmoid_cross_entropy_with_logits(
+          labels=tf.cast(features[self.task + "_is_impossible"], tf.float32),
+          logits=outputs["answerable_logit"])
+    return losses
+
+  def get_config(self) -> Dict[str, Any]:
+    config = super().get_config()
+    config.update(beam_size=self.beam_size, joint_prediction=self.joint_prediction,
+                  answerable_classifier=self.answerable_classifier,
+                  answerable_uses_start_logits=self.answerable_uses_start_logits,
+                  answerable_weight=self.answerable_weight)
+    return config
