@@ -39,7 +39,8 @@ import re
 import sys
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+if __name__ == "__main__":  # the command's quiet default; importing sets nothing
+  os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402

@@ -58,7 +58,8 @@ import os
 import sys
 from typing import Callable, Dict, Optional, Sequence, Tuple
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+if __name__ == "__main__":  # the command's quiet default; importing sets nothing
+  os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import tensorflow as tf  # noqa: E402
 

@@ -31,7 +31,8 @@ import struct
 import sys
 from typing import Any, Dict, Mapping, Optional, Sequence
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+if __name__ == "__main__":  # the command's quiet default; importing sets nothing
+  os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402

@@ -90,7 +90,6 @@ def _import_tf():
   """Imports TensorFlow lazily so `import electra_tf2.tokenization` stays cheap."""
   global _tf, _tft
   if _tf is None:
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
     import tensorflow_text as tft  # pylint: disable=g-import-not-at-top
     _tf, _tft = tf, tft

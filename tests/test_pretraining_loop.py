@@ -506,15 +506,41 @@ def test_mixed_precision_and_xla_paths_train(tmp_path, precision, jit):
   data = tiny_data(tmp_path)
   config = resolve_pretraining_config("electra_small", data, dict(
       TINY, num_train_steps=4, iterations_per_loop=2, deterministic=False))
-  try:
-    run = pretraining_loop.PretrainingRun(
-        config, driver.RunOptions(mixed_precision=precision, jit_compile=jit))
-    assert run.model.discriminator.compute_dtype == precision.split("_")[1]
-    assert all(v.dtype == "float32" for v in run.model.trainable_variables)
-    result = run.train()
-  finally:
-    keras.mixed_precision.set_global_policy("float32")
+  run = pretraining_loop.PretrainingRun(
+      config, driver.RunOptions(mixed_precision=precision, jit_compile=jit))
+  assert run.model.discriminator.compute_dtype == precision.split("_")[1]
+  assert all(v.dtype == "float32" for v in run.model.trainable_variables)
+  # The policy is the run's own: the global one is back to float32 once it is built.
+  assert keras.mixed_precision.global_policy().name == "float32"
+  result = run.train()
   assert result["step"] == 4
   assert all(np.isfinite(v) for v in result["final_losses"].values())
   if precision == "mixed_float16":
     assert isinstance(run.optimizer, keras.optimizers.LossScaleOptimizer)
+
+
+def test_importing_the_library_sets_no_environment_variable():
+  """Library modules leave os.environ alone at import (the commands set their quiet
+  logging default only when run as commands)."""
+  out = run_script("""
+      import os
+      del os.environ["TF_CPP_MIN_LOG_LEVEL"]  # so a module that sets it would show
+      import keras, tensorflow, tensorflow_text  # they set LD_LIBRARY_PATH themselves
+      before = dict(os.environ)
+      import electra_tf2.convert, electra_tf2.export, electra_tf2.hf_export
+      import electra_tf2.tokenization, electra_tf2.training.pretraining_loop
+      import electra_tf2.finetune.runner
+      print("CHANGED", sorted(k for k in set(os.environ) | set(before)
+                              if os.environ.get(k) != before.get(k)))
+  """)
+  assert "CHANGED []" in out
+
+
+def test_op_determinism_is_scoped_to_the_run(tmp_path):
+  from tensorflow.python.framework import config as tf_config
+  data = tiny_data(tmp_path)
+  config = resolve_pretraining_config("electra_small", data, dict(
+      TINY, num_train_steps=1, iterations_per_loop=1, deterministic=True))
+  assert not tf_config.is_op_determinism_enabled()
+  pretraining_loop.PretrainingRun(config).train()
+  assert not tf_config.is_op_determinism_enabled()

@@ -72,7 +72,7 @@ class ModelRunner:
     self.preprocessor = Preprocessor(config, tasks)
     self.step = 0
     self._predict_steps = {}
-    with strategy.scope():
+    with strategy.scope(), distribution.precision_policy(options.mixed_precision):
       keras.utils.set_random_seed(self.seed)
       self.model = model_lib.build_model(config, [task.head_spec() for task in tasks])
 
@@ -367,7 +367,6 @@ def run_finetuning(config: FinetuningConfig, options: RunOptions = RunOptions()
     raise FinetuningDataError(f"--data-dir {config.data_dir} does not exist")
   check_pretrained_model(config)  # before the vocab: a missing model is the likelier cause
   vocab_lib.load_vocab(config.vocab_file, expected_size=config.vocab_size)
-  distribution.set_precision_policy(options.mixed_precision)
   strategy = distribution.get_strategy(options.distribution_strategy, options.tpu)
   tasks = get_tasks(config)
   check_task_files(config, tasks)

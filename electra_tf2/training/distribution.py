@@ -11,9 +11,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-from typing import Optional
+from typing import Iterator, Optional
 
 import keras
 import tensorflow as tf
@@ -66,16 +67,37 @@ def get_strategy(name: str = "auto", tpu: Optional[str] = None) -> tf.distribute
   return tf.distribute.OneDeviceStrategy(gpus[0].name if gpus else "/cpu:0")
 
 
-def set_precision_policy(name: str = "float32") -> None:
-  """Sets the global Keras dtype policy before the model is built.
+@contextlib.contextmanager
+def precision_policy(name: str = "float32") -> Iterator[None]:
+  """Keras' dtype policy `name` while the models are built, the previous one after.
 
-  mixed_float16 additionally needs loss scaling (the training loop wraps the
-  optimizer in `keras.optimizers.LossScaleOptimizer`); mixed_bfloat16 does not.
+  Layers keep the policy they were built with. mixed_float16 also needs loss
+  scaling (the training driver wraps the optimizer); mixed_bfloat16 does not.
   """
   if name not in PRECISIONS:
     raise DistributionError(f"--mixed-precision {name!r} is unknown: use one of "
                             f"{', '.join(PRECISIONS)}")
+  previous = keras.mixed_precision.global_policy()
   keras.mixed_precision.set_global_policy(name)
+  try:
+    yield
+  finally:
+    keras.mixed_precision.set_global_policy(previous)
+
+
+@contextlib.contextmanager
+def op_determinism(enabled: bool) -> Iterator[None]:
+  """TensorFlow's deterministic kernels within the block when `enabled`
+  (a process-wide switch, turned back off after it if it was off)."""
+  from tensorflow.python.framework import config as tf_config  # the only way to turn it off
+  was_enabled = tf_config.is_op_determinism_enabled()
+  if enabled and not was_enabled:
+    tf.config.experimental.enable_op_determinism()
+  try:
+    yield
+  finally:
+    if enabled and not was_enabled:
+      tf_config.disable_op_determinism()
 
 
 def is_chief(strategy: tf.distribute.Strategy) -> bool:

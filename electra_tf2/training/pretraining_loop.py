@@ -57,7 +57,6 @@ class PretrainingRun:
     self.options = options
     self.strategy = strategy or distribution.get_strategy(options.distribution_strategy,
                                                           options.tpu)
-    distribution.set_precision_policy(options.mixed_precision)
     self.is_chief = distribution.is_chief(self.strategy)
     self.accumulation = config.gradient_accumulation_steps
     self.num_replicas = self.strategy.num_replicas_in_sync
@@ -73,10 +72,8 @@ class PretrainingRun:
       self.num_workers = self.strategy.extended._num_workers  # pylint: disable=protected-access
       self.worker_id = resolver.task_id if resolver.task_type != "chief" else 0
     self.local_replicas = self.num_replicas // self.num_workers
-    if config.deterministic:
-      tf.config.experimental.enable_op_determinism()
 
-    with self.strategy.scope():
+    with self.strategy.scope(), distribution.precision_policy(options.mixed_precision):
       keras.utils.set_random_seed(config.seed)
       self.model = ElectraPretrainer.from_pretraining_config(config)
       self.variable_names = checkpoint_names.pretrainer_variable_map(self.model)
@@ -236,6 +233,10 @@ class PretrainingRun:
 
   def train(self) -> Dict[str, Any]:
     """Trains to num_train_steps (resuming if model_dir holds a checkpoint)."""
+    with distribution.op_determinism(self.config.deterministic):
+      return self._train()
+
+  def _train(self) -> Dict[str, Any]:
     config = self.config
     iterator = self._worker_iterator(is_training=True)
     # This process's own checkpoints (other workers keep theirs apart: their
@@ -308,6 +309,10 @@ class PretrainingRun:
 
     checkpoint_path: a `ckpt-N` prefix; default the latest checkpoint of model_dir.
     """
+    with distribution.op_determinism(self.config.deterministic):
+      return self._evaluate(checkpoint_path)
+
+  def _evaluate(self, checkpoint_path: Optional[str]) -> Dict[str, float]:
     config = self.config
     checkpoint = tf.train.Checkpoint(model=self.model, global_step=self.global_step)
     latest = checkpoint_path or checkpoints.latest_checkpoint(config.model_dir)
