@@ -13,13 +13,12 @@ and docs/finetuning.md.
 """
 
 import os
-import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from absl import app, flags, logging  # noqa: E402
+from absl import flags, logging  # noqa: E402
 
-from electra_tf2.training import cli, distribution  # noqa: E402
+from electra_tf2.training import cli  # noqa: E402
 
 flags.DEFINE_string("data-dir", None, "Directory with finetuning_data/, vocab.txt and models/.")
 flags.DEFINE_string("model-name", None, "The pre-trained model: DIR/models/<model-name>.")
@@ -34,27 +33,13 @@ FLAGS = flags.FLAGS
 
 
 def main(argv):
-  if len(argv) > 1:
-    raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
-  for name in ("data-dir", "model-name"):
-    if not FLAGS[name].value:
-      raise app.UsageError(f"--{name} is required")
+  cli.check_arguments(argv)
   logging.set_verbosity(logging.WARNING)
   # Imported after the flag checks: TensorFlow is slow to load.
-  from electra_tf2 import vocab  # noqa: E402
-  from electra_tf2.config import ConfigError  # noqa: E402
   from electra_tf2.finetune import config as config_lib, runner  # noqa: E402
-  from electra_tf2.finetune.task import FinetuningDataError  # noqa: E402
-  from electra_tf2.checkpoints import ModelDirectoryError  # noqa: E402
-  try:
-    config = config_lib.resolve_finetuning_config(
-        FLAGS["model-name"].value, FLAGS["data-dir"].value, FLAGS.hparams, FLAGS.task)
-    options = cli.run_options_from_flags()
-    runner.run_finetuning(config, options)
-  except (ConfigError, FinetuningDataError, ModelDirectoryError, vocab.VocabError,
-          distribution.DistributionError, FloatingPointError, OSError) as e:
-    print(f"error: {e}", file=sys.stderr)
-    sys.exit(2)
+  config = config_lib.resolve_finetuning_config(
+      FLAGS["model-name"].value, FLAGS["data-dir"].value, FLAGS.hparams, FLAGS.task)
+  runner.run_finetuning(config, cli.run_options_from_flags())
 
 
 if __name__ == "__main__":

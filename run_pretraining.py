@@ -9,14 +9,13 @@ goes to DIR/models/<model-name>. Model names are the presets in configs/.
 """
 
 import os
-import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from absl import app, flags, logging  # noqa: E402
+from absl import flags, logging  # noqa: E402
 
 from electra_tf2 import config as config_lib  # noqa: E402
-from electra_tf2.training import cli, distribution  # noqa: E402
+from electra_tf2.training import cli  # noqa: E402
 
 flags.DEFINE_string("data-dir", None, "Directory with pretrain_tfrecords/ and vocab.txt.")
 flags.DEFINE_string("model-name", None, "A preset of configs/ (electra_small, electra_base, ...)"
@@ -30,22 +29,11 @@ FLAGS = flags.FLAGS
 
 def main(argv):
   logging.set_verbosity(logging.WARNING)  # progress lines are printed; TF's INFO chatter is not
-  if len(argv) > 1:
-    raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
-  for name in ("data-dir", "model-name"):
-    if not FLAGS[name].value:
-      raise app.UsageError(f"--{name} is required")
-  from electra_tf2 import checkpoints, pretrain_data, vocab  # noqa: E402  (after flag errors, TF is slow)
-  from electra_tf2.training import pretraining_loop  # noqa: E402
-  try:
-    config = config_lib.resolve_pretraining_config(
-        FLAGS["model-name"].value, FLAGS["data-dir"].value, FLAGS.hparams)
-    options = cli.run_options_from_flags()
-    pretraining_loop.run_pretraining(config, options)
-  except (config_lib.ConfigError, checkpoints.ModelDirectoryError, pretrain_data.DataError,
-          vocab.VocabError, distribution.DistributionError, FloatingPointError, OSError) as e:
-    print(f"error: {e}", file=sys.stderr)
-    sys.exit(2)
+  cli.check_arguments(argv)
+  from electra_tf2.training import pretraining_loop  # noqa: E402  (after flag errors, TF is slow)
+  config = config_lib.resolve_pretraining_config(
+      FLAGS["model-name"].value, FLAGS["data-dir"].value, FLAGS.hparams)
+  pretraining_loop.run_pretraining(config, cli.run_options_from_flags())
 
 
 if __name__ == "__main__":

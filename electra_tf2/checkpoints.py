@@ -15,8 +15,10 @@ from typing import List, Optional
 
 import tensorflow as tf
 
+from electra_tf2.errors import ElectraError
 
-class ModelDirectoryError(ValueError):
+
+class ModelDirectoryError(ElectraError, ValueError):
   """A model directory whose config or checkpoint is missing, damaged or does not fit."""
 
 

@@ -25,6 +25,7 @@ import os
 from typing import Any, Dict, Mapping, Optional, Sequence, Union
 
 from electra_tf2 import atomic_io, vocab as vocab_lib
+from electra_tf2.errors import ElectraError
 
 CONFIG_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "configs")
 # The resolved pre-training config, saved next to the checkpoints of every model.
@@ -37,7 +38,7 @@ _TYPES = {"int": (int,), "float": (int, float), "bool": (bool,), "str": (str,),
           "dict": (dict,), "list": (list,)}
 
 
-class ConfigError(ValueError):
+class ConfigError(ElectraError, ValueError):
   """An unknown, mistyped or inconsistent hyperparameter; the message names it."""
 
 

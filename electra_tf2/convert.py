@@ -50,9 +50,8 @@ from electra_tf2.atomic_io import (copy_file_atomic, write_json_atomic,  # noqa:
                                    write_text_atomic)
 from electra_tf2.config import (ConfigError, PretrainingConfig,  # noqa: E402
                                 resolve_pretraining_config)
-from electra_tf2.finetune.task import FinetuningDataError  # noqa: E402
+from electra_tf2.errors import ElectraError, run_command  # noqa: E402
 from electra_tf2.networks.encoder import Encoder  # noqa: E402
-from electra_tf2.vocab import VocabError  # noqa: E402
 
 # Checkpoint variables that are never model weights: the step, Adam's slots, and the
 # scalar `generator_predictions/temperature` of the released checkpoints (which the
@@ -67,7 +66,7 @@ VOCAB_FILE = "vocab.txt"
 Shape = Tuple[int, ...]
 
 
-class ConversionError(ValueError):
+class ConversionError(ElectraError, ValueError):
   """A checkpoint that does not fit the model; the message holds the report."""
 
 
@@ -499,41 +498,42 @@ def _parser() -> argparse.ArgumentParser:
   return parser
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def _main(argv: Optional[Sequence[str]] = None) -> int:
   args = _parser().parse_args(argv)
-  try:
-    if args.command == "to-tf2":
-      config = resolve_pretraining_config(args.model_name, args.data_dir, args.hparams)
-      output_dir = args.output_dir or config.model_dir
-      if output_dir is None:
-        raise ConfigError("pass --output-dir (or --data-dir for DATA_DIR/models/MODEL_NAME)")
-      report = convert_official_checkpoint(
-          args.checkpoint, config, output_dir, strict=args.strict,
-          ignore=tuple(DEFAULT_IGNORE) + tuple(args.ignore), vocab_file=args.vocab_file)
-      print(report.summary())
-      print(f"wrote {output_dir} ({pretrained.PRETRAIN_CONFIG_FILE}, "
-            f"{os.path.basename(tf.train.latest_checkpoint(output_dir))}, {REPORT_FILE})")
-    elif args.command == "to-tf2-finetuned":
-      from electra_tf2.finetune import config as finetune_config, task_builder
-      config = finetune_config.resolve_finetuning_config(args.model_name, args.data_dir,
-                                                         args.hparams, args.task)
-      head_specs = [task.head_spec() for task in task_builder.get_tasks(config)]
-      output_dir = args.output_dir or config.trial_model_dir(1)
-      report = convert_official_finetuned(args.checkpoint, config, head_specs, output_dir,
-                                          strict=args.strict,
-                                          ignore=tuple(DEFAULT_IGNORE) + tuple(args.ignore))
-      print(report.summary())
-      print(f"wrote {output_dir}")
-    else:
-      export = (export_official_finetuned if is_finetuned_model_dir(args.model_dir)
-                else export_official_checkpoint)
-      prefix = export(args.model_dir, args.output_dir, args.checkpoint)
-      print(f"wrote {prefix} ({len(tf.train.list_variables(prefix))} variables)")
-  except (ConversionError, ConfigError, checkpoints.ModelDirectoryError, VocabError,
-          FinetuningDataError, FileNotFoundError) as e:
-    print(f"error: {e}", file=sys.stderr)
-    return 2
+  if args.command == "to-tf2":
+    config = resolve_pretraining_config(args.model_name, args.data_dir, args.hparams)
+    output_dir = args.output_dir or config.model_dir
+    if output_dir is None:
+      raise ConfigError("pass --output-dir (or --data-dir for DATA_DIR/models/MODEL_NAME)")
+    report = convert_official_checkpoint(
+        args.checkpoint, config, output_dir, strict=args.strict,
+        ignore=tuple(DEFAULT_IGNORE) + tuple(args.ignore), vocab_file=args.vocab_file)
+    print(report.summary())
+    print(f"wrote {output_dir} ({pretrained.PRETRAIN_CONFIG_FILE}, "
+          f"{os.path.basename(tf.train.latest_checkpoint(output_dir))}, {REPORT_FILE})")
+  elif args.command == "to-tf2-finetuned":
+    from electra_tf2.finetune import config as finetune_config, task_builder
+    config = finetune_config.resolve_finetuning_config(args.model_name, args.data_dir,
+                                                       args.hparams, args.task)
+    head_specs = [task.head_spec() for task in task_builder.get_tasks(config)]
+    output_dir = args.output_dir or config.trial_model_dir(1)
+    report = convert_official_finetuned(args.checkpoint, config, head_specs, output_dir,
+                                        strict=args.strict,
+                                        ignore=tuple(DEFAULT_IGNORE) + tuple(args.ignore))
+    print(report.summary())
+    print(f"wrote {output_dir}")
+  else:
+    export = (export_official_finetuned if is_finetuned_model_dir(args.model_dir)
+              else export_official_checkpoint)
+    prefix = export(args.model_dir, args.output_dir, args.checkpoint)
+    print(f"wrote {prefix} ({len(tf.train.list_variables(prefix))} variables)")
   return 0
+
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+  """The command: converts checkpoints; errors as one line (electra_tf2/errors.py)."""
+  return run_command(_main, argv)
 
 
 if __name__ == "__main__":

@@ -63,15 +63,16 @@ if __name__ == "__main__":  # the command's quiet default; importing sets nothin
 
 import tensorflow as tf  # noqa: E402
 
-from electra_tf2 import checkpoints, pretrained, vocab as vocab_lib  # noqa: E402
+from electra_tf2 import pretrained, vocab as vocab_lib  # noqa: E402
 from electra_tf2.atomic_io import atomic_directory  # noqa: E402
+from electra_tf2.errors import ElectraError, run_command  # noqa: E402
 
 KINDS = ("encoder", "discriminator", "finetuned")
 _IDS = tf.TensorSpec([None, None], tf.int32)
 _TEXT = tf.TensorSpec([None], tf.string)
 
 
-class ExportError(ValueError):
+class ExportError(ElectraError, ValueError):
   """A model or option that cannot be exported as asked."""
 
 
@@ -277,7 +278,7 @@ def _load(model_dir: str, kind: Optional[str], checkpoint_path: Optional[str]):
           config.max_seq_length)
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def _main(argv: Optional[Sequence[str]] = None) -> int:
   parser = argparse.ArgumentParser(prog="python -m electra_tf2.export",
                                    description=__doc__,
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -298,23 +299,25 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   parser.add_argument("--no-text-signatures", dest="text", action="store_false",
                       help="only the token_ids signature: no tensorflow-text op in the model")
   args = parser.parse_args(argv)
-  try:
-    model, kind, vocab_file, lower, max_seq_length = _load(args.model_dir, args.kind,
-                                                           args.checkpoint)
-    vocab_file = args.vocab_file or vocab_file
-    if args.text and vocab_file is None:
-      raise ExportError("the text signatures need the vocabulary: pass --vocab-file (or "
-                        "--no-text-signatures)")
-    module = serving_module(
-        model, kind, vocab_file if args.text else None,
-        lower if args.do_lower_case is None else args.do_lower_case,
-        args.max_seq_length or max_seq_length)
-    module.save(args.output_dir)
-  except (ExportError, checkpoints.ModelDirectoryError, vocab_lib.VocabError, OSError) as e:
-    print(f"error: {e}", file=sys.stderr)
-    return 2
+  model, kind, vocab_file, lower, max_seq_length = _load(args.model_dir, args.kind,
+                                                         args.checkpoint)
+  vocab_file = args.vocab_file or vocab_file
+  if args.text and vocab_file is None:
+    raise ExportError("the text signatures need the vocabulary: pass --vocab-file (or "
+                      "--no-text-signatures)")
+  module = serving_module(
+      model, kind, vocab_file if args.text else None,
+      lower if args.do_lower_case is None else args.do_lower_case,
+      args.max_seq_length or max_seq_length)
+  module.save(args.output_dir)
   print(f"wrote {args.output_dir} ({kind}; signatures: {', '.join(sorted(module.signatures()))})")
   return 0
+
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+  """The command: exports a SavedModel; errors as one line (electra_tf2/errors.py)."""
+  return run_command(_main, argv)
 
 
 if __name__ == "__main__":

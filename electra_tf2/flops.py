@@ -18,6 +18,8 @@ import dataclasses
 import sys
 from typing import Optional, Sequence
 
+from electra_tf2.errors import run_command
+
 DROPOUT_FLOPS = 4
 LAYER_NORM_FLOPS = 5
 ACTIVATION_FLOPS = 8
@@ -135,25 +137,26 @@ def pretraining_flops_per_step(config) -> float:
   return flops + towers * gen.train_flops(batch, 1)
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def _main(argv: Optional[Sequence[str]] = None) -> int:
   parser = argparse.ArgumentParser(prog="python -m electra_tf2.flops",
                                    description=__doc__.split("\n\n")[0])
   parser.add_argument("models", nargs="*", default=["electra_small", "electra_base",
                                                     "electra_large"])
   parser.add_argument("--hparams", default="{}", help="JSON hparams applied to every model")
   args = parser.parse_args(argv)
-  from electra_tf2.config import ConfigError, resolve_pretraining_config
+  from electra_tf2.config import resolve_pretraining_config
   print(f"{'model':<24}{'FLOPs/step':>14}{'steps':>12}{'pre-training FLOPs':>22}")
   for name in args.models:
-    try:
-      config = resolve_pretraining_config(name, None, args.hparams)
-    except ConfigError as e:
-      print(f"error: {e}", file=sys.stderr)
-      return 2
+    config = resolve_pretraining_config(name, None, args.hparams)
     per_step = pretraining_flops_per_step(config)
     print(f"{name:<24}{per_step:>14.3e}{config.num_train_steps:>12,}"
           f"{per_step * config.num_train_steps:>22.3e}")
   return 0
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+  """The command; errors as one line (electra_tf2/errors.py)."""
+  return run_command(_main, argv)
 
 
 if __name__ == "__main__":

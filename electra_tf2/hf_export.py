@@ -37,17 +37,18 @@ if __name__ == "__main__":  # the command's quiet default; importing sets nothin
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from electra_tf2 import checkpoint_names, checkpoints, export, pretrained  # noqa: E402
+from electra_tf2 import checkpoint_names, export, pretrained  # noqa: E402
 from electra_tf2.atomic_io import (atomic_path, copy_file_atomic,  # noqa: E402
                                    write_json_atomic)
 from electra_tf2.config import BertConfig  # noqa: E402
+from electra_tf2.errors import ElectraError, run_command  # noqa: E402
 
 WEIGHTS_FILE = "model.safetensors"
 LAYER_NORM_EPS = 1e-12  # official LayerNorm (spec 4.1)
 _SAFETENSORS_DTYPES = {np.dtype("float32"): "F32"}
 
 
-class HuggingFaceExportError(ValueError):
+class HuggingFaceExportError(ElectraError, ValueError):
   """A model that has no Hugging Face counterpart in the requested mode."""
 
 
@@ -167,7 +168,7 @@ def export_hugging_face(model, output_dir: str, generator: bool = False,
   return output_dir
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def _main(argv: Optional[Sequence[str]] = None) -> int:
   parser = argparse.ArgumentParser(prog="python -m electra_tf2.hf_export",
                                    description="\n\n".join(__doc__.split("\n\n")[:2]),
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -181,18 +182,20 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   parser.add_argument("--vocab-file", default=None,
                       help="vocabulary to include (default MODEL_DIR/vocab.txt or the config's)")
   args = parser.parse_args(argv)
-  try:
-    config = pretrained.load_pretraining_config(args.model_dir)
-    model = pretrained.restore_pretrainer(args.model_dir, args.checkpoint, config)
-    vocab_file = args.vocab_file or export.find_vocab(args.model_dir, config)
-    export_hugging_face(model, args.output_dir, args.generator, vocab_file,
-                        config.do_lower_case)
-  except (HuggingFaceExportError, checkpoints.ModelDirectoryError, OSError) as e:
-    print(f"error: {e}", file=sys.stderr)
-    return 2
+  config = pretrained.load_pretraining_config(args.model_dir)
+  model = pretrained.restore_pretrainer(args.model_dir, args.checkpoint, config)
+  vocab_file = args.vocab_file or export.find_vocab(args.model_dir, config)
+  export_hugging_face(model, args.output_dir, args.generator, vocab_file,
+                      config.do_lower_case)
   print(f"wrote {args.output_dir} (config.json, {WEIGHTS_FILE}"
         f"{', vocab.txt, tokenizer_config.json' if vocab_file else ''})")
   return 0
+
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+  """The command: writes a Hugging Face directory; errors as one line (electra_tf2/errors.py)."""
+  return run_command(_main, argv)
 
 
 if __name__ == "__main__":

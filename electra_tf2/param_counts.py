@@ -16,7 +16,8 @@ from typing import Dict, Sequence
 import numpy as np
 
 from electra_tf2 import checkpoint_names
-from electra_tf2.config import ConfigError, resolve_pretraining_config
+from electra_tf2.config import resolve_pretraining_config
+from electra_tf2.errors import run_command
 
 DISCRIMINATOR_SCOPES = ("electra", "discriminator_predictions")
 
@@ -37,7 +38,7 @@ def model_param_counts(model_name: str) -> Dict[str, int]:
   return count_by_part(shapes)
 
 
-def main(argv: Sequence[str]) -> int:
+def _main(argv: Sequence[str]) -> int:
   """Prints the table for the model names in argv (default: small, base, large)."""
   if any(arg.startswith("-") for arg in argv):
     print(__doc__.strip())
@@ -45,14 +46,15 @@ def main(argv: Sequence[str]) -> int:
   names = list(argv) or ["electra_small", "electra_base", "electra_large"]
   print(f"{'model':<24}{'discriminator':>16}{'generator':>14}{'total':>14}")
   for name in names:
-    try:
-      counts = model_param_counts(name)
-    except ConfigError as e:
-      print(f"error: {e}", file=sys.stderr)
-      return 2
+    counts = model_param_counts(name)
     print(f"{name:<24}{counts['discriminator']:>16,}{counts['generator']:>14,}"
           f"{counts['total']:>14,}")
   return 0
+
+
+def main(argv: Sequence[str]) -> int:
+  """The command; errors as one line (electra_tf2/errors.py)."""
+  return run_command(_main, argv)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,8 @@ from typing import Dict, List, Optional
 
 import tensorflow as tf
 
+from electra_tf2.errors import ElectraError
+
 Inputs = collections.namedtuple(
     "Inputs", ["input_ids", "input_mask", "segment_ids", "masked_lm_positions",
                "masked_lm_ids", "masked_lm_weights"])
@@ -52,7 +54,7 @@ SHUFFLE_BUFFER = 100
 OFFICIAL_NUM_SHARDS = 1000  # what the official builder always writes
 
 
-class DataError(ValueError):
+class DataError(ElectraError, ValueError):
   """Missing, empty or mismatched pre-training data; the message names the file."""
 
 

@@ -49,7 +49,6 @@ marks or punctuation they have since become.
 
 from __future__ import annotations
 
-import os
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np

@@ -12,10 +12,12 @@ import functools
 import os
 from typing import Dict, NamedTuple, Optional
 
+from electra_tf2.errors import ElectraError
+
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
 
-class VocabError(ValueError):
+class VocabError(ElectraError, ValueError):
   """A vocabulary file that cannot be used; the message names the file."""
 
 

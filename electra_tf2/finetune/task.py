@@ -17,10 +17,11 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence
 
 import numpy as np
 
+from electra_tf2.errors import ElectraError
 from electra_tf2.finetune.config import FinetuningConfig
 
 
-class FinetuningDataError(ValueError):
+class FinetuningDataError(ElectraError, ValueError):
   """Missing or malformed task data; the message names the file and line or question id."""
 
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import sys
-from typing import Callable, List
+from typing import Callable, List, Sequence
 
 from absl import app, flags
 
+from electra_tf2 import errors
 from electra_tf2.training import distribution
 
 
@@ -22,6 +23,16 @@ def define_run_flags() -> None:
                        "(default: iterations_per_loop).")
 
 
+def check_arguments(argv: List[str], required: Sequence[str] = ("data-dir", "model-name")
+                    ) -> None:
+  """Usage errors for stray arguments and missing required flags."""
+  if len(argv) > 1:
+    raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+  for name in required:
+    if not flags.FLAGS[name].value:
+      raise app.UsageError(f"--{name} is required")
+
+
 def run_options_from_flags():
   """The `RunOptions` that the flags of `define_run_flags` describe."""
   from electra_tf2.training.driver import RunOptions  # TensorFlow-heavy import
@@ -33,10 +44,10 @@ def run_options_from_flags():
 
 
 def run(main: Callable[[List[str]], None]) -> None:
-  """absl's `app.run(main)`; a Ctrl-C that the training loop does not handle
-  itself (during start-up, or a second one) ends with one line and exit code 130."""
+  """absl's `app.run(main)` under the exit-code rule of electra_tf2/errors.py: a
+  reported error is one line (exit 2); a Ctrl-C that the training loop does not
+  handle itself (during start-up, or a second one) is one line and exit 130."""
   try:
     app.run(main)
-  except KeyboardInterrupt:
-    print("interrupted (checkpoints saved before now are kept)", file=sys.stderr)
-    sys.exit(130)
+  except (*errors.REPORTED, KeyboardInterrupt) as e:
+    sys.exit(errors.report(e, "interrupted (checkpoints saved before now are kept)"))

@@ -19,11 +19,13 @@ from typing import Iterator, Optional
 import keras
 import tensorflow as tf
 
+from electra_tf2.errors import ElectraError
+
 STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker_mirrored", "tpu")
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 
 
-class DistributionError(ValueError):
+class DistributionError(ElectraError, ValueError):
   """A strategy that cannot be built here; the message says what to change."""
 
 

@@ -1,0 +1,50 @@
+"""One error base and one exit-code rule for every command.
+
+Every error a user can cause (a bad flag value, config, file or model
+directory) is an `ElectraError`; its message is one line that names the file,
+flag or field and says what to do. Every entry point (run_pretraining.py,
+run_finetuning.py, data_prep/*, python -m electra_tf2.*) runs its main through
+`run_command`, which prints such errors as `error: <message>` and exits:
+
+  0    done;
+  2    a usage error (argparse/absl) or an `ElectraError`, an OSError or a
+       diverged training run, reported in one line;
+  130  interrupted (Ctrl-C) outside a training loop's own stop handling;
+  1    anything else: a bug, shown with its traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Callable, Optional, Sequence
+
+EXIT_ERROR = 2
+EXIT_INTERRUPTED = 130
+
+
+class ElectraError(Exception):
+  """An error in the user's input; the message is one line saying what to change."""
+
+
+# What a command reports in one line: ours, the file system's, and a run whose loss diverged.
+REPORTED = (ElectraError, OSError, FloatingPointError)
+
+
+def report(error: BaseException,
+           interrupted: str = "interrupted (what was written before now is kept)") -> int:
+  """Prints the one-line message of a reported error (or `interrupted` for a
+  KeyboardInterrupt); returns the exit code."""
+  if isinstance(error, KeyboardInterrupt):
+    print(interrupted, file=sys.stderr)
+    return EXIT_INTERRUPTED
+  print(f"error: {error}", file=sys.stderr)
+  return EXIT_ERROR
+
+
+def run_command(main: Callable[[Optional[Sequence[str]]], Optional[int]],
+                argv: Optional[Sequence[str]] = None) -> int:
+  """Runs `main(argv)` under the exit-code rule; returns the code."""
+  try:
+    return main(argv) or 0
+  except (*REPORTED, KeyboardInterrupt) as e:
+    return report(e)
