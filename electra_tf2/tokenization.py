@@ -52,6 +52,8 @@ from __future__ import annotations
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
+import tensorflow as tf
+import tensorflow_text as tft
 
 from electra_tf2.vocab import SPECIAL_TOKENS, VocabError, load_vocab, special_token_ids
 
@@ -81,19 +83,6 @@ _LOCALE_PROBE_LOWER = "ij" + "".join(lower for _, lower in _LOCALE_SENSITIVE_LOW
 _BATCH_LINES = 8192
 _BATCH_BYTES = 4 << 20
 
-_tf = None
-_tft = None
-
-
-def _import_tf():
-  """Imports TensorFlow lazily so `import electra_tf2.tokenization` stays cheap."""
-  global _tf, _tft
-  if _tf is None:
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
-    import tensorflow_text as tft  # pylint: disable=g-import-not-at-top
-    _tf, _tft = tf, tft
-  return _tf, _tft
-
 
 def resolve_strip_accents(do_lower_case: bool, strip_accents: Optional[bool]) -> bool:
   """Whether accents are stripped: official semantics, only ever when lowercasing.
@@ -107,7 +96,6 @@ def resolve_strip_accents(do_lower_case: bool, strip_accents: Optional[bool]) ->
 
 def _lower_graph(text):
   """Python's str.lower() in the graph, whatever the process locale (see module doc)."""
-  tf, _ = _import_tf()
 
   def plain():
     return tf.strings.lower(text, encoding="utf-8")
@@ -127,7 +115,6 @@ def normalize_graph(text, do_lower_case: bool, strip_accents: bool):
 
   Removes control/format characters, lowercases, strips accents (NFD, drop Mn).
   """
-  tf, tft = _import_tf()
   text = tf.strings.regex_replace(text, _CLEAN_PATTERN, "")
   if do_lower_case:
     text = _lower_graph(text)
@@ -153,7 +140,6 @@ class BasicTokenizer:
   """
 
   def __init__(self, do_lower_case: bool = True, strip_accents: Optional[bool] = None):
-    tf, tft = _import_tf()
     self.do_lower_case = bool(do_lower_case)
     self.strip_accents = resolve_strip_accents(do_lower_case, strip_accents)
     lower, strip = self.do_lower_case, self.strip_accents
@@ -169,118 +155,97 @@ class BasicTokenizer:
     return self.tokenize_batch([text])[0]
 
   def tokenize_batch(self, texts: Sequence[Union[str, bytes]]) -> List[List[str]]:
-    tf, _ = _import_tf()
     ragged = self.split_graph(tf.constant([_to_utf8(t) for t in texts], tf.string))
     return [[w.decode("utf-8") for w in row] for row in ragged.to_list()]
 
 
-def _make_module_class():
-  tf, tft = _import_tf()
+class TokenizerModule(tf.Module):
+  """The in-graph tokenizer: strings -> RaggedTensor of WordPiece ids.
 
-  class TokenizerModule(tf.Module):
-    """The in-graph tokenizer: strings -> RaggedTensor of WordPiece ids.
-
-    Save it in (or as) a SavedModel; loading needs `import tensorflow_text`
-    first so that its ops are registered.
-    """
-
-    def __init__(self, vocab_tokens: Sequence[str], do_lower_case: bool = True,
-                 strip_accents: Optional[bool] = None, unk_token: str = "[UNK]",
-                 name: Optional[str] = None):
-      super().__init__(name=name)
-      vocab_tokens = list(vocab_tokens)
-      if unk_token not in vocab_tokens:
-        raise VocabError(f"the vocabulary lacks {unk_token}")
-      self.do_lower_case = bool(do_lower_case)
-      self.strip_accents = resolve_strip_accents(do_lower_case, strip_accents)
-      self.vocab_size = len(vocab_tokens)
-      self.unk_id = vocab_tokens.index(unk_token)
-      try:
-        # The op itself turns words of over 4*200 bytes (hence over 200
-        # characters) into [UNK]; shorter overlong words are fixed below.
-        self._wordpiece = tft.FastWordpieceTokenizer(
-            vocab=vocab_tokens, suffix_indicator="##",
-            max_bytes_per_word=4 * MAX_CHARS_PER_WORD, token_out_type=tf.int64,
-            unknown_token=unk_token, no_pretokenization=False)
-      except Exception as e:  # the model builder reports vocab problems tersely
-        raise VocabError(f"tensorflow-text cannot build a WordPiece model from this "
-                         f"vocabulary: {str(e).splitlines()[0] if str(e) else type(e).__name__}"
-                         ) from None
-      # Continuation pieces ("##x"); every other id starts a word.
-      self._is_suffix = tf.constant(
-          [len(t) > 2 and t.startswith("##") for t in vocab_tokens], dtype=tf.bool)
-
-    # -- graph pieces ------------------------------------------------------
-
-    def _normalize(self, text):
-      return normalize_graph(text, self.do_lower_case, self.strip_accents)
-
-    def _limit_word_length(self, text, ids, starts, ends):
-      """Replaces the pieces of every word over 200 characters by one [UNK]."""
-      flat_ids = ids.flat_values
-      is_start = tf.logical_not(tf.gather(self._is_suffix, flat_ids))
-      word_of_token = tf.cumsum(tf.cast(is_start, tf.int64)) - 1
-      word_begin = tf.math.segment_min(starts.flat_values, word_of_token)
-      word_end = tf.math.segment_max(ends.flat_values, word_of_token)
-      # A word of more than 200 characters has more than 200 bytes.
-      candidates = tf.where(word_end - word_begin > MAX_CHARS_PER_WORD)[:, 0]
-
-      def fix():
-        token_row = ids.value_rowids()
-        word_row = tf.boolean_mask(token_row, is_start)
-        rows = tf.gather(word_row, candidates)
-        begins = tf.gather(word_begin, candidates)
-        lengths = tf.gather(word_end, candidates) - begins
-        words = tf.strings.substr(tf.gather(text, rows), begins, lengths)
-        too_long = tf.strings.length(words, unit="UTF8_CHAR") > MAX_CHARS_PER_WORD
-        long_words = tf.boolean_mask(candidates, too_long)
-        n_words = tf.shape(word_begin, out_type=tf.int64)[0]
-        word_is_long = tf.scatter_nd(long_words[:, None],
-                                     tf.ones_like(long_words, dtype=tf.bool), [n_words])
-        token_in_long = tf.gather(word_is_long, word_of_token)
-        keep = tf.logical_or(tf.logical_not(token_in_long), is_start)
-        new_ids = tf.where(token_in_long, tf.constant(self.unk_id, tf.int64), flat_ids)
-        return tf.RaggedTensor.from_value_rowids(
-            tf.boolean_mask(new_ids, keep), tf.boolean_mask(token_row, keep),
-            nrows=ids.nrows())
-
-      return tf.cond(tf.size(candidates) > 0, fix, lambda: ids)
-
-    def eager_ids_from_valid_utf8(self, text):
-      """The ids, op by op (no tf.function tracing): the Python helpers' path."""
-      return self._ids_from_valid_utf8(text)
-
-    def _ids_from_valid_utf8(self, text):
-      text = self._normalize(text)
-      ids, starts, ends = self._wordpiece.tokenize_with_offsets(text)
-      return self._limit_word_length(text, ids, starts, ends)
-
-    # -- public graph functions ---------------------------------------------
-
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
-    def tokenize_to_ids(self, text):
-      """[batch] strings (any bytes; invalid UTF-8 is dropped) -> [batch, None] int64 ids."""
-      text = tf.strings.unicode_transcode(
-          text, input_encoding="UTF-8", output_encoding="UTF-8", errors="replace",
-          replacement_char=0xFFFD)
-      return self._ids_from_valid_utf8(text)
-
-  return TokenizerModule
-
-
-_MODULE_CLASS = None
-
-
-def TokenizerModule(*args, **kwargs):  # pylint: disable=invalid-name
-  """Builds the `tf.Module` tokenizer (class created on first use, after importing TF).
-
-  Args: vocab_tokens (list of tokens in id order), do_lower_case=True,
-  strip_accents=None, unk_token="[UNK]", name=None.
+  Save it in (or as) a SavedModel; loading needs `import tensorflow_text`
+  first so that its ops are registered.
   """
-  global _MODULE_CLASS
-  if _MODULE_CLASS is None:
-    _MODULE_CLASS = _make_module_class()
-  return _MODULE_CLASS(*args, **kwargs)
+
+  def __init__(self, vocab_tokens: Sequence[str], do_lower_case: bool = True,
+               strip_accents: Optional[bool] = None, unk_token: str = "[UNK]",
+               name: Optional[str] = None):
+    super().__init__(name=name)
+    vocab_tokens = list(vocab_tokens)
+    if unk_token not in vocab_tokens:
+      raise VocabError(f"the vocabulary lacks {unk_token}")
+    self.do_lower_case = bool(do_lower_case)
+    self.strip_accents = resolve_strip_accents(do_lower_case, strip_accents)
+    self.vocab_size = len(vocab_tokens)
+    self.unk_id = vocab_tokens.index(unk_token)
+    try:
+      # The op itself turns words of over 4*200 bytes (hence over 200
+      # characters) into [UNK]; shorter overlong words are fixed below.
+      self._wordpiece = tft.FastWordpieceTokenizer(
+          vocab=vocab_tokens, suffix_indicator="##",
+          max_bytes_per_word=4 * MAX_CHARS_PER_WORD, token_out_type=tf.int64,
+          unknown_token=unk_token, no_pretokenization=False)
+    except Exception as e:  # the model builder reports vocab problems tersely
+      raise VocabError(f"tensorflow-text cannot build a WordPiece model from this "
+                       f"vocabulary: {str(e).splitlines()[0] if str(e) else type(e).__name__}"
+                       ) from None
+    # Continuation pieces ("##x"); every other id starts a word.
+    self._is_suffix = tf.constant(
+        [len(t) > 2 and t.startswith("##") for t in vocab_tokens], dtype=tf.bool)
+
+  # -- graph pieces ------------------------------------------------------
+
+  def _normalize(self, text):
+    return normalize_graph(text, self.do_lower_case, self.strip_accents)
+
+  def _limit_word_length(self, text, ids, starts, ends):
+    """Replaces the pieces of every word over 200 characters by one [UNK]."""
+    flat_ids = ids.flat_values
+    is_start = tf.logical_not(tf.gather(self._is_suffix, flat_ids))
+    word_of_token = tf.cumsum(tf.cast(is_start, tf.int64)) - 1
+    word_begin = tf.math.segment_min(starts.flat_values, word_of_token)
+    word_end = tf.math.segment_max(ends.flat_values, word_of_token)
+    # A word of more than 200 characters has more than 200 bytes.
+    candidates = tf.where(word_end - word_begin > MAX_CHARS_PER_WORD)[:, 0]
+
+    def fix():
+      token_row = ids.value_rowids()
+      word_row = tf.boolean_mask(token_row, is_start)
+      rows = tf.gather(word_row, candidates)
+      begins = tf.gather(word_begin, candidates)
+      lengths = tf.gather(word_end, candidates) - begins
+      words = tf.strings.substr(tf.gather(text, rows), begins, lengths)
+      too_long = tf.strings.length(words, unit="UTF8_CHAR") > MAX_CHARS_PER_WORD
+      long_words = tf.boolean_mask(candidates, too_long)
+      n_words = tf.shape(word_begin, out_type=tf.int64)[0]
+      word_is_long = tf.scatter_nd(long_words[:, None],
+                                   tf.ones_like(long_words, dtype=tf.bool), [n_words])
+      token_in_long = tf.gather(word_is_long, word_of_token)
+      keep = tf.logical_or(tf.logical_not(token_in_long), is_start)
+      new_ids = tf.where(token_in_long, tf.constant(self.unk_id, tf.int64), flat_ids)
+      return tf.RaggedTensor.from_value_rowids(
+          tf.boolean_mask(new_ids, keep), tf.boolean_mask(token_row, keep),
+          nrows=ids.nrows())
+
+    return tf.cond(tf.size(candidates) > 0, fix, lambda: ids)
+
+  def eager_ids_from_valid_utf8(self, text):
+    """The ids, op by op (no tf.function tracing): the Python helpers' path."""
+    return self._ids_from_valid_utf8(text)
+
+  def _ids_from_valid_utf8(self, text):
+    text = self._normalize(text)
+    ids, starts, ends = self._wordpiece.tokenize_with_offsets(text)
+    return self._limit_word_length(text, ids, starts, ends)
+
+  # -- public graph functions ---------------------------------------------
+
+  @tf.function(input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
+  def tokenize_to_ids(self, text):
+    """[batch] strings (any bytes; invalid UTF-8 is dropped) -> [batch, None] int64 ids."""
+    text = tf.strings.unicode_transcode(
+        text, input_encoding="UTF-8", output_encoding="UTF-8", errors="replace",
+        replacement_char=0xFFFD)
+    return self._ids_from_valid_utf8(text)
 
 
 def _to_utf8(text: Union[str, bytes]) -> bytes:
@@ -421,7 +386,6 @@ class FullTokenizer:
 
   def _ascii_graph(self):
     if self._ascii_fn is None:
-      tf, tft = _import_tf()
       tokens = [None] * len(self.vocab)
       for token, index in self.vocab.items():
         tokens[index] = token
@@ -442,7 +406,6 @@ class FullTokenizer:
 
   @staticmethod
   def _run_batched(fn, texts) -> Tuple[np.ndarray, np.ndarray]:
-    tf, _ = _import_tf()
     flats: List[np.ndarray] = []
     splits: List[np.ndarray] = [np.zeros(1, np.int64)]
     offset = 0
