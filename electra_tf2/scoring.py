@@ -334,25 +334,35 @@ class Scorer:
 
   @classmethod
   def _from_model_dir(cls, model_dir, checkpoint, batch_size, max_seq_length, window_stride):
-    from electra_tf2 import export, pretrained, vocab as vocab_lib  # export imports this module
+    from electra_tf2 import export, pretrained  # export imports this module
     if not tf.io.gfile.isdir(model_dir):
       raise ScoringError(f"--model-dir {model_dir} does not exist: give a pre-trained model "
                          "directory, a converted official checkpoint or a SavedModel")
     model = pretrained.restore_pretrainer(model_dir, checkpoint)
-    if model.discriminator_head is None or model.config.electric_objective:
-      raise ScoringError(f"{model_dir} has no ELECTRA discriminator (it was pre-trained as "
-                         f"{'ELECTRIC' if model.config.electric_objective else 'MLM only'}): "
-                         "scoring needs an ELECTRA model")
     vocab_file = export.find_vocab(model_dir, model.config)
     if vocab_file is None:
       raise ScoringError(f"{model_dir} has no vocab.txt and its config's vocab_file "
                          f"{model.config.vocab_file} is missing: copy the vocabulary to "
                          f"{os.path.join(model_dir, 'vocab.txt')}")
-    max_seq_length = max_seq_length or model.config.max_seq_length
-    module = export.serving_module(model, "discriminator", vocab_file,
-                                   model.config.do_lower_case, max_seq_length, window_stride)
+    return cls.from_pretrainer(model, vocab_file, batch_size, max_seq_length, window_stride,
+                               model_dir)
+
+  @classmethod
+  def from_pretrainer(cls, model, vocab_file: str, batch_size: int = 64,
+                      max_seq_length: Optional[int] = None, window_stride: Optional[int] = None,
+                      name: str = "the model") -> "Scorer":
+    """A Scorer on an `ElectraPretrainer` already in memory (its config's lowercasing)."""
+    from electra_tf2 import export, vocab as vocab_lib
+    config = model.config
+    if model.discriminator_head is None or config.electric_objective:
+      raise ScoringError(f"{name} has no ELECTRA discriminator (it was pre-trained as "
+                         f"{'ELECTRIC' if config.electric_objective else 'MLM only'}): "
+                         "scoring needs an ELECTRA model")
+    max_seq_length = max_seq_length or config.max_seq_length
+    module = export.serving_module(model, "discriminator", vocab_file, config.do_lower_case,
+                                   max_seq_length, window_stride)
     vocab = vocab_lib.load_vocab(vocab_file)
-    return cls(module.score, sorted(vocab, key=vocab.get), model.config.do_lower_case,
+    return cls(module.score, sorted(vocab, key=vocab.get), config.do_lower_case,
                max_seq_length, module.window_stride, batch_size)
 
   @classmethod
@@ -425,3 +435,320 @@ def rank_order(values: Sequence[float]) -> List[int]:
   """Indices by ascending value, ties in input order, NaN last."""
   return sorted(range(len(values)),
                 key=lambda i: (math.isnan(values[i]), 0.0 if math.isnan(values[i]) else values[i]))
+
+
+# ---------------------------------------------------------------------------
+# Showing a sentence in the terminal
+# ---------------------------------------------------------------------------
+
+_RED, _RESET = "\x1b[1;31m", "\x1b[0m"
+
+
+def _char_width(char: str) -> int:
+  if unicodedata.combining(char):
+    return 0
+  return 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
+
+
+def render(result: SentenceScore, threshold: float = 0.5, width: int = 100,
+           color: bool = False) -> str:
+  """The text with its words of probability >= threshold underlined by `^` (and red)."""
+  words = result.words
+  if all(w.start is not None for w in words):
+    display = "".join(" " if c.isspace() else c for c in result.text)
+    spans = [(w.start, w.end) for w in words]
+  else:  # words the tokenizer saw, when they cannot all be found in the input
+    display, spans = "", []
+    for w in words:
+      display += " " if display else ""
+      spans.append((len(display), len(display) + len(w.text)))
+      display += w.text
+  marked = np.zeros(len(display) + 1, bool)
+  flagged = [w for w in words if w.probability >= threshold]
+  for w, (a, b) in zip(words, spans):
+    if w.probability >= threshold:
+      marked[a:b] = True
+  lines = []
+  begin = 0
+  while begin < len(display) or not lines:
+    end, used = begin, 0
+    while end < len(display) and used + _char_width(display[end]) <= max(width, 1):
+      used += _char_width(display[end])
+      end += 1
+    if end < len(display) and " " in display[begin + 1:end]:
+      end = display.rindex(" ", begin + 1, end) + 1
+    end = max(end, begin + 1) if display else end
+    text, carets = "", ""
+    for i in range(begin, min(end, len(display))):
+      char = display[i]
+      on = marked[i] and not char.isspace()
+      text += (_RED + char + _RESET) if on and color else char
+      carets += ("^" if on else " ") * _char_width(char)
+    lines.append(text.rstrip())
+    if carets.strip():
+      lines.append(carets.rstrip())
+    begin = end
+    if not display:
+      break
+  scores = result.scores
+  if flagged:
+    lines.append(f"  p >= {threshold:g}: " + ", ".join(f"{w.text} {w.probability:.2f}"
+                                                       for w in flagged))
+  else:
+    lines.append(f"  no word has p >= {threshold:g}")
+  windows = f", {result.num_windows} windows" if result.num_windows > 1 else ""
+  lines.append(f"  sentence: mean p {scores['mean_probability']:.3f}, max p "
+               f"{scores['max_probability']:.3f}, mean log-odds {scores['mean_log_odds']:.2f}, "
+               f"sum log-odds {scores['sum_log_odds']:.2f} ({len(result.tokens)} WordPieces"
+               f"{windows})")
+  return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------
+# Command line
+# ---------------------------------------------------------------------------
+
+
+def _lines(path: str) -> Iterator[Tuple[int, str, int]]:
+  """`(line number, text, bytes read)` of a UTF-8 text file; invalid UTF-8 is an error."""
+  try:
+    handle = open(path, "rb")
+  except OSError as e:
+    raise ScoringError(f"--input {path}: {e.strerror}") from None
+  with handle:
+    for number, raw in enumerate(handle, 1):
+      line = raw.rstrip(b"\n").rstrip(b"\r")
+      try:
+        text = line.decode("utf-8")
+      except UnicodeDecodeError as e:
+        raise ScoringError(f"{path}:{number}: not valid UTF-8 (byte 0x{line[e.start]:02x} at "
+                           f"byte {e.start + 1} of the line): convert the file to UTF-8, e.g. "
+                           "iconv -f latin1 -t utf-8") from None
+      yield number, text, len(raw)
+
+
+def _json_object(path: str, number: int, text: str) -> Dict[str, Any]:
+  try:
+    value = json.loads(text)
+  except json.JSONDecodeError as e:
+    raise ScoringError(f"{path}:{number}: not valid JSON ({e.msg} at column {e.colno}): "
+                       "give one JSON object per line") from None
+  if not isinstance(value, dict):
+    raise ScoringError(f"{path}:{number}: a JSON {type(value).__name__}, not an object: give "
+                       "one JSON object per line")
+  return value
+
+
+def _texts(path: str, jsonl: bool) -> Iterator[Tuple[int, Dict[str, Any], int]]:
+  """`(line number, {"text": ...[, "id": ...]}, bytes read)` per input line."""
+  for number, line, size in _lines(path):
+    if not jsonl or not line.strip():
+      yield number, {"text": line if not jsonl else ""}, size
+      continue
+    value = _json_object(path, number, line)
+    if not isinstance(value.get("text"), str):
+      raise ScoringError(f'{path}:{number}: the object needs a "text" string (and may have an '
+                         '"id"): {"id": 1, "text": "a sentence"}')
+    record = {"text": value["text"]}
+    if "id" in value:
+      record["id"] = value["id"]
+    yield number, record, size
+
+
+def _groups(path: str) -> Iterator[Tuple[int, Dict[str, Any], int]]:
+  """`(line number, {"id", "candidates"}, bytes read)` per JSONL line (blank lines skipped)."""
+  example = 'give {"id": "utt1", "candidates": ["first sentence", "second sentence"]}'
+  for number, line, size in _lines(path):
+    if not line.strip():
+      yield number, None, size
+      continue
+    value = _json_object(path, number, line)
+    candidates = value.get("candidates")
+    if not isinstance(candidates, list) or not candidates or \
+        not all(isinstance(c, str) for c in candidates):
+      raise ScoringError(f'{path}:{number}: "candidates" must be a non-empty list of strings: '
+                         f"{example}")
+    for index, candidate in enumerate(candidates):
+      if not candidate.strip():
+        raise ScoringError(f"{path}:{number}: candidate {index} is empty: remove it, or give "
+                           "every candidate some text")
+    yield number, {"id": value.get("id", number), "candidates": candidates}, size
+
+
+class _Output:
+  """The output file, written whole (atomic) or stdout for "-"."""
+
+  def __init__(self, path: str):
+    self.path = path
+
+  def __enter__(self):
+    if self.path == "-":
+      return sys.stdout
+    from electra_tf2.atomic_io import atomic_path
+    self._atomic = atomic_path(self.path)
+    self._file = open(self._atomic.__enter__(), "w", encoding="utf-8", newline="\n")
+    return self._file
+
+  def __exit__(self, *exc):
+    if self.path == "-":
+      return False
+    self._file.close()
+    return self._atomic.__exit__(*exc)
+
+
+def _progress(path: str, quiet: bool, label: str):
+  from tqdm import tqdm
+  tty = sys.stderr.isatty()
+  return tqdm(total=os.path.getsize(path), unit="B", unit_scale=True, desc=label,
+              file=sys.stderr, disable=quiet, mininterval=0.5 if tty else 15.0, leave=tty)
+
+
+def _notes(path: str, scorer: Scorer, empty: List[int], windowed: List[int]) -> List[str]:
+  def first(lines):
+    return f"line {lines[0]}" if len(lines) == 1 else f"{len(lines)} lines, first line {lines[0]}"
+  notes = []
+  if empty:
+    notes.append(f"warning: {path}: nothing to score on {first(empty)} (empty): "
+                 "written with null scores")
+  if windowed:
+    notes.append(f"note: {path}: {first(windowed)} longer than {scorer.max_seq_length - 2} "
+                 f"WordPieces: scored whole in overlapping windows of {scorer.max_seq_length} "
+                 f"(stride {scorer.window_stride}; see \"windows\" in the records)")
+  return notes
+
+
+def _batched(items: Iterator, size: int) -> Iterator[List]:
+  batch = []
+  for item in items:
+    batch.append(item)
+    if len(batch) >= size:
+      yield batch
+      batch = []
+  if batch:
+    yield batch
+
+
+def score_file(scorer: Scorer, input_path: str, output_path: str, jsonl: bool,
+               quiet: bool = False) -> Tuple[int, List[str]]:
+  """Writes one JSONL record per input line; returns (lines, notes for stderr)."""
+  empty, windowed, count = [], [], 0
+  with _Output(output_path) as out, _progress(input_path, quiet, "score") as bar:
+    for batch in _batched(_texts(input_path, jsonl), 8 * scorer.batch_size):
+      results = scorer.score([record["text"] for _, record, _ in batch])
+      for (number, record, size), result in zip(batch, results):
+        row = {"line": number, **record, **result.to_record()}
+        if not result.tokens:
+          empty.append(number)
+          row["error"] = "nothing to score (empty line)"
+        if result.num_windows > 1:
+          windowed.append(number)
+        out.write(json.dumps(row, ensure_ascii=False) + "\n")
+        bar.update(size)
+        count += 1
+  return count, _notes(input_path, scorer, empty, windowed)
+
+
+def rerank_file(scorer: Scorer, input_path: str, output_path: str, by: str,
+                quiet: bool = False) -> Tuple[int, List[str]]:
+  """Writes each group with its candidates ranked (lowest `by` first); returns (groups, notes)."""
+  if by not in SENTENCE_SCORES:
+    raise ScoringError(f"unknown --by {by!r}: use one of {', '.join(SENTENCE_SCORES)}")
+  windowed, count = [], 0
+  with _Output(output_path) as out, _progress(input_path, quiet, "rerank") as bar:
+    for batch in _batched(_groups(input_path), scorer.batch_size):
+      groups = [(n, g, s) for n, g, s in batch if g is not None]
+      results = iter(scorer.score([c for _, g, _ in groups for c in g["candidates"]]))
+      for number, group, size in groups:
+        scored = [next(results) for _ in group["candidates"]]
+        if any(s.num_windows > 1 for s in scored):
+          windowed.append(number)
+        ranked = []
+        for rank, i in enumerate(rank_order([s.scores[by] for s in scored]), 1):
+          record = scored[i].to_record()
+          ranked.append({"rank": rank, "index": i, "text": record["text"],
+                         "scores": record["scores"], "num_tokens": record["num_tokens"],
+                         "windows": record["windows"]})
+        out.write(json.dumps({"id": group["id"], "by": by, "candidates": ranked},
+                             ensure_ascii=False) + "\n")
+        count += 1
+      bar.update(sum(size for _, _, size in batch))
+  return count, _notes(input_path, scorer, [], windowed)
+
+
+def _parser() -> argparse.ArgumentParser:
+  parser = argparse.ArgumentParser(prog="python -m electra_tf2.scoring", description=__doc__,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+  commands = parser.add_subparsers(dest="command", required=True)
+
+  def common(sub):
+    sub.add_argument("--model-dir", required=True,
+                     help="pre-trained model directory, converted official checkpoint, or "
+                          "discriminator SavedModel")
+    sub.add_argument("--checkpoint", default=None, help="a ckpt-N prefix (default the latest)")
+    sub.add_argument("--batch-size", type=int, default=64, help="texts per discriminator call")
+    sub.add_argument("--max-seq-length", type=int, default=None,
+                     help="window length in WordPieces (default the model's max_seq_length)")
+    sub.add_argument("--window-stride", type=int, default=None,
+                     help="tokens between windows of long texts (default half a window)")
+
+  score = commands.add_parser("score", help="per-token, per-word and sentence scores as JSONL")
+  common(score)
+  score.add_argument("--input", required=True, help="text (one sentence a line) or JSONL "
+                     '({"text": ..., "id": ...} a line)')
+  score.add_argument("--output", required=True, help="JSONL file to write ('-': stdout)")
+  score.add_argument("--format", choices=("auto", "text", "jsonl"), default="auto",
+                     help="auto: JSONL for a .jsonl/.json input, else text")
+  score.add_argument("--quiet", action="store_true", help="no progress bar")
+  rerank = commands.add_parser("rerank", help="rank the candidates of each JSONL group")
+  common(rerank)
+  rerank.add_argument("--input", required=True,
+                      help='JSONL, a group a line: {"id": ..., "candidates": [sentence, ...]}')
+  rerank.add_argument("--output", required=True, help="JSONL file to write ('-': stdout)")
+  rerank.add_argument("--by", choices=SENTENCE_SCORES, default=DEFAULT_RANK_SCORE,
+                      help="the sentence score to rank by, lowest first (default %(default)s)")
+  rerank.add_argument("--quiet", action="store_true", help="no progress bar")
+  show = commands.add_parser("show", help="print sentences with their suspicious words marked")
+  common(show)
+  show.add_argument("text", nargs="*", help="sentences (default: one a line from stdin)")
+  show.add_argument("--threshold", type=float, default=0.5,
+                    help="mark words whose replaced probability is at least this")
+  show.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+  return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+  args = _parser().parse_args(argv)
+  from electra_tf2 import checkpoints, vocab as vocab_lib
+  from electra_tf2.export import ExportError
+  try:
+    if args.command != "show" and not os.path.isfile(args.input):
+      raise ScoringError(f"--input {args.input} is not a file")
+    scorer = Scorer.load(args.model_dir, args.checkpoint, args.batch_size, args.max_seq_length,
+                         args.window_stride)
+    if args.command == "show":
+      color = args.color == "always" or (args.color == "auto" and sys.stdout.isatty())
+      texts = args.text or [line.rstrip("\n") for line in sys.stdin]
+      width = max(20, os.get_terminal_size().columns - 1) if sys.stdout.isatty() else 100
+      for result in scorer.score([t for t in texts if t.strip()]):
+        print(render(result, args.threshold, width, color) + "\n")
+      return 0
+    if args.command == "score":
+      jsonl = args.format == "jsonl" or (args.format == "auto" and
+                                         args.input.endswith((".jsonl", ".json")))
+      count, notes = score_file(scorer, args.input, args.output, jsonl, args.quiet)
+      what = "lines"
+    else:
+      count, notes = rerank_file(scorer, args.input, args.output, args.by, args.quiet)
+      what = "groups"
+  except (ScoringError, ExportError, checkpoints.ModelDirectoryError, vocab_lib.VocabError) as e:
+    print(f"error: {e}", file=sys.stderr)
+    return 2
+  for note in notes:
+    print(note, file=sys.stderr)
+  if args.output != "-":
+    print(f"wrote {count} {what} to {args.output}", file=sys.stderr)
+  return 0
+
+
+if __name__ == "__main__":
+  sys.exit(main())
