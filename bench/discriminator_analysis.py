@@ -30,7 +30,9 @@ text and gives the pseudo-log-likelihood baseline. Nothing is fine-tuned.
                for the discriminator's sentence scores, the generator's
                pseudo-log-likelihood (one masked pass per WordPiece, Salazar et al. 2020)
                and a unigram-frequency score (add-one counts of the WordPieces of
-               --unigram-corpus, by default the shared corpus without WikiText).
+               --unigram-corpus, by default the shared corpus without WikiText). Then
+               the same with substitutes drawn uniformly from the whole words of the
+               vocabulary, as a sanity check of the three scorers.
 
 Writes <output-dir>/discriminator_analysis.json, discriminator_analysis.md (the
 measured figures) and discriminator_{reliability,pos,cola}.png. Figures and
@@ -344,6 +346,10 @@ def calibration_stage(ctx: Context, args) -> Dict[str, Any]:
     p = np.concatenate([1 / (1 + np.exp(-l[1:-1])) for l in logits])
     y = np.concatenate([np.array(c[1:-1]) != np.array(r[1:-1]) for c, r in zip(corrupted, rows)])
     stats = reliability(p, y, args.bins)
+    ids = np.concatenate([np.array(c[1:-1]) for c in corrupted])
+    confident = np.bincount(ids[(p >= 0.9) & ~y], minlength=len(ctx.tokens))
+    stats["most_flagged_originals"] = [[ctx.tokens[i], int(confident[i])]
+                                       for i in np.argsort(-confident)[:10] if confident[i]]
     stats.update(tokens=int(len(y)), replaced_fraction_overall=float(y.mean()),
                  mean_probability_overall=float(p.mean()), auc=auc(p, y),
                  accuracy=float(np.mean((p >= THRESHOLD) == y)),
@@ -436,9 +442,9 @@ def cola_stage(ctx: Context, args) -> Dict[str, Any]:
   return results
 
 
-def substitutions(ctx: Context, sentence: str, k: int) -> List[str]:
-  """Up to k distinct sentences, each with one one-WordPiece word swapped for a generator
-  sample (a whole alphabetic word other than the original)."""
+def substitutions(ctx: Context, sentence: str, k: int, source: str) -> List[str]:
+  """Up to k distinct sentences, each with one one-WordPiece word swapped for another whole
+  alphabetic word: a generator sample at that word ([MASK]ed), or a uniform draw."""
   words = sentence.split()
   pieces = ctx.tokenizer.encode_batch(words)
   row = [ctx.cls] + [p for ps in pieces for p in ps] + [ctx.sep]
@@ -451,12 +457,11 @@ def substitutions(ctx: Context, sentence: str, k: int) -> List[str]:
     return []
   picks = ctx.rng.permutation(len(where))
   picks = [where[picks[j % len(where)]] for j in range(3 * k)]
-  masked = []
-  for _, position in picks:
-    copy = list(row)
-    copy[position] = ctx.mask
-    masked.append(copy)
-  log_probs = ctx.passes.log_probs(masked, [p for _, p in picks])
+  if source == "generator":
+    masked = [row[:p] + [ctx.mask] + row[p + 1:] for _, p in picks]
+    log_probs = ctx.passes.log_probs(masked, [p for _, p in picks])
+  else:
+    log_probs = np.zeros((len(picks), len(ctx.tokens)), np.float32)
   out, seen = [], {sentence.lower()}
   for (i, position), scores in zip(picks, log_probs):
     allowed = ctx.whole_words.copy()
@@ -486,21 +491,32 @@ def unigram_log_probs(ctx: Context, pattern: str) -> np.ndarray:
 
 
 def rerank_stage(ctx: Context, args) -> Dict[str, Any]:
-  from electra_tf2 import scoring
   paragraphs = wikitext_paragraphs(os.path.join(args.shared_data, "corpus", "wikitext-2-raw",
                                                 "wiki.valid.raw"))
   pool = wikitext_sentences(paragraphs)
   order = ctx.rng.permutation(len(pool))
-  groups = []
-  for index in order:
-    candidates = substitutions(ctx, pool[index], args.k)
-    if len(candidates) == args.k:
-      groups.append([pool[index]] + candidates)
-    if len(groups) == args.rerank_sentences:
-      break
+  unigram = unigram_log_probs(ctx, args.unigram_corpus)
+  results: Dict[str, Any] = {"k": args.k, "random_top1": 1 / (args.k + 1)}
+  for source in ("generator", "uniform"):
+    groups = []
+    for index in order:
+      candidates = substitutions(ctx, pool[index], args.k, source)
+      if len(candidates) == args.k:
+        groups.append([pool[index]] + candidates)
+      if len(groups) == args.rerank_sentences:
+        break
+    results["groups"] = len(groups)
+    log(f"rerank/{source}: {len(groups)} groups of {args.k + 1} candidates")
+    results[source] = rerank_groups(ctx, groups, unigram)
+  return results
+
+
+def rerank_groups(ctx: Context, groups: List[List[str]], unigram: np.ndarray
+                  ) -> Dict[str, Any]:
+  """Top-1 and time per candidate of every method on groups (the original first)."""
+  from electra_tf2 import scoring
   flat = [c for g in groups for c in g]
-  n = len(flat)
-  log(f"rerank: {len(groups)} groups of {args.k + 1} candidates")
+  n, size = len(flat), len(groups[0])
   ctx.scorer.score(flat[:8])  # trace the graph outside the timing
   start = time.perf_counter()
   scored = ctx.scorer.score(flat)
@@ -510,13 +526,11 @@ def rerank_stage(ctx: Context, args) -> Dict[str, Any]:
   start = time.perf_counter()
   pll = pseudo_log_likelihood(ctx.passes, rows, ctx.mask)
   pll_seconds = time.perf_counter() - start
-  unigram = unigram_log_probs(ctx, args.unigram_corpus)
   start = time.perf_counter()
   uni = np.array([unigram[ids].sum() for ids in ctx.tokenizer.encode_batch(flat)])
   uni_seconds = time.perf_counter() - start
 
   def grouped(values):
-    size = args.k + 1
     return [values[i:i + size] for i in range(0, n, size)]
 
   methods: Dict[str, Dict[str, Any]] = {}
@@ -527,14 +541,13 @@ def rerank_stage(ctx: Context, args) -> Dict[str, Any]:
   methods["pseudo_log_likelihood"] = {"top1": top1_accuracy(grouped(pll), True),
                                       "ms_per_candidate": 1000 * pll_seconds / n}
   methods["unigram"] = {"top1": top1_accuracy(grouped(uni), True),
-                        "ms_per_candidate": 1000 * uni_seconds / n,
-                        "note": "timing excludes counting the corpus"}
+                        "ms_per_candidate": 1000 * uni_seconds / n}
   for name, m in methods.items():
-    log(f"rerank/{name}: top-1 {m['top1']:.3f}, {m['ms_per_candidate']:.2f} ms/candidate")
+    log(f"  {name}: top-1 {m['top1']:.3f}, {m['ms_per_candidate']:.2f} ms/candidate")
   example = [{"text": c, "mean_log_odds": round(s.scores["mean_log_odds"], 3),
-              "pll": round(float(p), 2)} for c, s, p in zip(groups[0], scored, pll)]
-  return {"groups": len(groups), "k": args.k, "random_top1": 1 / (args.k + 1),
-          "methods": methods, "example": example}
+              "pll": round(float(p), 2), "unigram": round(float(u), 2)}
+             for c, s, p, u in zip(groups[0], scored, pll, uni)]
+  return {"methods": methods, "example": example}
 
 
 # ---------------------------------------------------------------------------
@@ -589,7 +602,7 @@ def plot_pos(pos: Dict[str, Any], path: str, min_replaced: int) -> List[str]:
   tags = [t for t, v in gen.items() if v["replaced"] >= min_replaced
           and pos["uniform"][t]["replaced"] >= min_replaced]
   tags.sort(key=lambda t: -(gen[t]["replaced"] + gen[t]["original"]))
-  fig, axes = plt.subplots(2, 1, figsize=(10, 6.5), sharex=True)
+  fig, axes = plt.subplots(3, 1, figsize=(10, 9), sharex=True)
   x = np.arange(len(tags))
   for ax, source in zip(axes, ("generator", "uniform")):
     table = pos[source]
@@ -599,9 +612,17 @@ def plot_pos(pos: Dict[str, Any], path: str, min_replaced: int) -> List[str]:
     ax.set_ylabel("rate (p >= 0.5)")
     ax.set_title(f"{source} replacements, {100 * pos['replace_prob']:.0f}% of words of every tag")
     ax.legend(loc="upper right", fontsize=8)
-  axes[1].set_xticks(x)
-  axes[1].set_xticklabels(tags, rotation=60, fontsize=8)
-  axes[1].set_xlabel(f"gold POS tag (CoNLL-2000 test; tags with >= {min_replaced} replaced "
+  axes[2].axhline(0.5, color="grey", linestyle="--", label="chance")
+  for offset, source in ((-0.2, "generator"), (0.2, "uniform")):
+    axes[2].bar(x + offset, [pos[source][t]["auc"] for t in tags], 0.4,
+                label=f"{source} replacements")
+  axes[2].set_ylim(0, 1)
+  axes[2].set_ylabel("AUC (word p)")
+  axes[2].set_title("replaced against untouched words of the tag, threshold-free")
+  axes[2].legend(loc="lower right", fontsize=8)
+  axes[2].set_xticks(x)
+  axes[2].set_xticklabels(tags, rotation=60, fontsize=8)
+  axes[2].set_xlabel(f"gold POS tag (CoNLL-2000 test; tags with >= {min_replaced} replaced "
                      "words, most frequent first)")
   fig.tight_layout()
   _save(fig, path)
@@ -655,7 +676,10 @@ def markdown(results: Dict[str, Any], pos_tags: Optional[List[str]]) -> str:
       lines.append(f"| {source} | {s['tokens']} | {100 * s['replaced_fraction_overall']:.1f}% "
                    f"| {_f(s['mean_probability_overall'])} | {_f(s['ece'], 4)} | {_f(s['auc'])}"
                    f" | {_f(s['accuracy'])} | {_f(s['accuracy_all_original'])} |")
-    lines += ["", "![reliability](discriminator_reliability.png)", ""]
+    flagged = c["generator"]["most_flagged_originals"]
+    lines += ["", "Original tokens most often given p >= 0.9 (generator run, count): " +
+              ", ".join(f"`{t}` {n}" for t, n in flagged) + ".", "",
+              "![reliability](discriminator_reliability.png)", ""]
   if "pos" in results:
     p = results["pos"]
     lines += ["## Part of speech (CoNLL-2000 test, gold tags)", "",
@@ -686,16 +710,22 @@ def markdown(results: Dict[str, Any], pos_tags: Optional[List[str]]) -> str:
   if "rerank" in results:
     r = results["rerank"]
     lines += ["## Re-ranking single-word substitutions (WikiText-2 valid sentences)", "",
-              f"{r['groups']} sentences, each with {r['k']} generator substitutions; top-1 = "
-              f"the original strictly best (chance {r['random_top1']:.3f}). Time on this host, "
-              "2 shared CPU cores, batch 64.", "",
-              "| method | top-1 | ms / candidate |", "|---|---|---|"]
-    for name, m in r["methods"].items():
-      lines.append(f"| {name} | {_f(m['top1'])} | {_f(m['ms_per_candidate'], 2)} |")
-    lines += ["", "One group (the original first):", "", "| candidate | mean log-odds | PLL |",
-              "|---|---|---|"]
-    for e in r["example"]:
-      lines.append(f"| {e['text']} | {e['mean_log_odds']} | {e['pll']} |")
+              f"{r['groups']} sentences, each with {r['k']} substitutions of one one-WordPiece "
+              "word: sampled from the generator (the main setting) or uniformly from the "
+              "vocabulary's whole words (a sanity check). Top-1 = the original strictly best "
+              f"(chance {r['random_top1']:.3f}). Unigram timing leaves out counting the "
+              "corpus. Time on this host, batch 64.", "",
+              "| method | top-1 (generator) | top-1 (uniform) | ms / candidate |",
+              "|---|---|---|---|"]
+    for name, m in r["generator"]["methods"].items():
+      lines.append(f"| {name} | {_f(m['top1'])} | {_f(r['uniform']['methods'][name]['top1'])} "
+                   f"| {_f(m['ms_per_candidate'], 2)} |")
+    for source in ("generator", "uniform"):
+      lines += ["", f"One group with {source} substitutions (the original first; the "
+                "discriminator ranks lowest first, PLL and unigram highest first):", "",
+                "| candidate | mean log-odds | PLL | unigram |", "|---|---|---|---|"]
+      for e in r[source]["example"]:
+        lines.append(f"| {e['text']} | {e['mean_log_odds']} | {e['pll']} | {e['unigram']} |")
     lines.append("")
   return "\n".join(lines)
 

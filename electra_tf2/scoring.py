@@ -139,9 +139,9 @@ def windowed_token_logits(ids: tf.RaggedTensor, logits_fn: Callable, max_seq_len
   positions = tf.ragged.range(offsets + layout["start"],
                               offsets + layout["start"] + layout["length"])
   window_ids = tf.gather(ids.flat_values, positions)
-  windows = tf.shape(layout["row"], out_type=tf.int64)[:1]
-  ends = tf.ones(tf.concat([windows, [1]], 0), tf.int64)
-  full = tf.concat([ends * cls_id, window_ids, ends * sep_id], axis=1)
+  windows = tf.size(layout["row"])
+  full = tf.concat([tf.fill([windows, 1], tf.constant(cls_id, tf.int64)), window_ids,
+                    tf.fill([windows, 1], tf.constant(sep_id, tf.int64))], axis=1)
   input_ids = tf.cast(full.to_tensor(), tf.int32)
   input_mask = tf.cast(tf.ones_like(full).to_tensor(), tf.int32)
   logits = _logits_in_passes(logits_fn, input_ids, input_mask,

@@ -157,13 +157,16 @@ def test_whole_analysis_on_a_tiny_model(tiny, tmp_path):
   assert set(results["pos"]["generator"]) == {"NN", "VB", "DT", "."}
   assert results["cola"]["sentences"] == 30
   rerank = results["rerank"]
-  assert rerank["groups"] == 4 and len(rerank["example"]) == 4
-  assert {"pseudo_log_likelihood", "unigram", "discriminator_mean_log_odds"} <= set(
-      rerank["methods"])
-  original, *substitutes = [e["text"] for e in rerank["example"]]
-  for text in substitutes:  # one word differs, and it is a whole word of the vocabulary
-    diff = [(a, b) for a, b in zip(original.split(), text.split()) if a != b]
-    assert len(diff) == 1 and diff[0][1] in WORDS and len(text.split()) == len(original.split())
+  assert rerank["groups"] == 4
+  for source in ("generator", "uniform"):
+    assert {"pseudo_log_likelihood", "unigram", "discriminator_mean_log_odds"} <= set(
+        rerank[source]["methods"])
+    original, *substitutes = [e["text"] for e in rerank[source]["example"]]
+    assert len(substitutes) == 3 and len(set(substitutes)) == 3
+    for text in substitutes:  # one word differs, and it is a whole word of the vocabulary
+      diff = [(a, b) for a, b in zip(original.split(), text.split()) if a != b]
+      assert len(diff) == 1 and diff[0][1] in WORDS
+      assert len(text.split()) == len(original.split())
   with open(os.path.join(out, "discriminator_analysis.md")) as f:
     text = f.read()
   assert "| pseudo_log_likelihood |" in text and "ECE" in text

@@ -105,7 +105,8 @@ def padded(rows):
 
 
 def test_signatures_and_token_ids(exported, loaded):
-  assert sorted(loaded.signatures) == ["serving_default", "text", "text_pair", "token_ids"]
+  assert sorted(loaded.signatures) == ["score", "serving_default", "text", "text_pair",
+                                    "token_ids"]
   assert os.path.basename(loaded.vocab_file.asset_path.numpy().decode()) == "vocab.txt"
   ids, mask, segments = padded([([101, 7592, 2088, 102], [0, 0, 0, 0]),
                                 ([101, 2023, 102, 2003, 1037, 3231, 102], [0, 0, 0, 1, 1, 1, 1])])
