@@ -6,7 +6,6 @@ import os
 import random
 import sys
 
-import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -14,8 +13,7 @@ from sklearn.metrics import matthews_corrcoef, roc_auc_score
 
 from conftest import REPO_ROOT
 from electra_tf2 import convert
-from electra_tf2.config import resolve_pretraining_config
-from electra_tf2.models.pretrainer import ElectraPretrainer
+from fixtures import noisy_pretrainer
 
 sys.path.insert(0, os.path.join(REPO_ROOT, "bench"))
 import discriminator_analysis as analysis  # noqa: E402
@@ -70,11 +68,7 @@ def test_sampling_follows_the_restricted_softmax():
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
-  keras.utils.set_random_seed(7)
-  model = ElectraPretrainer(resolve_pretraining_config("electra_small", None, TINY))
-  rng = np.random.default_rng(7)
-  for variable in model.trainable_variables:
-    variable.assign(variable.numpy() + rng.normal(0, 0.3, variable.shape).astype(np.float32))
+  model = noisy_pretrainer(TINY, seed=7, scale=0.3)
   model_dir = str(tmp_path_factory.mktemp("analysis") / "model")
   convert.write_model_dir(model, model_dir)
   with open(os.path.join(model_dir, "vocab.txt"), "w", encoding="utf-8") as f:

@@ -6,7 +6,6 @@ import os
 import subprocess
 import sys
 
-import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -15,6 +14,7 @@ from conftest import REPO_ROOT
 from electra_tf2 import checkpoint_names, convert, export, scoring
 from electra_tf2.config import resolve_pretraining_config
 from electra_tf2.models.pretrainer import ElectraPretrainer
+from fixtures import noisy_pretrainer
 
 MAX_LEN = 8  # windows of 6 WordPieces: long texts are easy to write
 WORDS = ["the", "chef", "cook", "##ed", "meal", ".", "!", "a", "dog", "ate", "drank", "bone",
@@ -78,11 +78,7 @@ def write_model(root, name, model):
 @pytest.fixture(scope="module")
 def models(tmp_path_factory):
   root = tmp_path_factory.mktemp("scoring")
-  keras.utils.set_random_seed(5)
-  random = ElectraPretrainer(resolve_pretraining_config("electra_small", None, TINY))
-  rng = np.random.default_rng(5)
-  for variable in random.trainable_variables:
-    variable.assign(variable.numpy() + rng.normal(0, 0.2, variable.shape).astype(np.float32))
+  random = noisy_pretrainer(TINY, seed=5, scale=0.2)
   planted = ElectraPretrainer(resolve_pretraining_config("electra_small", None, TINY))
   plant(planted)
   return {"root": root, "random": random, "random_dir": write_model(root, "random", random),
