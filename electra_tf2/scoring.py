@@ -597,21 +597,24 @@ class _Output:
 
 
 def _progress(path: str, quiet: bool, label: str):
+  """A progress bar over the input's bytes on a terminal (gone when done); none in pipes."""
   from tqdm import tqdm
-  tty = sys.stderr.isatty()
   return tqdm(total=os.path.getsize(path), unit="B", unit_scale=True, desc=label,
-              file=sys.stderr, disable=quiet, mininterval=0.5 if tty else 15.0, leave=tty)
+              file=sys.stderr, disable=quiet or not sys.stderr.isatty(), mininterval=0.5,
+              leave=False)
 
 
 def _notes(path: str, scorer: Scorer, empty: List[int], windowed: List[int]) -> List[str]:
-  def first(lines):
-    return f"line {lines[0]}" if len(lines) == 1 else f"{len(lines)} lines, first line {lines[0]}"
+  def which(lines):
+    if len(lines) == 1:
+      return f"line {lines[0]} has"
+    return f"{len(lines)} lines (first: line {lines[0]}) have"
   notes = []
   if empty:
-    notes.append(f"warning: {path}: nothing to score on {first(empty)} (empty): "
-                 "written with null scores")
+    notes.append(f"warning: {path}: {which(empty)} nothing to score (empty): written with "
+                 "null scores")
   if windowed:
-    notes.append(f"note: {path}: {first(windowed)} longer than {scorer.max_seq_length - 2} "
+    notes.append(f"note: {path}: {which(windowed)} more than {scorer.max_seq_length - 2} "
                  f"WordPieces: scored whole in overlapping windows of {scorer.max_seq_length} "
                  f"(stride {scorer.window_stride}; see \"windows\" in the records)")
   return notes
