@@ -12,7 +12,8 @@ Kinds (`--kind`) and their outputs:
   encoder        `sequence_output` [batch, seq_len, hidden] and `pooled_output`
                  [batch, hidden], the [CLS] state (ELECTRA has no pooler layer);
   discriminator  `replaced_probability` [batch, seq_len], the pre-training
-                 discriminator's sigmoid per token, and its `logits`;
+                 discriminator's sigmoid per token, and its `logits`; plus the
+                 `score` signature (electra_tf2/scoring.py);
   finetuned      a fine-tuned model (finetuning_models/<tasks>_model_<trial>):
                  every head's outputs as `<task>_<name>` (`mnli_logits`,
                  `mnli_predictions`, `squad_start_logits`, ...), plus
@@ -26,6 +27,13 @@ Signatures:
   token_ids  inputs `input_ids`, `input_mask`, `segment_ids`: int32 [batch, seq_len];
   text       input `text`: string [batch];
   text_pair  inputs `text`, `text_b`: string [batch] (sentence pairs);
+  score      (discriminator) input `text`: string [batch]; no truncation: long texts
+             are scored in overlapping windows (--window-stride). Per WordPiece of the
+             text (no [CLS]/[SEP]) [batch, tokens]: `token_ids`, `token_mask`,
+             `is_word_start`, `logits`, `replaced_probability`; per text [batch]:
+             `mean_probability`, `max_probability`, `sum_log_odds`, `mean_log_odds`,
+             `num_tokens`, `num_windows`. `model.score_settings()` returns the
+             `max_seq_length`, `window_stride` and `do_lower_case` it uses;
   serving_default = text (token_ids when exported with --no-text-signatures).
 The text signatures also return the `input_ids`, `input_mask` and
 `segment_ids` they built, so per-token outputs can be matched to WordPieces.
@@ -63,7 +71,7 @@ if __name__ == "__main__":  # the command's quiet default; importing sets nothin
 
 import tensorflow as tf  # noqa: E402
 
-from electra_tf2 import pretrained, vocab as vocab_lib  # noqa: E402
+from electra_tf2 import pretrained, scoring, vocab as vocab_lib  # noqa: E402
 from electra_tf2.atomic_io import atomic_directory  # noqa: E402
 from electra_tf2.errors import ElectraError, run_command  # noqa: E402
 
@@ -106,6 +114,9 @@ class ServingModule(tf.Module):
     vocab_file: the vocabulary of the in-graph tokenizer; None for no text signatures.
     do_lower_case: the tokenizer's lowercasing (and accent stripping).
     max_seq_length: WordPieces per row of the text signatures, [CLS]/[SEP] included.
+    score_logits: `(input_ids, input_mask, segment_ids) -> [batch, seq_len]` discriminator
+      logits; with a vocabulary, adds the windowed `score` signature.
+    window_stride: tokens between the score signature's windows (default half a window).
 
   The module tracks the TensorFlow variables under the Keras ones, not the
   Keras layers: a Keras 3 variable is saved as a copy of itself, which TF2
@@ -115,7 +126,8 @@ class ServingModule(tf.Module):
 
   def __init__(self, predict: Callable[..., Dict[str, tf.Tensor]], variables: Sequence,
                vocab_file: Optional[str] = None, do_lower_case: bool = True,
-               max_seq_length: int = 128):
+               max_seq_length: int = 128, score_logits: Optional[Callable] = None,
+               window_stride: Optional[int] = None):
     super().__init__()
     self._predict = predict
     self._variables = [v.value for v in variables]
@@ -134,6 +146,22 @@ class ServingModule(tf.Module):
     self._cls_id, self._sep_id = vocab["[CLS]"], vocab["[SEP]"]
     self.text = tf.function(self._predict_text, input_signature=[_TEXT])
     self.text_pair = tf.function(self._predict_text_pair, input_signature=[_TEXT, _TEXT])
+    self.score = None
+    if score_logits is not None:
+      stride = window_stride or scoring.default_stride(max_seq_length)
+      if not 1 <= stride <= max_seq_length - 2:
+        raise ExportError(f"window stride must be between 1 and max_seq_length - 2 = "
+                          f"{max_seq_length - 2}, got {stride}")
+      self.window_stride = stride
+      self.score = tf.function(
+          lambda text: scoring.score_text_graph(self.tokenizer, score_logits, text,
+                                                max_seq_length, stride, self._cls_id,
+                                                self._sep_id),
+          input_signature=[_TEXT])
+      settings = {"max_seq_length": max_seq_length, "window_stride": stride,
+                  "do_lower_case": bool(do_lower_case)}
+      self.score_settings = tf.function(
+          lambda: {k: tf.constant(v) for k, v in settings.items()}, input_signature=[])
 
   def _features(self, segments) -> Dict[str, tf.Tensor]:
     """Ragged WordPiece ids per segment -> padded int32 BERT inputs."""
@@ -166,6 +194,8 @@ class ServingModule(tf.Module):
     if self.tokenizer is not None:
       functions["text"] = self.text.get_concrete_function()
       functions["text_pair"] = self.text_pair.get_concrete_function()
+      if self.score is not None:
+        functions["score"] = self.score.get_concrete_function()
     functions["serving_default"] = functions.get("text", functions["token_ids"])
     return functions
 
@@ -225,11 +255,13 @@ def finetuned_outputs(model) -> Callable[..., Dict[str, tf.Tensor]]:
 
 
 def serving_module(model, kind: str, vocab_file: Optional[str] = None,
-                   do_lower_case: bool = True, max_seq_length: int = 128) -> ServingModule:
+                   do_lower_case: bool = True, max_seq_length: int = 128,
+                   window_stride: Optional[int] = None) -> ServingModule:
   """The `ServingModule` of one `kind`.
 
   `model` is an `ElectraPretrainer` for "encoder" and "discriminator", a
-  `FinetuningModel` for "finetuned".
+  `FinetuningModel` for "finetuned". `window_stride` is the discriminator's
+  `score` signature's (default half a window).
   """
   if kind not in KINDS:
     raise ExportError(f"unknown kind {kind!r}: use one of {', '.join(KINDS)}")
@@ -248,8 +280,10 @@ def serving_module(model, kind: str, vocab_file: Optional[str] = None,
     raise ExportError("--kind discriminator needs an ELECTRA discriminator head; this model "
                       "is ELECTRIC (whose scores also need the cloze generator) or MLM-only: "
                       "export --kind encoder")
-  return ServingModule(discriminator_outputs(encoder, head),
-                       encoder.variables + head.variables, **options)
+  outputs = discriminator_outputs(encoder, head)
+  return ServingModule(outputs, encoder.variables + head.variables,
+                       score_logits=lambda *features: outputs(*features)["logits"],
+                       window_stride=window_stride, **options)
 
 
 def find_vocab(model_dir: str, config) -> Optional[str]:
@@ -296,6 +330,9 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
   parser.add_argument("--max-seq-length", type=int, default=None,
                       help="WordPieces per row of the text signatures, [CLS] and [SEP] "
                            "included (default: the config's max_seq_length)")
+  parser.add_argument("--window-stride", type=int, default=None,
+                      help="tokens between the windows of the discriminator's score signature "
+                           "(default half of max_seq_length - 2)")
   parser.add_argument("--no-text-signatures", dest="text", action="store_false",
                       help="only the token_ids signature: no tensorflow-text op in the model")
   args = parser.parse_args(argv)
@@ -308,7 +345,7 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
   module = serving_module(
       model, kind, vocab_file if args.text else None,
       lower if args.do_lower_case is None else args.do_lower_case,
-      args.max_seq_length or max_seq_length)
+      args.max_seq_length or max_seq_length, args.window_stride)
   module.save(args.output_dir)
   print(f"wrote {args.output_dir} ({kind}; signatures: {', '.join(sorted(module.signatures()))})")
   return 0

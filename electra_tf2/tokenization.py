@@ -200,7 +200,7 @@ class TokenizerModule(tf.Module):
   def _limit_word_length(self, text, ids, starts, ends):
     """Replaces the pieces of every word over 200 characters by one [UNK]."""
     flat_ids = ids.flat_values
-    is_start = tf.logical_not(tf.gather(self._is_suffix, flat_ids))
+    is_start = self.is_word_start(flat_ids)
     word_of_token = tf.cumsum(tf.cast(is_start, tf.int64)) - 1
     word_begin = tf.math.segment_min(starts.flat_values, word_of_token)
     word_end = tf.math.segment_max(ends.flat_values, word_of_token)
@@ -227,6 +227,10 @@ class TokenizerModule(tf.Module):
           nrows=ids.nrows())
 
     return tf.cond(tf.size(candidates) > 0, fix, lambda: ids)
+
+  def is_word_start(self, ids):
+    """Bool, same shape as `ids`: the id begins a word (it is not a `##` continuation)."""
+    return tf.logical_not(tf.gather(self._is_suffix, ids))
 
   def eager_ids_from_valid_utf8(self, text):
     """The ids, op by op (no tf.function tracing): the Python helpers' path."""

@@ -1,8 +1,9 @@
-"""Tiny pre-training data written by the tests themselves (no ../shared needed)."""
+"""Tiny pre-training data and models made by the tests themselves (no ../shared needed)."""
 
 import os
-from typing import List
+from typing import Any, Dict, List
 
+import keras
 import numpy as np
 import tensorflow as tf
 
@@ -60,3 +61,17 @@ def write_pretraining_data(data_dir: str, num_examples: int = 64, seq_len: int =
   for w in writers:
     w.close()
   return data_dir
+
+
+def noisy_pretrainer(hparams: Dict[str, Any], seed: int, scale: float):
+  """An `electra_small` ElectraPretrainer with `hparams` (make it tiny): its initial
+  weights plus N(0, scale) noise, both drawn from `seed`, so no output is near zero."""
+  from electra_tf2.config import resolve_pretraining_config
+  from electra_tf2.models.pretrainer import ElectraPretrainer
+  keras.utils.set_random_seed(seed)
+  model = ElectraPretrainer.from_pretraining_config(
+      resolve_pretraining_config("electra_small", None, hparams))
+  rng = np.random.default_rng(seed)
+  for variable in model.trainable_variables:
+    variable.assign(variable.numpy() + rng.normal(0, scale, variable.shape).astype(np.float32))
+  return model

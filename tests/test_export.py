@@ -16,6 +16,7 @@ from electra_tf2.config import resolve_pretraining_config
 from electra_tf2.finetune import config as finetune_config, model as finetune_model
 from electra_tf2.models.pretrainer import ElectraPretrainer
 from electra_tf2.tokenization import FullTokenizer
+from fixtures import noisy_pretrainer
 
 MAX_LEN = 16
 TINY = {"model_hparam_overrides": {"hidden_size": 32, "num_hidden_layers": 2},
@@ -68,12 +69,8 @@ def exported(tmp_path_factory):
   discriminator SavedModel."""
   vocab = shared_data_path("vocab", "vocab.txt")
   root = tmp_path_factory.mktemp("export")
-  keras.utils.set_random_seed(3)
   config = resolve_pretraining_config("electra_small", None, TINY)
-  model = ElectraPretrainer.from_pretraining_config(config)
-  rng = np.random.default_rng(3)
-  for variable in model.trainable_variables:
-    variable.assign(variable.numpy() + rng.normal(0, 0.1, variable.shape).astype(np.float32))
+  model = noisy_pretrainer(TINY, seed=3, scale=0.1)
   data_dir = str(root / "data")
   model_dir = os.path.join(data_dir, "models", "tiny")
   convert.write_model_dir(model, config, model_dir)
@@ -106,7 +103,8 @@ def padded(rows):
 
 
 def test_signatures_and_token_ids(exported, loaded):
-  assert sorted(loaded.signatures) == ["serving_default", "text", "text_pair", "token_ids"]
+  assert sorted(loaded.signatures) == ["score", "serving_default", "text", "text_pair",
+                                    "token_ids"]
   assert os.path.basename(loaded.vocab_file.asset_path.numpy().decode()) == "vocab.txt"
   ids, mask, segments = padded([([101, 7592, 2088, 102], [0, 0, 0, 0]),
                                 ([101, 2023, 102, 2003, 1037, 3231, 102], [0, 0, 0, 1, 1, 1, 1])])
