@@ -486,7 +486,8 @@ def evaluate_checkpoint(args, directory: str, prefix: str) -> Dict[str, float]:
   from electra_tf2.training.pretraining_loop import PretrainingRun
   data = os.path.join(args.work_dir, "data")
   config = our_config(args, do_train=False, do_eval=True, model_dir=directory,
-                      pretrain_tfrecords=os.path.join(data, "heldout_tfrecords", "*"),
+                      pretrain_tfrecords=os.path.join(data, "heldout_tfrecords",
+                                                      "pretrain_data.tfrecord*"),
                       eval_batch_size=32, num_eval_steps=args.eval_batches, seed=EVAL_SEED,
                       deterministic=True)
   return PretrainingRun(config).evaluate(prefix)
