@@ -1,4 +1,4 @@
-"""Builds pre-training TFRecords from OpenWebText-style archives (spec 5.2).
+"""Builds pre-training TFRecords from OpenWebText-style archives.
 
   python data_prep/build_openwebtext_pretraining_dataset.py --data-dir DATA --num-processes 5
 

@@ -1,9 +1,9 @@
 """Builds ELECTRA pre-training TFRecords from text files: the official examples, faster.
 
-Same examples and flags as the official build_pretraining_dataset.py (spec
-5.1), plus --num-shards, --seed, --corpus-glob and --file-list. The output
-directory is not wiped: only pretrain_data.tfrecord-*-of-* shards are replaced,
-once the whole run has succeeded. See docs/data_prep.md.
+Same examples and flags as the official build_pretraining_dataset.py, plus
+--num-shards, --seed, --corpus-glob and --file-list. The output directory is
+not wiped: only pretrain_data.tfrecord-*-of-* shards are replaced, once the
+whole run has succeeded. See docs/data_prep.md.
 
   python data_prep/build_pretraining_dataset.py --corpus-dir DIR \\
       --vocab-file vocab.txt --output-dir OUT [--num-processes 4] [--num-shards 64]

@@ -420,6 +420,13 @@ class Progress:
     self.stream.flush()
     self._shown = True
 
+  def warn(self, message: str) -> None:
+    """Writes `warning: message` on its own line (clearing the progress bar first)."""
+    if self.tty and self._shown:
+      self.stream.write("\r\x1b[K")
+    self.stream.write(f"warning: {message}\n")
+    self.stream.flush()
+
   def close(self) -> None:
     if self.enabled and self.tty and self._shown:
       self.stream.write("\n")

@@ -1,7 +1,7 @@
-"""The pre-training data builder writes the official builder's examples (spec 5.1).
+"""The pre-training data builder writes the official builder's examples.
 
 `Reference*` below is a plain transcription of the official
-build_pretraining_dataset.py semantics (spec 5.1) written for this test: BERT's
+build_pretraining_dataset.py semantics written for this test: BERT's
 pure-Python FullTokenizer (tf-models-official), tf.io.gfile.GFile lines,
 tf.train.Example protos, the global `random` seeded per job with seed + job_id
 (the builder's documented seeding). It shares no code with data_prep.
@@ -26,8 +26,9 @@ oracle_lib = pytest.importorskip("official.nlp.tools.tokenization")
 
 from data_prep import common  # noqa: E402
 from data_prep.common import DataPrepError  # noqa: E402
-from data_prep.pretraining import (BuildConfig, ExampleBuilder, ExampleEncoder,  # noqa: E402
-                                   build_pretraining_data, read_info)
+from data_prep.example_encoding import ExampleEncoder  # noqa: E402
+from data_prep.packing import ExampleBuilder  # noqa: E402
+from data_prep.pretraining import BuildConfig, build_pretraining_data, read_info  # noqa: E402
 from electra_tf2.vocab import VocabError  # noqa: E402
 
 SCRIPT = os.path.join(REPO_ROOT, "data_prep", "build_pretraining_dataset.py")
@@ -38,7 +39,7 @@ SCRIPT = os.path.join(REPO_ROOT, "data_prep", "build_pretraining_dataset.py")
 # ---------------------------------------------------------------------------
 
 class ReferenceExampleBuilder:
-  """Official ExampleBuilder (spec 5.1), over a tokenizer with tokenize/convert_tokens_to_ids."""
+  """Official ExampleBuilder (build_pretraining_dataset.py:34-114), over a tokenizer with tokenize/convert_tokens_to_ids."""
 
   def __init__(self, tokenizer, max_length, cls_id, sep_id):
     self.tokenizer = tokenizer
@@ -450,7 +451,7 @@ def test_unreadable_file_is_skipped(tmp_path, vocab_file, monkeypatch):
       raise common.SkipFile("unreadable", "permission denied")
     return real_open(path)
 
-  monkeypatch.setattr("data_prep.pretraining.open_input", flaky_open)
+  monkeypatch.setattr("data_prep.input_examples.open_input", flaky_open)
   summary = build(files, vocab_file, tmp_path / "out")
   assert summary.stats.skipped == {"unreadable": [str(tmp_path / "corpus" / "doc0.txt")]}
   assert summary.stats.files_read == len(files) - 1 and summary.stats.examples > 0

@@ -1,0 +1,103 @@
+"""Packing: token ids of lines -> (segment A, segment B), the official ExampleBuilder.
+
+A line-for-line port of `ExampleBuilder` in the official
+build_pretraining_dataset.py:34-95, quirks included: overflow tokens are
+dropped, 10% of examples are single-segment, a later short sentence can still
+join segment A, 5% of examples get a random shorter target length.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import List, Optional, Tuple
+
+# The official single-segment target length (`first_segment_target_length = 100000`,
+# build_pretraining_dataset.py:61).
+SINGLE_SEGMENT_TARGET = 100000
+
+Segments = Tuple[List[int], List[int]]
+
+
+def sentence_token_cap(max_seq_length: int) -> int:
+  """Tokens of one line that can influence the output; later ones are never used.
+
+  A line's length is only compared with the target length (<= max_seq_length)
+  and with first-segment targets (<= 100000), and at most max_seq_length of its
+  tokens survive the truncation, so capping a line's tokens here changes
+  nothing in the examples.
+  """
+  return max(SINGLE_SEGMENT_TARGET, max_seq_length) + max_seq_length
+
+
+class ExampleBuilder:
+  """Packs tokenized lines into examples with the official rules.
+
+  Feed it the lines of the corpus in order: `add_line(ids)` for a line with
+  text (its token ids, maybe none), `add_blank()` for an empty line or the end
+  of a file (the official `add_line("")`). Each returns (segment_a, segment_b)
+  when that line completes an example, else None. Random choices come from
+  `rng` in the official order.
+  """
+
+  def __init__(self, max_length: int, rng: random.Random):
+    self._rng = rng
+    self._max_length = max_length
+    self._target_length = max_length  # after an example: max, or 5% a random length
+    self._sentences: List[List[int]] = []
+    self._length = 0  # tokens in self._sentences
+
+  def add_blank(self) -> Optional[Segments]:
+    """An empty line: ends the buffered text, if any, as an example.
+
+    With nothing buffered, the official code tokenizes the empty line and keeps
+    its (empty) token list as a sentence; that is harmless and kept.
+    """
+    if self._length:
+      return self._make_example()
+    self._sentences.append([])
+    return None
+
+  def add_line(self, ids: List[int]) -> Optional[Segments]:
+    """A line with text: buffered; the example is made once the target is reached.
+
+    The line that reaches it is included whole; what exceeds the example is
+    truncated away in _make_example (never carried into the next example).
+    """
+    self._sentences.append(ids)
+    self._length += len(ids)
+    if self._length >= self._target_length:
+      return self._make_example()
+    return None
+
+  def _make_example(self) -> Segments:
+    rng = self._rng
+    # One example in ten is a single segment: A's target is then out of reach.
+    if rng.random() < 0.1:
+      a_target = SINGLE_SEGMENT_TARGET
+    else:
+      a_target = (self._target_length - 3) // 2  # 3 = [CLS] and two [SEP]
+    seg_a: List[int] = []
+    seg_b: List[int] = []
+    for ids in self._sentences:
+      # A takes the sentence while A is empty or it stays under A's target;
+      # a sentence that would pass the target still joins A half of the time
+      # while B is empty and A under target. A later short sentence can go to
+      # A after B started (the official order quirk).
+      joins_a = (not seg_a
+                 or len(seg_a) + len(ids) < a_target
+                 or (not seg_b and len(seg_a) < a_target and rng.random() < 0.5))
+      if joins_a:
+        seg_a.extend(ids)
+      else:
+        seg_b.extend(ids)
+    # Room for [CLS] A [SEP] B [SEP]; the overflow is lost.
+    seg_a = seg_a[:self._max_length - 2]
+    seg_b = seg_b[:max(0, self._max_length - len(seg_a) - 3)]
+    self._sentences = []
+    self._length = 0
+    # One time in twenty the next example aims at a random length in [5, max].
+    if rng.random() < 0.05:
+      self._target_length = rng.randint(5, self._max_length)
+    else:
+      self._target_length = self._max_length
+    return seg_a, seg_b
