@@ -234,8 +234,8 @@ def prepare_default_data_dir(data_dir: str, vocab_size: int = DEFAULT_VOCAB_SIZE
   """
   from data_prep.build_vocab import learn_vocab_from_files  # pylint: disable=g-import-not-at-top
   from data_prep.common import list_input_files  # pylint: disable=g-import-not-at-top
-  from data_prep.pretraining import (BuildConfig, build_pretraining_data, file_sha256,  # pylint: disable=g-import-not-at-top
-                                     inputs_fingerprint, read_info)
+  from data_prep.pretraining import (RANDOM_DRAWS, BuildConfig, build_pretraining_data,  # pylint: disable=g-import-not-at-top
+                                     file_sha256, inputs_fingerprint, read_info)
   from electra_tf2.vocab import load_vocab  # pylint: disable=g-import-not-at-top
 
   say = log or (lambda s: None)
@@ -279,7 +279,8 @@ def prepare_default_data_dir(data_dir: str, vocab_size: int = DEFAULT_VOCAB_SIZE
   info = read_info(out_dir)
   wanted = {"max_seq_length": max_seq_length, "num_shards": num_shards, "seed": seed,
             "num_processes": num_processes,
-            "vocab_sha256": file_sha256(vocab_file), "do_lower_case": True, "mode": "text"}
+            "vocab_sha256": file_sha256(vocab_file), "do_lower_case": True, "mode": "text",
+            "random_draws": RANDOM_DRAWS}
   if (info is not None and all(info["settings"].get(k) == v for k, v in wanted.items())
       and info["inputs"]["fingerprint"] == inputs_fingerprint(sizes)):
     n_examples = info["stats"]["examples"]

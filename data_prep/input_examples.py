@@ -2,7 +2,10 @@
 
 The official `ExampleWriter.write_examples` (build_pretraining_dataset.py:138-153):
 each line is tokenized and handed to the packer; a blank line (when blanks
-separate documents) and the end of every file end the document. Lines are
+separate documents) and the end of every file end the document. Document k of
+an input (counted from 0: its k-th run of lines with text) packs with
+`document_rng(seed, input name, k)`; an archive member's input name is
+`<archive name>/<member name>`, and the member is one document. Lines are
 tokenized a block (a few MB) at a time by the tensorflow-text tokenizer.
 Unreadable, binary and UTF-16 files are skipped, lines that are not UTF-8 are
 skipped, very long lines are streamed; each is reported (`warn`) and counted
@@ -21,7 +24,7 @@ import numpy as np
 
 from data_prep.common import LineReader, SkipFile, human_bytes, open_input
 from data_prep.example_encoding import ExampleEncoder
-from data_prep.packing import ExampleBuilder, Segments, sentence_token_cap
+from data_prep.packing import ExampleBuilder, Segments, document_rng, sentence_token_cap
 from data_prep.summary import Stats
 
 
@@ -29,20 +32,22 @@ class InputExamples:
   """Yields the serialized examples of text files and archives, counting into `stats`.
 
   tokenizer: an `electra_tf2.tokenization.FullTokenizer`.
-  rng: the packing's random choices and the archive members' shuffle.
+  seed: the seed of every document's generator (`document_rng`).
+  order_rng: shuffles an archive's members (the order of the examples only).
   progress(bytes_read): called now and then with the bytes read of the current input.
   warn(message): one line about a skipped file or line.
   """
 
-  def __init__(self, tokenizer, max_length: int, rng: random.Random,
+  def __init__(self, tokenizer, max_length: int, seed: int, order_rng: random.Random,
                progress: Callable[[int], None], warn: Callable[[str], None]):
     self.stats = Stats()
     self.tokenizer = tokenizer
     ids = tokenizer.special_ids
     self.unk_id = ids.unk
     self.cap = sentence_token_cap(max_length)
-    self.rng = rng
-    self.builder = ExampleBuilder(max_length, rng)
+    self.seed = seed
+    self.order_rng = order_rng
+    self.builder = ExampleBuilder(max_length)
     self._encode = ExampleEncoder(tokenizer.vocab_size, max_length, ids.cls, ids.sep).encode
     self._progress = progress
     self._warn = warn
@@ -54,11 +59,12 @@ class InputExamples:
     stats.example_tokens += len(first) + len(second)
     return self._encode(first, second)
 
-  def _examples(self, name: str, stream, blanks_separate_docs: bool
+  def _examples(self, name: str, stream, input_name: str, blanks_separate_docs: bool
                 ) -> Generator[bytes, None, bool]:
     """One file (or archive member): its lines, then the official add_line("").
 
-    Returns False if the file was skipped (binary, UTF-16).
+    name: the file in messages; input_name: in the document keys. Returns
+    False if the file was skipped (binary, UTF-16).
     """
     reader = LineReader(stream, name)
     try:
@@ -69,7 +75,9 @@ class InputExamples:
       return False
     stats = self.stats
     builder = self.builder
-    add_line, add_blank = builder.add_line, builder.add_blank
+    add_line, add_blank, start_document = builder.add_line, builder.add_blank, builder.start_document
+    seed = self.seed
+    doc_index = 0
     record = self._record
     encode_lines_flat = self.tokenizer.encode_lines_flat
     unk_id = self.unk_id
@@ -87,7 +95,10 @@ class InputExamples:
             payload = [""]
           else:
             stats.sentences += 1
-            doc_has_text = True
+            if not doc_has_text:
+              start_document(document_rng(seed, input_name, doc_index))
+              doc_index += 1
+              doc_has_text = True
             example = add_line(ids)
             if example:
               yield record(example)
@@ -106,7 +117,10 @@ class InputExamples:
         n_blank = 0
         for offset, line in enumerate(payload):
           if line and not line.isspace():
-            doc_has_text = True
+            if not doc_has_text:
+              start_document(document_rng(seed, input_name, doc_index))
+              doc_index += 1
+              doc_has_text = True
             example = add_line(flat_list[splits_list[j]:splits_list[j + 1]])
             j += 1
             if example:
@@ -179,7 +193,7 @@ class InputExamples:
                "but the first max_seq_length anyway); consider one sentence or paragraph per line")
     return ids if has_text else False
 
-  def text_file(self, path: str, blanks_separate_docs: bool) -> Iterator[bytes]:
+  def text_file(self, path: str, input_name: str, blanks_separate_docs: bool) -> Iterator[bytes]:
     """The examples of one text file (gzip, bzip2 or xz compressed or not)."""
     try:
       stream = open_input(path)
@@ -188,15 +202,15 @@ class InputExamples:
       self._warn(f"skipped {path}: {e}")
       return
     with stream:
-      if (yield from self._examples(path, stream, blanks_separate_docs)):
+      if (yield from self._examples(path, stream, input_name, blanks_separate_docs)):
         self.stats.files_read += 1
 
-  def archive(self, path: str, spool_dir: str) -> Iterator[bytes]:
+  def archive(self, path: str, input_name: str, spool_dir: str) -> Iterator[bytes]:
     """An OpenWebText-style archive: every regular file in it is one document.
 
     The archive is read as a stream; its members are spooled to the empty
     folder `spool_dir` (the caller removes it) and read in the official order:
-    sorted by name, then shuffled by `rng`
+    sorted by name, then shuffled by `order_rng`
     (build_openwebtext_pretraining_dataset.py:64-70).
     """
     members: List[Tuple[str, str]] = []
@@ -218,8 +232,9 @@ class InputExamples:
       self._warn(f"skipped {path}: {reason} ({e})")
       return
     members.sort()
-    self.rng.shuffle(members)
+    self.order_rng.shuffle(members)
     for member_name, local in members:
       with open(local, "rb") as stream:
-        yield from self._examples(f"{path}:{member_name}", stream, False)
+        yield from self._examples(f"{path}:{member_name}", stream,
+                                  f"{input_name}/{member_name}", False)
     self.stats.files_read += 1

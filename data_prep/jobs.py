@@ -3,9 +3,11 @@
 Job j of N (the official `write_examples(job_id)`, build_pretraining_dataset.py:160-194)
 takes inputs i % N == j, shuffles them with random.Random(seed + j), and writes
 their examples round-robin to the shards i % N == j, under hidden temporary
-names (the build renames them once every job has finished). Jobs run one
-after the other in this process, or spread over `workers` spawned processes
-(worker w: jobs w, w + workers, ...); the output does not depend on which.
+names (the build renames them once every job has finished). The examples
+themselves are drawn per document (`data_prep/packing.py`): N and the shuffle
+only decide which shard holds which example. Jobs run one after the other in
+this process, or spread over `workers` spawned processes (worker w: jobs w,
+w + workers, ...); the output does not depend on which.
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ from electra_tf2.vocab import VocabError
 
 # A job's spec: vocab_file, do_lower_case, strip_accents, max_seq_length,
 # blanks_separate_docs, output_dir, num_shards, num_jobs, seed, run_id, mode
-# ("text" or "archives"), job_id and inputs (every input's (path, size)).
+# ("text" or "archives"), job_id, inputs (every input's (path, size)) and
+# input_names ({path: name in the document keys}).
 JobSpec = Dict[str, Any]
 
 
@@ -98,7 +101,7 @@ class _Job:
     self.report = report
     self.tokenizer = tokenizer or make_tokenizer(spec)
     self.rng = random.Random(spec["seed"] + spec["job_id"])
-    self.inputs = InputExamples(self.tokenizer, spec["max_seq_length"], self.rng,
+    self.inputs = InputExamples(self.tokenizer, spec["max_seq_length"], spec["seed"], self.rng,
                                 self._progress, lambda message: report("warn", message))
     self.writers = _ShardWriters(spec["output_dir"], spec["num_shards"], spec["job_id"],
                                  spec["num_jobs"], spec["run_id"])
@@ -112,11 +115,11 @@ class _Job:
       stats = self.inputs.stats
       self.report("progress", self._bytes_done + current_bytes, stats.examples, stats.tokens)
 
-  def _archive_examples(self, path: str) -> Iterator[bytes]:
+  def _archive_examples(self, path: str, name: str) -> Iterator[bytes]:
     spool = tempfile.mkdtemp(prefix=f".tmp-archive-job{self.spec['job_id']}-",
                              dir=self.spec["output_dir"])
     try:
-      yield from self.inputs.archive(path, spool)
+      yield from self.inputs.archive(path, name, spool)
     finally:
       shutil.rmtree(spool, ignore_errors=True)
 
@@ -127,10 +130,11 @@ class _Job:
     write = self.writers.write
     try:
       for path, size in units:
+        name = self.spec["input_names"][path]
         if self.spec["mode"] == "archives":
-          records = self._archive_examples(path)
+          records = self._archive_examples(path, name)
         else:
-          records = self.inputs.text_file(path, self.spec["blanks_separate_docs"])
+          records = self.inputs.text_file(path, name, self.spec["blanks_separate_docs"])
         try:
           for record in records:
             write(record)

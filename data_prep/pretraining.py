@@ -5,9 +5,10 @@ runs the jobs (`data_prep/jobs.py`: each packs its inputs' lines with the
 official rules, `data_prep/packing.py`, and writes them as tf.train.Example
 bytes, `data_prep/example_encoding.py`), then puts the new shards in place and
 records the settings and counts in `pretrain_data.info.json`, written last.
-Each job draws its random choices from `random.Random(seed + job_id)` in the
-official order (file shuffle first, then the packing), so `--seed S` with one
-process gives exactly what the official script gives after `random.seed(S)`.
+The packing's random draws come from one generator per document, seeded by
+`--seed` and the document's input and position (`data_prep/packing.py`), so
+the examples do not depend on --num-processes, the workers or --num-shards;
+the Beam pipeline (`data_prep/beam_pretraining.py`) writes the same ones.
 
 What is safer than the official script:
 - the output directory is not wiped: only `pretrain_data.tfrecord-*-of-*`
@@ -35,11 +36,15 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from data_prep.common import INFO_FILE, SHARD_PREFIX, DataPrepError, Progress
 from data_prep.jobs import run_jobs, shard_names
+from data_prep.packing import input_names
 from data_prep.summary import Stats, Summary
 from electra_tf2.atomic_io import temp_name_for, write_text_atomic
 from electra_tf2.vocab import load_vocab, special_token_ids
 
 SHARD_RE = re.compile(r"^pretrain_data\.tfrecord-(\d+)-of-(\d+)$")
+# How the packing draws its random choices (recorded in the info file: data
+# written by the official one-generator-per-process rule has no such entry).
+RANDOM_DRAWS = "per-document"
 
 
 @dataclasses.dataclass
@@ -179,6 +184,7 @@ def _job_specs(cfg: BuildConfig, inputs: List[Tuple[str, int]], seed: int,
       "blanks_separate_docs": cfg.blanks_separate_docs, "output_dir": cfg.output_dir,
       "num_shards": cfg.num_shards, "num_jobs": cfg.num_processes, "seed": seed,
       "run_id": run_id, "mode": cfg.mode, "inputs": inputs,
+      "input_names": input_names([path for path, _ in inputs]),
   }
   return [dict(base, job_id=j) for j in range(cfg.num_processes)]
 
@@ -247,6 +253,7 @@ def _info(summary: Summary, vocab_size: int, inputs: List[Tuple[str, int]]) -> D
           "strip_accents": cfg.do_lower_case and cfg.strip_accents is not False,
           "blanks_separate_docs": cfg.blanks_separate_docs if cfg.mode == "text" else False,
           "num_shards": cfg.num_shards, "num_processes": cfg.num_processes, "seed": summary.seed,
+          "random_draws": RANDOM_DRAWS,
           "worker_processes": summary.workers,
           "vocab_file": os.path.abspath(cfg.vocab_file),
           "vocab_sha256": file_sha256(cfg.vocab_file), "vocab_size": vocab_size,
