@@ -22,7 +22,7 @@ from typing import Any, Callable, Generator, Iterator, List, Tuple
 
 import numpy as np
 
-from data_prep.common import LineReader, SkipFile, human_bytes, open_input
+from data_prep.common import LineReader, RawOpener, SkipFile, human_bytes, open_input, open_local
 from data_prep.example_encoding import ExampleEncoder
 from data_prep.packing import ExampleBuilder, Segments, document_rng, sentence_token_cap
 from data_prep.summary import Stats
@@ -36,10 +36,12 @@ class InputExamples:
   order_rng: shuffles an archive's members (the order of the examples only).
   progress(bytes_read): called now and then with the bytes read of the current input.
   warn(message): one line about a skipped file or line.
+  open_raw(path): opens an input for binary reading (default: a local file).
   """
 
   def __init__(self, tokenizer, max_length: int, seed: int, order_rng: random.Random,
-               progress: Callable[[int], None], warn: Callable[[str], None]):
+               progress: Callable[[int], None], warn: Callable[[str], None],
+               open_raw: RawOpener = open_local):
     self.stats = Stats()
     self.tokenizer = tokenizer
     ids = tokenizer.special_ids
@@ -51,6 +53,7 @@ class InputExamples:
     self._encode = ExampleEncoder(tokenizer.vocab_size, max_length, ids.cls, ids.sep).encode
     self._progress = progress
     self._warn = warn
+    self._open_raw = open_raw
 
   def _record(self, example: Segments) -> bytes:
     first, second = example
@@ -196,7 +199,7 @@ class InputExamples:
   def text_file(self, path: str, input_name: str, blanks_separate_docs: bool) -> Iterator[bytes]:
     """The examples of one text file (gzip, bzip2 or xz compressed or not)."""
     try:
-      stream = open_input(path)
+      stream = open_input(path, self._open_raw)
     except SkipFile as e:
       self.stats.skip(path, e.category)
       self._warn(f"skipped {path}: {e}")
@@ -215,7 +218,7 @@ class InputExamples:
     """
     members: List[Tuple[str, str]] = []
     try:
-      with tarfile.open(path, "r|*") as tar:
+      with self._open_raw(path) as raw, tarfile.open(fileobj=raw, mode="r|*") as tar:
         for member in tar:
           if not member.isfile():
             continue

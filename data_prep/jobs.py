@@ -158,7 +158,8 @@ def _run_job(spec: JobSpec, report: Callable[..., None], tokenizer) -> Tuple[Sta
   return job.run(units), job.tokenizer
 
 
-def _configure_tf_threads() -> None:
+def configure_tf_threads() -> None:
+  """One TensorFlow thread: each worker process tokenizes on one core."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   try:
     tf.config.threading.set_intra_op_parallelism_threads(1)
@@ -174,7 +175,7 @@ def _run_worker(specs: List[JobSpec], q) -> None:
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
   job_id = specs[0]["job_id"]
   try:
-    _configure_tf_threads()
+    configure_tf_threads()
     tokenizer = None
     for spec in specs:
       job_id = spec["job_id"]

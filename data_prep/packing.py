@@ -84,12 +84,14 @@ class ExampleBuilder:
 
     Its first target length is drawn as officially after every example (the
     official first example of a document took the draw that followed the
-    previous document's last example). Nothing is buffered here: the previous
-    document ended with add_blank(), which leaves at most empty sentences
-    (which never change an example) in the buffer.
+    previous document's last example). The buffer is emptied: after the
+    add_blank() that ended the previous document it holds at most empty
+    sentences, which never change an example (and after an input that failed
+    half-way, the rest of its document, which must not leak into this one).
     """
     self._rng = rng
     self._sentences = []
+    self._length = 0
     self._target_length = self._draw_target_length()
 
   def _draw_target_length(self) -> int:

@@ -70,7 +70,8 @@ class BuildConfig:
   max_workers: Optional[int] = None  # processes running the jobs; None: automatic
 
 
-def _check_config(cfg: BuildConfig) -> None:
+def check_config(cfg: BuildConfig) -> None:
+  """Raises DataPrepError, naming the flag, for settings no build can use."""
   if cfg.max_seq_length < 5:
     raise DataPrepError(f"--max-seq-length {cfg.max_seq_length}: must be at least 5 "
                         "(the official builder draws random lengths from [5, max])")
@@ -102,7 +103,8 @@ def _resolve_workers(cfg: BuildConfig, total_bytes: int) -> int:
   return max(1, min(cfg.num_processes, os.cpu_count() or 1))
 
 
-def _prepare_output_dir(output_dir: str) -> None:
+def prepare_output_dir(output_dir: str) -> None:
+  """Creates a local output directory; DataPrepError if it cannot be written."""
   if os.path.exists(output_dir) and not os.path.isdir(output_dir):
     raise DataPrepError(f"--output-dir {output_dir}: exists and is not a directory")
   try:
@@ -138,15 +140,20 @@ def file_sha256(path: str) -> str:
   return h.hexdigest()
 
 
-def inputs_fingerprint(inputs: Sequence[Tuple[str, int]]) -> str:
-  """sha256 over (absolute path, size, mtime) of the inputs: changes when they do."""
+def _local_mtime(path: str) -> int:
+  try:
+    return os.stat(path).st_mtime_ns
+  except OSError:
+    return -1
+
+
+def inputs_fingerprint(inputs: Sequence[Tuple[str, int]],
+                       mtime: Callable[[str], Any] = _local_mtime) -> str:
+  """sha256 over (absolute path, size, mtime(path)) of the inputs: changes when they do."""
   h = hashlib.sha256()
   for path, size in inputs:
-    try:
-      mtime = os.stat(path).st_mtime_ns
-    except OSError:
-      mtime = -1
-    h.update(f"{os.path.abspath(path)}\0{size}\0{mtime}\n".encode("utf-8", "surrogatepass"))
+    where = path if "://" in path else os.path.abspath(path)
+    h.update(f"{where}\0{size}\0{mtime(path)}\n".encode("utf-8", "surrogatepass"))
   return h.hexdigest()
 
 
@@ -189,7 +196,8 @@ def _job_specs(cfg: BuildConfig, inputs: List[Tuple[str, int]], seed: int,
   return [dict(base, job_id=j) for j in range(cfg.num_processes)]
 
 
-def _require_examples(cfg: BuildConfig, stats: Stats, num_inputs: int) -> None:
+def require_examples(cfg: BuildConfig, stats: Stats, num_inputs: int) -> None:
+  """DataPrepError, saying why, when the inputs gave no example."""
   if stats.examples:
     return
   what = []
@@ -202,19 +210,42 @@ def _require_examples(cfg: BuildConfig, stats: Stats, num_inputs: int) -> None:
                       + f". Nothing in {cfg.output_dir} was changed")
 
 
-def _install_shards(output_dir: str, temps: List[str], finals: List[str]) -> List[str]:
-  """Renames the finished shards into place, removes those of another --num-shards; notes."""
-  _remove_quietly(os.path.join(output_dir, INFO_FILE))
+class LocalFiles:
+  """The file operations that put shards in place, on local paths.
+
+  (data_prep/beam_pretraining.py has the same on Beam's file systems.)
+  """
+
+  @staticmethod
+  def replace(src: str, dst: str) -> None:
+    os.replace(src, dst)
+
+  @staticmethod
+  def names(directory: str) -> List[str]:
+    return os.listdir(directory)
+
+  @staticmethod
+  def remove(path: str) -> None:
+    _remove_quietly(path)
+
+
+def install_shards(output_dir: str, temps: List[str], finals: List[str],
+                   files=LocalFiles) -> List[str]:
+  """Renames the finished shards into place, removes those of another --num-shards; notes.
+
+  The info file goes first, so a build cut short here is not taken for complete.
+  """
+  files.remove(os.path.join(output_dir, INFO_FILE))
   for tmp, final in zip(temps, finals):
-    os.replace(tmp, final)
+    files.replace(tmp, final)
   new_names = {os.path.basename(f) for f in finals}
   removed_old = 0
   others = []
-  for name in sorted(os.listdir(output_dir)):
+  for name in sorted(files.names(output_dir)):
     if name in new_names or name == INFO_FILE:
       continue
     if SHARD_RE.match(name):
-      _remove_quietly(os.path.join(output_dir, name))
+      files.remove(os.path.join(output_dir, name))
       removed_old += 1
     elif name.startswith(SHARD_PREFIX):
       others.append(name)
@@ -240,8 +271,9 @@ def _size_notes(cfg: BuildConfig, stats: Stats, num_inputs: int) -> List[str]:
   return notes
 
 
-def _info(summary: Summary, vocab_size: int, inputs: List[Tuple[str, int]]) -> Dict[str, Any]:
-  """The contents of pretrain_data.info.json."""
+def build_info(summary: Summary, vocab_size: int, vocab_sha256: str, inputs_fingerprint_: str,
+               **settings: Any) -> Dict[str, Any]:
+  """The contents of pretrain_data.info.json; `settings`: the builder's own ones."""
   cfg = summary.config
   return {
       "format": "electra_tf2 pre-training TFRecords",
@@ -252,14 +284,12 @@ def _info(summary: Summary, vocab_size: int, inputs: List[Tuple[str, int]]) -> D
           "do_lower_case": cfg.do_lower_case,
           "strip_accents": cfg.do_lower_case and cfg.strip_accents is not False,
           "blanks_separate_docs": cfg.blanks_separate_docs if cfg.mode == "text" else False,
-          "num_shards": cfg.num_shards, "num_processes": cfg.num_processes, "seed": summary.seed,
-          "random_draws": RANDOM_DRAWS,
-          "worker_processes": summary.workers,
-          "vocab_file": os.path.abspath(cfg.vocab_file),
-          "vocab_sha256": file_sha256(cfg.vocab_file), "vocab_size": vocab_size,
+          "num_shards": cfg.num_shards, "seed": summary.seed, "random_draws": RANDOM_DRAWS,
+          "vocab_file": cfg.vocab_file if "://" in cfg.vocab_file else os.path.abspath(cfg.vocab_file),
+          "vocab_sha256": vocab_sha256, "vocab_size": vocab_size, **settings,
       },
-      "inputs": {"count": len(inputs), "bytes": summary.input_bytes,
-                 "fingerprint": inputs_fingerprint(inputs)},
+      "inputs": {"count": summary.input_files, "bytes": summary.input_bytes,
+                 "fingerprint": inputs_fingerprint_},
       "shards": [os.path.basename(f) for f in summary.shards],
       "stats": summary.as_dict(),
   }
@@ -274,11 +304,11 @@ def build_pretraining_data(cfg: BuildConfig, log: Optional[Callable[[str], None]
   """
   log = log or (lambda s: print(s, flush=True))
   start = time.time()
-  _check_config(cfg)
+  check_config(cfg)
   vocab = load_vocab(cfg.vocab_file, cfg.expected_vocab_size)
   special_token_ids(vocab)
   inputs = _sized_inputs(cfg.inputs)
-  _prepare_output_dir(cfg.output_dir)
+  prepare_output_dir(cfg.output_dir)
   seed = cfg.seed if cfg.seed is not None else random.SystemRandom().randrange(1 << 31)
   run_id = f"{os.getpid()}-{int(time.time() * 1000) % 10**9}"
   notes = _remove_stale_temp_files(cfg.output_dir)
@@ -295,7 +325,7 @@ def build_pretraining_data(cfg: BuildConfig, log: Optional[Callable[[str], None]
     stats = Stats()
     for s in job_stats:
       stats.merge(s)
-    _require_examples(cfg, stats, len(inputs))
+    require_examples(cfg, stats, len(inputs))
   except BaseException:
     for t in temps:
       _remove_quietly(t)
@@ -303,13 +333,15 @@ def build_pretraining_data(cfg: BuildConfig, log: Optional[Callable[[str], None]
   finally:
     progress.close()
   # All jobs finished: put the new shards in place of the old ones.
-  notes += _install_shards(cfg.output_dir, temps, finals)
+  notes += install_shards(cfg.output_dir, temps, finals)
   notes += _size_notes(cfg, stats, len(inputs))
   summary = Summary(config=cfg, stats=stats, seed=seed, seconds=time.time() - start,
                     shards=finals, input_files=len(inputs), input_bytes=total_bytes,
                     notes=notes, workers=workers)
+  info = build_info(summary, len(vocab), file_sha256(cfg.vocab_file), inputs_fingerprint(inputs),
+                    num_processes=cfg.num_processes, worker_processes=workers)
   write_text_atomic(os.path.join(cfg.output_dir, INFO_FILE),
-                    json.dumps(_info(summary, len(vocab), inputs), indent=1, sort_keys=True) + "\n")
+                    json.dumps(info, indent=1, sort_keys=True) + "\n")
   for line in summary.lines():
     log(line)
   return summary

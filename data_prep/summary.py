@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import TYPE_CHECKING, Any, Dict, List
+from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
 from data_prep.common import SHARD_PREFIX, human_bytes, human_count, human_seconds
 
@@ -48,6 +48,11 @@ class Stats:
       else:
         setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
 
+  def counts(self) -> Dict[str, int]:
+    """The integer counters by name (files_read, documents, tokens, examples...)."""
+    return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+            if isinstance(getattr(self, f.name), int)}
+
   @property
   def files_skipped(self) -> int:
     return sum(len(v) for v in self.skipped.values())
@@ -65,6 +70,7 @@ class Summary:
   input_bytes: int
   notes: List[str]
   workers: int = 1
+  where: Optional[str] = None  # how the work ran; default: the jobs and worker processes
 
   def work_seconds(self) -> float:
     """Wall time of the jobs themselves: without imports and worker start-up."""
@@ -115,12 +121,13 @@ class Summary:
                  "do_lower_case set wrongly?)")
     out.append(f"  examples  {s.examples:,} of {c.max_seq_length} tokens in {len(self.shards)} "
                f"shards: {os.path.join(c.output_dir, SHARD_PREFIX)}-*-of-{c.num_shards}")
-    where = ("in this process" if self.workers == 1
-             else f"in {self.workers} worker processes")
+    where = self.where or (
+        f"{c.num_processes} job{'s' if c.num_processes > 1 else ''} "
+        + ("in this process" if self.workers == 1 else f"in {self.workers} worker processes"))
     work = self.work_seconds()
     out.append(f"  speed     {s.examples / work:,.0f} examples/s, {human_count(s.tokens / work)} "
                f"tokens/s over {work:.1f} s of work ({self.seconds:.1f} s with start-up); "
-               f"{c.num_processes} job{'s' if c.num_processes > 1 else ''} {where}")
+               f"{where}")
     out.append(f"  seed      {self.seed} (pass --seed {self.seed} to reproduce)")
     for reason, paths in sorted(s.skipped.items()):
       shown = ", ".join(paths[:5]) + (f", ... ({len(paths) - 5} more)" if len(paths) > 5 else "")

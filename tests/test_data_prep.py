@@ -573,12 +573,17 @@ def test_serialized_bytes_equal_deterministic_protobuf(first, second, extra):
 # Bad input, interruptions, the output directory
 # ---------------------------------------------------------------------------
 
-def test_bad_files_are_skipped_and_counted(tmp_path, vocab_file):
-  corpus = tmp_path / "corpus"
-  write_corpus(corpus, seed=1, n_files=2)
+def write_bad_files(corpus):
+  """A binary file, a UTF-16 one and a file with one line that is not UTF-8 (line 2)."""
   (corpus / "image.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)))
   (corpus / "utf16.txt").write_bytes("hello world\n".encode("utf-16"))
   (corpus / "latin1.txt").write_bytes("the fox\ncaf\xe9 au lait\nthe dog\n".encode("latin-1"))
+
+
+def test_bad_files_are_skipped_and_counted(tmp_path, vocab_file):
+  corpus = tmp_path / "corpus"
+  write_corpus(corpus, seed=1, n_files=2)
+  write_bad_files(corpus)
   with gzip.open(corpus / "zipped.txt.gz", "wt", encoding="utf-8") as f:
     f.write("the quick brown fox\n\nhello world\n")
   all_files = sorted(str(p) for p in corpus.iterdir())
@@ -616,10 +621,10 @@ def test_unreadable_file_is_skipped(tmp_path, vocab_file, monkeypatch):
   files = write_corpus(tmp_path / "corpus", seed=2, n_files=2)
   real_open = common.open_input
 
-  def flaky_open(path):
+  def flaky_open(path, *args):
     if path.endswith("doc0.txt"):
       raise common.SkipFile("unreadable", "permission denied")
-    return real_open(path)
+    return real_open(path, *args)
 
   monkeypatch.setattr("data_prep.input_examples.open_input", flaky_open)
   summary = build(files, vocab_file, tmp_path / "out")
