@@ -113,8 +113,8 @@ def _check_file_system(flag: str, path: str) -> None:
                         "(for gs:// run bash scripts/setup.sh beam-gcp)") from None
 
 
-def _local_copy(path: str, directory: str) -> str:
-  """`path` itself if local, else a copy of it in `directory`."""
+def _local_vocab(path: str, directory: str) -> str:
+  """The vocab file `path` itself if local, else a copy of it in `directory`."""
   if not is_remote(path):
     return path
   local = os.path.join(directory, os.path.basename(path) or "copy")
@@ -163,7 +163,11 @@ def match_inputs(patterns: Sequence[Tuple[str, str]]) -> Tuple[List[str], List[s
   """
   for flag, pattern in patterns:
     _check_file_system(flag, pattern)
-  results = FileSystems.match([pattern for _, pattern in patterns])
+  try:
+    results = FileSystems.match([pattern for _, pattern in patterns])
+  except BeamIOError as e:
+    raise DataPrepError(f"{', '.join(f'{flag} {pattern}' for flag, pattern in patterns)}: "
+                        f"cannot be listed ({e})") from None
   files, notes = set(), []
   for (flag, pattern), result in zip(patterns, results):
     found = [m.path for m in result.metadata_list
@@ -197,7 +201,7 @@ class _InputExamplesFn(beam.DoFn):
     configure_tf_threads()
     s = self._settings
     self._vocab_dir = tempfile.mkdtemp(prefix="electra-vocab-")
-    vocab = _local_copy(s["vocab_file"], self._vocab_dir)
+    vocab = _local_vocab(s["vocab_file"], self._vocab_dir)
     self._inputs = InputExamples(make_tokenizer(dict(s, vocab_file=vocab)), s["max_seq_length"],
                                  s["seed"], random.Random(s["seed"]), progress=lambda _: None,
                                  warn=_warn, open_raw=_open_raw)
@@ -331,7 +335,7 @@ def build_with_beam(cfg: BuildConfig, pipeline_args: Sequence[str] = (),
   for path in [cfg.vocab_file, *cfg.inputs]:
     _check_file_system("--vocab-file" if path == cfg.vocab_file else "input", path)
   with tempfile.TemporaryDirectory(prefix="electra-vocab-") as vocab_dir:
-    local_vocab = _local_copy(cfg.vocab_file, vocab_dir)
+    local_vocab = _local_vocab(cfg.vocab_file, vocab_dir)
     vocab = load_vocab(local_vocab, cfg.expected_vocab_size)
     special_token_ids(vocab)
     vocab_sha256 = file_sha256(local_vocab)
