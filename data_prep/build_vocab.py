@@ -27,7 +27,7 @@ if __package__ in (None, ""):  # run as a script: make the repository root impor
   sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from data_prep.common import (DataPrepError, LineReader, SkipFile, human_bytes,  # noqa: E402
-                              list_input_files, open_input, quiet_tensorflow_logs)
+                              list_input_files, open_input, quiet_tensorflow_logs, run_script)
 from electra_tf2.atomic_io import write_text_atomic  # noqa: E402
 from electra_tf2.vocab import SPECIAL_TOKENS  # noqa: E402
 
@@ -243,8 +243,8 @@ def main(argv=None) -> int:
   if not (args.corpus_dir or args.corpus_glob or args.file_list):
     parser.error("give the text with --corpus-dir, --corpus-glob or --file-list")
   quiet_tensorflow_logs()
-  from electra_tf2.vocab import VocabError  # pylint: disable=g-import-not-at-top
-  try:
+
+  def work():
     files, notes = list_input_files(args.corpus_dir, args.corpus_glob, args.file_list)
     for note in notes:
       print(f"note: {note}", file=sys.stderr)
@@ -253,16 +253,7 @@ def main(argv=None) -> int:
     learn_vocab_from_files(files, args.vocab_size, args.output, args.do_lower_case,
                            args.strip_accents, args.num_unused, args.max_corpus_bytes,
                            args.binary_search)
-  except (DataPrepError, VocabError) as e:
-    print(f"error: {e}", file=sys.stderr)
-    return 1
-  except KeyboardInterrupt:
-    print(f"\ninterrupted: {args.output} was not written", file=sys.stderr)
-    return 130
-  except Exception as e:  # pylint: disable=broad-except
-    from data_prep.common import unexpected_error
-    return unexpected_error(e)
-  return 0
+  return run_script(work, f"{args.output} was not written")
 
 
 if __name__ == "__main__":

@@ -12,6 +12,13 @@ import sys
 import time
 from typing import BinaryIO, Callable, Iterator, List, Optional, Sequence, Tuple
 
+# Opens a file for binary reading: the built-in open(path, "rb"), or a file system's.
+RawOpener = Callable[[str], BinaryIO]
+
+
+def open_local(path: str) -> BinaryIO:
+  return open(path, "rb")  # pylint: disable=consider-using-with
+
 # Names this package writes into an output directory (never read as input).
 SHARD_PREFIX = "pretrain_data.tfrecord"
 INFO_FILE = "pretrain_data.info.json"
@@ -56,7 +63,8 @@ def human_seconds(s: float) -> str:
 # Input files
 # ---------------------------------------------------------------------------
 
-def _is_our_output(path: str) -> bool:
+def is_builder_output(path: str) -> bool:
+  """Whether `path` names a file the builders write (shards, their temporary names, the info file)."""
   name = os.path.basename(path)
   return (name.startswith(SHARD_PREFIX) or name == INFO_FILE
           or (name.startswith(".") and ".tmp-" in name))
@@ -126,7 +134,7 @@ def list_input_files(corpus_dirs: Sequence[str] = (), globs: Sequence[str] = (),
     if real in seen:
       continue
     seen.add(real)
-    if any(real.startswith(e) for e in excluded) or _is_our_output(real):
+    if any(real.startswith(e) for e in excluded) or is_builder_output(real):
       n_ours += 1
       continue
     kept.append(path)
@@ -159,13 +167,13 @@ class SkipFile(Exception):
     self.category = category
 
 
-def open_input(path: str) -> BinaryIO:
+def open_input(path: str, open_raw: RawOpener = open_local) -> BinaryIO:
   """Opens a corpus file for binary reading, decompressing gzip, bzip2 and xz.
 
-  Raises SkipFile when the file cannot be read or looks binary.
+  Raises SkipFile when the file cannot be opened.
   """
   try:
-    raw = open(path, "rb")
+    raw = open_raw(path)
   except IsADirectoryError:
     raise SkipFile("unreadable", "is a directory") from None
   except PermissionError:
@@ -420,6 +428,13 @@ class Progress:
     self.stream.flush()
     self._shown = True
 
+  def warn(self, message: str) -> None:
+    """Writes `warning: message` on its own line (clearing the progress bar first)."""
+    if self.tty and self._shown:
+      self.stream.write("\r\x1b[K")
+    self.stream.write(f"warning: {message}\n")
+    self.stream.flush()
+
   def close(self) -> None:
     if self.enabled and self.tty and self._shown:
       self.stream.write("\n")
@@ -445,6 +460,25 @@ def quiet_tensorflow_logs() -> None:
   reserve memory and print CUDA errors on machines without one)."""
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # 2 would still print cuInit errors
   os.environ["CUDA_VISIBLE_DEVICES"] = ""
+
+
+def run_script(work: Callable[[], None], interrupted: str) -> int:
+  """A script's main body: runs `work`; returns 0, 1 after one `error:` line, or 130 on Ctrl-C.
+
+  interrupted: what the Ctrl-C line says of the output ("OUT was left as it was").
+  """
+  from electra_tf2.vocab import VocabError  # pylint: disable=g-import-not-at-top
+  try:
+    work()
+  except (DataPrepError, VocabError) as e:
+    print(f"error: {e}", file=sys.stderr)
+    return 1
+  except KeyboardInterrupt:
+    print(f"\ninterrupted: {interrupted}", file=sys.stderr)
+    return 130
+  except Exception as e:  # pylint: disable=broad-except
+    return unexpected_error(e)
+  return 0
 
 
 def unexpected_error(e: BaseException) -> int:

@@ -234,8 +234,8 @@ def prepare_default_data_dir(data_dir: str, vocab_size: int = DEFAULT_VOCAB_SIZE
   """
   from data_prep.build_vocab import learn_vocab_from_files  # pylint: disable=g-import-not-at-top
   from data_prep.common import list_input_files  # pylint: disable=g-import-not-at-top
-  from data_prep.pretraining import (BuildConfig, build_pretraining_data, file_sha256,  # pylint: disable=g-import-not-at-top
-                                     inputs_fingerprint, read_info)
+  from data_prep.pretraining import (RANDOM_DRAWS, BuildConfig, build_pretraining_data,  # pylint: disable=g-import-not-at-top
+                                     file_sha256, inputs_fingerprint, read_info)
   from electra_tf2.vocab import load_vocab  # pylint: disable=g-import-not-at-top
 
   say = log or (lambda s: None)
@@ -279,7 +279,8 @@ def prepare_default_data_dir(data_dir: str, vocab_size: int = DEFAULT_VOCAB_SIZE
   info = read_info(out_dir)
   wanted = {"max_seq_length": max_seq_length, "num_shards": num_shards, "seed": seed,
             "num_processes": num_processes,
-            "vocab_sha256": file_sha256(vocab_file), "do_lower_case": True, "mode": "text"}
+            "vocab_sha256": file_sha256(vocab_file), "do_lower_case": True, "mode": "text",
+            "random_draws": RANDOM_DRAWS}
   if (info is not None and all(info["settings"].get(k) == v for k, v in wanted.items())
       and info["inputs"]["fingerprint"] == inputs_fingerprint(sizes)):
     n_examples = info["stats"]["examples"]
@@ -311,7 +312,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   parser.add_argument("--num-shards", type=int, default=DEFAULT_NUM_SHARDS,
                       help="TFRecord files to write.")
   parser.add_argument("--num-processes", type=int, default=1,
-                      help="Builder jobs (the output depends on it, as in the official builder).")
+                      help="Builder jobs (which shard holds which example depends on it).")
   parser.add_argument("--seed", type=int, default=DEFAULT_SEED,
                       help="Seed of the builder's random choices.")
   parser.add_argument("--corpus-bytes", type=int, default=DEFAULT_MAX_BYTES,
@@ -319,10 +320,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   parser.add_argument("--corpus-only", action="store_true",
                       help="Only write <data-dir>/corpus.")
   args = parser.parse_args(argv)
-  from data_prep.common import quiet_tensorflow_logs  # pylint: disable=g-import-not-at-top
+  from data_prep.common import quiet_tensorflow_logs, run_script  # pylint: disable=g-import-not-at-top
   quiet_tensorflow_logs()
-  from electra_tf2.vocab import VocabError  # pylint: disable=g-import-not-at-top
-  try:
+
+  def work():
     if args.corpus_only:
       counts = write_default_corpus(os.path.join(args.data_dir, "corpus"), args.corpus_bytes)
       print(f"wrote {counts}")
@@ -331,13 +332,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                                max_seq_length=args.max_seq_length, num_shards=args.num_shards,
                                num_processes=args.num_processes, seed=args.seed,
                                corpus_bytes=args.corpus_bytes)
-  except (DataPrepError, VocabError) as e:
-    print(f"error: {e}", file=sys.stderr)
-    return 1
-  except Exception as e:  # pylint: disable=broad-except
-    from data_prep.common import unexpected_error
-    return unexpected_error(e)
-  return 0
+  return run_script(work, f"{args.data_dir} keeps the steps that were complete (each is "
+                          "written whole or not at all)")
 
 
 if __name__ == "__main__":
