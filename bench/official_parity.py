@@ -479,17 +479,21 @@ def stage_train(args) -> None:
                        iterations_per_loop=50)
         subprocess.run([sys.executable, "run_pretraining.py", "--data-dir",
                         os.path.join(args.work_dir, "data"), "--model-name", "electra_small",
-                        "--hparams", json.dumps(hparams)], check=True, cwd=REPO)
+                        "--hparams", json.dumps(hparams)], check=True,
+                       cwd=args.trees.get(side, REPO))
 
 
-def evaluate_checkpoint(args, directory: str, prefix: str) -> Dict[str, float]:
+# Eval sets: WikiText-2 valid (held out, another domain) and the training data itself,
+# which is what the official do_eval reads (pretrain/pretrain_data.py:32-76).
+EVAL_SETS = {"heldout": "heldout_tfrecords", "train": "pretrain_tfrecords"}
+
+
+def evaluate_checkpoint(args, eval_set: str, directory: str, prefix: str) -> Dict[str, float]:
   from electra_tf2.training.pretraining_loop import PretrainingRun
-  data = os.path.join(args.work_dir, "data")
+  records = os.path.join(args.work_dir, "data", EVAL_SETS[eval_set], "pretrain_data.tfrecord*")
   config = our_config(args, do_train=False, do_eval=True, model_dir=directory,
-                      pretrain_tfrecords=os.path.join(data, "heldout_tfrecords",
-                                                      "pretrain_data.tfrecord*"),
-                      eval_batch_size=32, num_eval_steps=args.eval_batches, seed=EVAL_SEED,
-                      deterministic=True)
+                      pretrain_tfrecords=records, eval_batch_size=32,
+                      num_eval_steps=args.eval_batches, seed=EVAL_SEED, deterministic=True)
   return PretrainingRun(config).evaluate(prefix)
 
 
@@ -498,28 +502,57 @@ def stage_eval(args) -> Dict[str, Any]:
   from electra_tf2.atomic_io import write_json_atomic
   path = os.path.join(args.work_dir, "parity.json")
   results = json.load(open(path, encoding="utf-8")) if os.path.exists(path) else {}
-  for seed in args.seeds:
-    for side in args.sides:
-      for step in args.eval_at:
-        key = f"{side}/{seed}/{step}"
-        if key in results:
-          continue
-        directory = model_dir(args, side, seed)
-        if side == "official":
-          converted = os.path.join(args.work_dir, "converted", f"seed{seed}_step{step}")
-          if not os.path.exists(os.path.join(converted, f"ckpt-{step}.index")):
-            convert.convert_official_checkpoint(
-                os.path.join(directory, f"model.ckpt-{step}"),
-                our_config(args, seed=seed, model_dir=converted), converted,
-                vocab_file=os.path.join(args.work_dir, "data", "vocab.txt"))
-          directory, prefix = converted, os.path.join(converted, f"ckpt-{step}")
-        else:
-          prefix = os.path.join(directory, f"ckpt-{step}")
-        results[key] = {k: v for k, v in evaluate_checkpoint(args, directory, prefix).items()
-                        if k in METRICS}
-        write_json_atomic(path, results)
+  for eval_set in args.eval_sets:
+    for seed in args.seeds:
+      for side in args.sides:
+        for step in args.eval_at:
+          key = f"{eval_set}/{side}/{seed}/{step}"
+          if key in results:
+            continue
+          directory = model_dir(args, side, seed)
+          if side == "official":
+            converted = os.path.join(args.work_dir, "converted", f"seed{seed}_step{step}")
+            if not os.path.exists(os.path.join(converted, f"ckpt-{step}.index")):
+              convert.convert_official_checkpoint(
+                  os.path.join(directory, f"model.ckpt-{step}"),
+                  our_config(args, seed=seed, model_dir=converted), converted,
+                  vocab_file=os.path.join(args.work_dir, "data", "vocab.txt"))
+            directory, prefix = converted, os.path.join(converted, f"ckpt-{step}")
+          else:
+            prefix = os.path.join(directory, f"ckpt-{step}")
+          results[key] = {k: v for k, v in
+                          evaluate_checkpoint(args, eval_set, directory, prefix).items()
+                          if k in METRICS}
+          write_json_atomic(path, results)
+  results["train_windows"] = {f"{side}/{seed}": train_windows(args, side, seed)
+                              for side in args.sides for seed in args.seeds}
+  write_json_atomic(path, results)
   report(args, results)
   return results
+
+
+def train_windows(args, side: str, seed: int) -> Dict[str, float]:
+  """The issue's measure: mean MLM and discriminator training loss of the 50-step windows
+  over the last third of training (steps 1000-1500 by default)."""
+  directory = model_dir(args, side, seed)
+  final = max(args.eval_at)
+  first = final - final // 3
+  windows: Dict[str, List[float]] = {}
+  if side == "official":
+    with open(os.path.join(directory, "train_history.json"), encoding="utf-8") as f:
+      rows = [json.loads(line) for line in f][-1]
+    for row in rows:
+      if first < row["step"] <= final:
+        for name in ("mlm_loss", "disc_loss"):
+          windows.setdefault(name, []).append(row[name])
+  else:
+    import tensorflow as tf
+    for events in sorted(glob.glob(os.path.join(directory, "train", "events*"))):
+      for event in tf.compat.v1.train.summary_iterator(events):
+        for value in event.summary.value:
+          if value.tag in ("mlm_loss", "disc_loss") and first < event.step <= final:
+            windows.setdefault(value.tag, []).append(float(tf.make_ndarray(value.tensor)))
+  return {name: statistics.mean(values) for name, values in windows.items()}
 
 
 def spread(values: List[float]) -> str:
@@ -527,22 +560,36 @@ def spread(values: List[float]) -> str:
 
 
 def report(args, results: Dict[str, Any]) -> None:
-  log(f"\nheld-out metrics (WikiText-2 valid, {args.eval_batches} batches of 32, dropout off, "
-      "the same masks for every model): mean [min, max] over seeds "
-      f"{','.join(map(str, args.seeds))}")
-  log(f"{'step':>5} {'metric':<27} {'official':>27} {'ours':>27}  ours within official range")
-  for step in args.eval_at:
-    for metric in METRICS:
-      row = {}
-      for side in ("official", "ours"):
-        row[side] = [results[f"{side}/{s}/{step}"][metric] for s in args.seeds
-                     if f"{side}/{s}/{step}" in results]
-      if not row["official"] or not row["ours"]:
-        continue
-      low, high = min(row["official"]), max(row["official"])
-      inside = sum(low <= v <= high for v in row["ours"])
-      log(f"{step:>5} {metric:<27} {spread(row['official']):>27} {spread(row['ours']):>27}  "
-          f"{inside}/{len(row['ours'])}")
+  others = [side for side in args.sides if side != "official"]
+  for eval_set in args.eval_sets:
+    title = {"heldout": "held-out WikiText-2 valid", "train": "the training data (as the "
+             "official do_eval)"}[eval_set]
+    log(f"\n{title}: {args.eval_batches} batches of 32, dropout off, the same masks for every "
+        f"model; mean [min, max] over seeds {','.join(map(str, args.seeds))}; 'in' = how many "
+        "seeds fall within the official range")
+    log(f"{'step':>5} {'metric':<27}" + "".join(f"{side:>29}" for side in args.sides)
+        + "".join(f"  in ({side})" for side in others))
+    for step in args.eval_at:
+      for metric in METRICS:
+        row = {side: [results[k][metric] for k in
+                      (f"{eval_set}/{side}/{s}/{step}" for s in args.seeds) if k in results]
+               for side in args.sides}
+        if not all(row.values()):
+          continue
+        cells = "".join(f"{spread(row[side]):>29}" for side in args.sides)
+        inside = ""
+        if "official" in row:
+          low, high = min(row["official"]), max(row["official"])
+          inside = "".join(f"  {sum(low <= v <= high for v in row[side])}/{len(row[side])}"
+                           f"{'':>{len(side) + 3}}" for side in others)
+        log(f"{step:>5} {metric:<27}{cells}{inside}")
+  log("\ntraining windows (dropout on), mean over seeds [min, max]:")
+  for name in ("mlm_loss", "disc_loss"):
+    cells = []
+    for side in args.sides:
+      values = [results["train_windows"][f"{side}/{s}"][name] for s in args.seeds]
+      cells.append(f"{side} {spread(values)}")
+    log(f"  {name:<10} " + "   ".join(cells))
   plot(args, results)
 
 
@@ -551,23 +598,27 @@ def plot(args, results: Dict[str, Any]) -> None:
   matplotlib.use("Agg")
   import matplotlib.pyplot as plt
   shown = ("masked_lm_loss", "masked_lm_accuracy", "disc_loss", "disc_auc")
-  figure, axes = plt.subplots(1, len(shown), figsize=(4 * len(shown), 3.4))
-  for axis, metric in zip(axes, shown):
-    for side, color in (("official", "tab:blue"), ("ours", "tab:orange")):
-      for seed in args.seeds:
-        steps = [s for s in args.eval_at if f"{side}/{seed}/{s}" in results]
-        values = [results[f"{side}/{seed}/{s}"][metric] for s in steps]
-        axis.plot(steps, values, "o-", color=color, alpha=0.7,
-                  label=side if seed == args.seeds[0] else None)
-    axis.set_title(metric)
-    axis.set_xlabel("pre-training step")
-    axis.grid(alpha=0.3)
-  axes[0].legend()
-  figure.suptitle("Held-out metrics: official TF1 code vs electra_tf2 (same data, hparams, "
-                  f"seeds {','.join(map(str, args.seeds))})")
+  colors = dict(zip(args.sides, ("tab:blue", "tab:orange", "tab:green", "tab:red")))
+  figure, axes = plt.subplots(len(args.eval_sets), len(shown),
+                              figsize=(4 * len(shown), 3.2 * len(args.eval_sets)),
+                              squeeze=False)
+  for row, eval_set in zip(axes, args.eval_sets):
+    for axis, metric in zip(row, shown):
+      for side in args.sides:
+        for seed in args.seeds:
+          steps = [s for s in args.eval_at if f"{eval_set}/{side}/{seed}/{s}" in results]
+          values = [results[f"{eval_set}/{side}/{seed}/{s}"][metric] for s in steps]
+          axis.plot(steps, values, "o-", color=colors[side], alpha=0.7,
+                    label=side if seed == args.seeds[0] else None)
+      axis.set_title(f"{metric} ({eval_set})")
+      axis.set_xlabel("pre-training step")
+      axis.grid(alpha=0.3)
+  axes[0][0].legend()
+  figure.suptitle("Official TF1 ELECTRA vs electra_tf2: the same data, hparams and seeds "
+                  f"({','.join(map(str, args.seeds))}), one evaluator, dropout off")
   figure.tight_layout()
   out = os.path.join(args.work_dir, "parity.png")
-  figure.savefig(out + ".tmp.png", dpi=110)
+  figure.savefig(out + ".tmp.png", dpi=100)
   os.replace(out + ".tmp.png", out)
   log(f"plot: {out}")
 
@@ -580,7 +631,12 @@ def main(argv=None) -> int:
   parser.add_argument("--shared-data", default=os.path.join(os.path.dirname(REPO), "shared",
                                                             "data"))
   parser.add_argument("--seeds", default="0,1,2")
-  parser.add_argument("--sides", default="official,ours")
+  parser.add_argument("--sides", default="official,ours",
+                      help="official, ours, and names given to --tree")
+  parser.add_argument("--tree", action="append", default=[], metavar="NAME=DIR",
+                      help="another checkout of this repository whose run_pretraining.py "
+                           "trains the side NAME (e.g. the commit before a fix)")
+  parser.add_argument("--eval-sets", default="heldout,train")
   parser.add_argument("--eval-at", default="500,1000,1500")
   parser.add_argument("--eval-batches", type=int, default=60)
   parser.add_argument("--equivalence-steps", type=int, default=8)
@@ -602,6 +658,12 @@ def main(argv=None) -> int:
                  "(with run_pretraining.py)")
   args.seeds = [int(s) for s in args.seeds.split(",")]
   args.sides = args.sides.split(",")
+  args.trees = dict(tree.split("=", 1) for tree in args.tree)
+  args.eval_sets = args.eval_sets.split(",")
+  unknown = (set(args.sides) - {"official", "ours"} - set(args.trees)) | (
+      set(args.eval_sets) - set(EVAL_SETS))
+  if unknown:
+    parser.error(f"unknown side(s) or eval set(s): {', '.join(sorted(unknown))}")
   args.eval_at = sorted(int(s) for s in args.eval_at.split(","))
   args.hparams = dict(BASE_HPARAMS, **json.loads(args.hparams))
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")

@@ -169,8 +169,11 @@ def plan(args) -> Dict[str, Dict[str, Any]]:
   plans = {}
   for objective in args.objectives:
     per_step = pretraining_flops_per_step(pretrain_config(args, objective))
-    steps = max(len(args.checkpoints), round(args.budget / per_step))
-    checkpoints = sorted({max(1, round(steps * f)) for f in args.checkpoints})
+    # Steps and checkpoints in whole compiled loops (iterations_per_loop), so that
+    # checkpoints land on them and one save interval (their gcd) reaches every one.
+    unit = pretrain_config(args, objective).iterations_per_loop
+    steps = unit * max(1, round(args.budget / per_step / unit))
+    checkpoints = sorted({unit * max(1, round(steps * f / unit)) for f in args.checkpoints})
     plans[objective] = {
         "flops_per_step": per_step, "steps": steps, "checkpoint_steps": checkpoints,
         "model_dir": os.path.join(args.work_dir, "models", f"{objective}_{args.budget:.2g}")}

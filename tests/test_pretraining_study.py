@@ -70,6 +70,10 @@ def test_smallest_budget_then_resume(tmp_path, capsys):
   step10 = points[f"electra_0.5_{budget}_step10"]
   assert step10["flops"] == pytest.approx(10 * per_step)
   assert result["plans"]["electra_0.5"]["steps"] == 10
+  # Checkpoints only at the fine-tuned fractions (steps are whole compiled loops of 5).
+  model_dir = result["plans"]["electra_0.5"]["model_dir"]
+  assert sorted(int(f[5:-6]) for f in os.listdir(model_dir)
+                if f.startswith("ckpt-") and f.endswith(".index")) == [5, 10]
   assert {"mlm_loss", "disc_loss", "train_metrics/disc_auc"} <= set(
       result["curves"]["electra_0.5"])
   table = (tmp_path / "study" / "study.md").read_text().splitlines()
