@@ -12,6 +12,9 @@ import sys
 import time
 from typing import BinaryIO, Callable, Iterator, List, Optional, Sequence, Tuple
 
+from electra_tf2 import errors
+from electra_tf2.errors import ElectraError
+
 # Opens a file for binary reading: the built-in open(path, "rb"), or a file system's.
 RawOpener = Callable[[str], BinaryIO]
 
@@ -24,7 +27,7 @@ SHARD_PREFIX = "pretrain_data.tfrecord"
 INFO_FILE = "pretrain_data.info.json"
 
 
-class DataPrepError(Exception):
+class DataPrepError(ElectraError):
   """A problem the user can fix; the message is one line naming the file or flag."""
 
 
@@ -463,36 +466,13 @@ def quiet_tensorflow_logs() -> None:
 
 
 def run_script(work: Callable[[], None], interrupted: str) -> int:
-  """A script's main body: runs `work`; returns 0, 1 after one `error:` line, or 130 on Ctrl-C.
+  """A script's main body under the exit-code rule of electra_tf2/errors.py: 0, or 2
+  after one `error:` line, or 130 on Ctrl-C (a bug keeps its traceback).
 
   interrupted: what the Ctrl-C line says of the output ("OUT was left as it was").
   """
-  from electra_tf2.vocab import VocabError  # pylint: disable=g-import-not-at-top
   try:
     work()
-  except (DataPrepError, VocabError) as e:
-    print(f"error: {e}", file=sys.stderr)
-    return 1
-  except KeyboardInterrupt:
-    print(f"\ninterrupted: {interrupted}", file=sys.stderr)
-    return 130
-  except Exception as e:  # pylint: disable=broad-except
-    return unexpected_error(e)
+  except (*errors.REPORTED, KeyboardInterrupt) as e:
+    return errors.report(e, f"interrupted: {interrupted}")
   return 0
-
-
-def unexpected_error(e: BaseException) -> int:
-  """One line for an error that is not the user's (a bug, a full disk...); exit status 1.
-
-  Set ELECTRA_DEBUG=1 to get the traceback instead.
-  """
-  if os.environ.get("ELECTRA_DEBUG"):
-    raise e
-  if isinstance(e, OSError) and e.strerror:
-    where = f"{e.filename}: " if e.filename else ""
-    print(f"error: {where}{e.strerror}", file=sys.stderr)
-  else:
-    first = str(e).strip().splitlines()[0] if str(e).strip() else ""
-    print(f"error: unexpected {type(e).__name__}: {first} (set ELECTRA_DEBUG=1 for the "
-          "traceback)", file=sys.stderr)
-  return 1

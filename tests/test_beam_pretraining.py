@@ -190,6 +190,6 @@ def test_command_line_errors_are_one_line(tmp_path, vocab_file, capsys):
                                   "--output-dir", str(tmp_path / "out")])
     err = capsys.readouterr().err
     errors = [line for line in err.strip().splitlines() if not line.startswith("note:")]
-    assert code == 1 and len(errors) == 1 and errors[0].startswith("error: "), err
+    assert code == 2 and len(errors) == 1 and errors[0].startswith("error: "), err
     assert message in errors[0], err
   assert not (tmp_path / "out").exists()

@@ -671,7 +671,7 @@ def test_command_line_errors_are_one_line(tmp_path, vocab_file):
   for args, message in cases:
     result = subprocess.run([sys.executable, SCRIPT, *args, "--output-dir", str(tmp_path / "out")],
                             capture_output=True, text=True, timeout=120)
-    assert result.returncode == 1, (args, result.stderr)
+    assert result.returncode == 2, (args, result.stderr)
     lines = [l for l in result.stderr.strip().splitlines() if not l.startswith("note:")]
     assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], result.stderr
     assert "Traceback" not in result.stderr

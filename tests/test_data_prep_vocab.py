@@ -89,7 +89,7 @@ def test_build_vocab_command_line_errors(tmp_path):
   result = subprocess.run([sys.executable, script, "--corpus-dir", str(tmp_path / "empty"),
                            "--vocab-size", "100", "--output", str(tmp_path / "v.txt")],
                           capture_output=True, text=True, timeout=120)
-  assert result.returncode == 1 and result.stderr.strip() == "error: no input files found"
+  assert result.returncode == 2 and result.stderr.strip() == "error: no input files found"
   result = subprocess.run([sys.executable, script, "--vocab-size", "100", "--output", "v.txt"],
                           capture_output=True, text=True, timeout=120)
   assert result.returncode == 2 and "--corpus-dir" in result.stderr
