@@ -20,14 +20,12 @@ from absl import flags, logging  # noqa: E402
 
 from electra_tf2.training import cli  # noqa: E402
 
-flags.DEFINE_string("data-dir", None, "Directory with finetuning_data/, vocab.txt and models/.")
-flags.DEFINE_string("model-name", None, "The pre-trained model: DIR/models/<model-name>.")
+cli.define_run_flags("Directory with finetuning_data/, vocab.txt and models/.",
+                     "The pre-trained model: DIR/models/<model-name>.",
+                     "finetuning_defaults.json")
 flags.DEFINE_string("task", None, "Task name(s), comma-separated (cola, sst, mrpc, sts, qqp, "
                     "mnli, qnli, rte, wnli, squad, squadv1, newsqa, naturalqs, triviaqa, "
                     "searchqa, chunk); the same as task_names in --hparams.")
-flags.DEFINE_string("hparams", "{}", "JSON object or .json file of hyperparameters "
-                    "(see configs/finetuning_defaults.json).")
-cli.define_run_flags()
 flags.adopt_module_key_flags(cli)
 FLAGS = flags.FLAGS
 

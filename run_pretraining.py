@@ -17,12 +17,10 @@ from absl import flags, logging  # noqa: E402
 from electra_tf2 import config as config_lib  # noqa: E402
 from electra_tf2.training import cli  # noqa: E402
 
-flags.DEFINE_string("data-dir", None, "Directory with pretrain_tfrecords/ and vocab.txt.")
-flags.DEFINE_string("model-name", None, "A preset of configs/ (electra_small, electra_base, ...)"
-                    " or a path to a preset .json; also names DIR/models/<model-name>.")
-flags.DEFINE_string("hparams", "{}", "JSON object or .json file of hyperparameters "
-                    "(see configs/pretraining_defaults.json).")
-cli.define_run_flags()
+cli.define_run_flags(
+    "Directory with pretrain_tfrecords/ and vocab.txt.",
+    "A preset of configs/ (electra_small, electra_base, ...) or a path to a preset .json; "
+    "also names DIR/models/<model-name>.", "pretraining_defaults.json")
 flags.adopt_module_key_flags(cli)
 FLAGS = flags.FLAGS
 

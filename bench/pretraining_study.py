@@ -23,6 +23,20 @@ length-128 TFRecords in 1000 shards, so the official input pipeline mixes them
 (docs/data_prep.md). Fine-tuning reads the first --train-examples rows of each
 task's training set (before MRPC/STS-B pairs are doubled) and the whole dev set.
 
+Paper scale (a machine with a GPU), in one command:
+
+  python bench/pretraining_study.py --preset paper-small --work-dir /data/study_small \
+      --time-limit 9     # repeat until it prints "the study is complete"
+
+`--preset paper-small` is the electra_small preset (12 layers, hidden 256,
+embedding 128, generator 1/4, length 128, batch 128, lr 5e-4, 10000 warm-up
+steps) with the BERT uncased vocab, mixed_bfloat16 and XLA, for 6.25% of
+ELECTRA-Small's pre-training (62,500 steps; the paper's Table 1 scores it GLUE
+74.1), checkpoints at 1/4, 1/2 and 1 of that, then the same fine-tuning.
+`--time-limit M` stops every run after M minutes (pre-training saves a
+checkpoint); rerunning resumes, so each call fits one device session.
+`--corpus-glob` replaces the shared corpus by your own text.
+
 Outputs in --work-dir: study.json (every run and score), study.md (the table),
 glue_vs_flops.png and pretraining_curves.png. Every run is checkpointed and every
 result kept: rerunning the command skips what is done, so the study can grow
@@ -36,6 +50,7 @@ import argparse
 import glob
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -59,9 +74,17 @@ TASKS = {
 # Fine-tuning length per task: the single-sentence tasks fit in 64 tokens.
 TASK_MAX_SEQ_LENGTH = {"sst": 64, "cola": 64}
 RANDOM = "random"
-PRETRAIN_DEFAULTS = {"debug": True, "train_batch_size": 32,
-                     "learning_rate": 1e-3, "iterations_per_loop": 100, "seed": 0,
-                     "keep_checkpoint_max": 0}
+PRESETS = {
+    # The debug encoder (3 layers, hidden 144) on two CPU cores.
+    "debug": {"pretrain": {"debug": True, "train_batch_size": 32, "learning_rate": 1e-3,
+                           "iterations_per_loop": 100, "seed": 0, "keep_checkpoint_max": 0},
+              "warmup_fraction": 0.1, "budget": 1.6e14, "vocab": "corpus", "run_flags": []},
+    # The paper's ELECTRA-Small (configs/electra_small.json) at 6.25% of its 1M steps.
+    "paper-small": {"pretrain": {"train_batch_size": 128, "iterations_per_loop": 500,
+                                 "seed": 0, "keep_checkpoint_max": 0},
+                    "warmup_steps": 10000, "budget": 0.0625 * 1.29e18, "vocab": "bert",
+                    "run_flags": ["--mixed-precision", "mixed_bfloat16", "--jit-compile"]},
+}
 # Paper Table 7 for Small: lr 3e-4, layer-wise decay 0.8, no weight decay, warm-up 10%,
 # batch 32; epochs 3, 10 for RTE and STS-B (the official per-task defaults).
 FINETUNE_DEFAULTS = {"learning_rate": 3e-4, "layerwise_lr_decay": 0.8,
@@ -72,10 +95,27 @@ def log(message: str) -> None:
   print(f"[study {time.strftime('%H:%M:%S')}] {message}", flush=True)
 
 
-def run(command: List[str]) -> None:
+class TimeLimit(Exception):
+  """The --time-limit is reached; rerunning the command resumes."""
+
+
+def run(args, command: List[str]) -> None:
+  """Runs a command of the study; with --time-limit, SIGTERM at the deadline (training
+  then saves a checkpoint and stops) and TimeLimit."""
   log("+ " + " ".join(command))
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
-  subprocess.run(command, check=True, cwd=REPO, env=env)
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+  if args.preset == "debug":
+    env["CUDA_VISIBLE_DEVICES"] = ""
+  process = subprocess.Popen(command, cwd=REPO, env=env)
+  try:
+    remaining = None if args.deadline is None else max(1.0, args.deadline - time.time())
+    code = process.wait(timeout=remaining)
+  except subprocess.TimeoutExpired:
+    process.send_signal(signal.SIGTERM)
+    process.wait()
+    raise TimeLimit() from None
+  if code:
+    raise subprocess.CalledProcessError(code, command)
 
 
 def objective_hparams(objective: str) -> Dict[str, Any]:
@@ -106,10 +146,13 @@ def stage_data(args) -> None:
   corpus_dir = os.path.join(work, "corpus")
   if not os.path.isdir(corpus_dir):
     os.makedirs(corpus_dir + ".tmp", exist_ok=True)
-    for path in sorted(glob.glob(os.path.join(shared, "corpus", "**", "*"), recursive=True)):
-      if os.path.isfile(path):
-        name = os.path.relpath(path, os.path.join(shared, "corpus")).replace(os.sep, "_")
-        os.symlink(os.path.abspath(path), os.path.join(corpus_dir + ".tmp", name))
+    patterns = args.corpus_glob or [os.path.join(shared, "corpus", "**", "*")]
+    paths = sorted({p for pattern in patterns for p in glob.glob(pattern, recursive=True)
+                    if os.path.isfile(p)})
+    root = os.path.commonpath(paths) if len(paths) > 1 else os.path.dirname(paths[0])
+    for path in paths:
+      name = os.path.relpath(path, root).replace(os.sep, "_")
+      os.symlink(os.path.abspath(path), os.path.join(corpus_dir + ".tmp", name))
     if args.corpus == "shared+tasks":
       for task in args.tasks:
         directory, _, columns, header = TASKS[task]
@@ -120,8 +163,12 @@ def stage_data(args) -> None:
   files = sorted(os.path.join(corpus_dir, f) for f in os.listdir(corpus_dir))
   vocab = os.path.join(work, "vocab.txt")
   if not os.path.exists(vocab):
-    build_vocab.main(["--corpus-dir", corpus_dir, "--vocab-size", str(args.vocab_size),
-                      "--output", vocab])
+    if PRESETS[args.preset]["vocab"] == "bert":
+      from electra_tf2.atomic_io import copy_file_atomic
+      copy_file_atomic(os.path.join(shared, "vocab", "vocab.txt"), vocab)
+    else:
+      build_vocab.main(["--corpus-dir", corpus_dir, "--vocab-size", str(args.vocab_size),
+                        "--output", vocab])
   records = os.path.join(work, "pretrain_tfrecords")
   if not glob.glob(os.path.join(records, "pretrain_data.tfrecord-*")):
     build_pretraining_data(BuildConfig(inputs=files, vocab_file=vocab, output_dir=records,
@@ -152,7 +199,7 @@ def vocab_size(args) -> int:
 
 
 def pretrain_hparams(args, objective: str) -> Dict[str, Any]:
-  return dict(PRETRAIN_DEFAULTS, vocab_size=vocab_size(args),
+  return dict(PRESETS[args.preset]["pretrain"], vocab_size=vocab_size(args),
               max_seq_length=args.max_seq_length, **args.pretrain_hparams,
               **objective_hparams(objective))
 
@@ -187,12 +234,15 @@ def stage_pretrain(args, plans) -> None:
            for s in p["checkpoint_steps"]):
       continue
     every = math.gcd(*p["checkpoint_steps"])
+    preset = PRESETS[args.preset]
+    warmup = preset.get("warmup_steps") or int(p["steps"] * preset["warmup_fraction"])
     hparams = dict(pretrain_hparams(args, objective), num_train_steps=p["steps"],
-                   num_warmup_steps=p["steps"] // 10, save_checkpoints_steps=every,
+                   num_warmup_steps=warmup, save_checkpoints_steps=every,
                    model_dir=p["model_dir"])
     log(f"pre-training {objective}: {p['steps']} steps of {p['flops_per_step']:.3g} FLOPs")
-    run([sys.executable, "run_pretraining.py", "--data-dir", args.work_dir, "--model-name",
-         "electra_small", "--hparams", json.dumps(hparams)])
+    run(args, [sys.executable, "run_pretraining.py", "--data-dir", args.work_dir,
+               "--model-name", "electra_small", "--hparams", json.dumps(hparams)]
+        + preset["run_flags"])
 
 
 # ---------------------------------------------------------------------------
@@ -246,8 +296,9 @@ def stage_finetune(args, points) -> None:
                      results_txt=os.path.join(where, "results.txt"), results_json=path,
                      preprocessed_data_dir=os.path.join(args.work_dir, "finetuning_tfrecords",
                                                         task))
-      run([sys.executable, "run_finetuning.py", "--data-dir", args.work_dir, "--model-name",
-           "study", "--task", task, "--hparams", json.dumps(hparams)])
+      run(args, [sys.executable, "run_finetuning.py", "--data-dir", args.work_dir,
+                 "--model-name", "study", "--task", task, "--hparams", json.dumps(hparams)]
+          + PRESETS[args.preset]["run_flags"])
 
 
 # ---------------------------------------------------------------------------
@@ -293,7 +344,8 @@ def stage_report(args, plans, points) -> Dict[str, Any]:
   table = scores(args, points)
   study = {"budget_flops": args.budget, "checkpoint_fractions": args.checkpoints,
            "tasks": {t: TASKS[t][1] for t in args.tasks}, "seeds": args.seeds,
-           "corpus": args.corpus, "pretrain_hparams": dict(PRETRAIN_DEFAULTS,
+           "corpus": args.corpus, "preset": args.preset,
+           "pretrain_hparams": dict(PRESETS[args.preset]["pretrain"],
                                                            **args.pretrain_hparams),
            "finetune_hparams": dict(FINETUNE_DEFAULTS, **args.finetune_hparams),
            "train_examples": args.train_examples, "plans": plans,
@@ -393,24 +445,22 @@ def tasks(text: str) -> List[str]:
   return names
 
 
-def json_object(text: str) -> Dict[str, Any]:
-  try:
-    value = json.loads(text)
-  except ValueError as e:
-    raise argparse.ArgumentTypeError(f"{e}") from None
-  if not isinstance(value, dict):
-    raise argparse.ArgumentTypeError(f"{text!r} is not a JSON object")
-  return value
-
-
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
   parser = argparse.ArgumentParser(description=__doc__,
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument("--work-dir", default="/tmp/electra_study")
   parser.add_argument("--shared-data", default=os.path.join(os.path.dirname(REPO), "shared",
                                                             "data"))
-  parser.add_argument("--budget", type=float, default=3.2e14,
-                      help="pre-training FLOPs per objective (official counting)")
+  parser.add_argument("--preset", choices=sorted(PRESETS), default="debug",
+                      help="debug: the 3-layer encoder on a CPU; paper-small: ELECTRA-Small on "
+                           "a GPU (see above)")
+  parser.add_argument("--budget", type=float, default=None,
+                      help="pre-training FLOPs per objective, official counting (default: "
+                           "1.6e14 for debug, 6.25%% of ELECTRA-Small's for paper-small)")
+  parser.add_argument("--time-limit", type=float, default=None, metavar="MINUTES",
+                      help="stop every run after this many minutes in all; rerun to resume")
+  parser.add_argument("--corpus-glob", action="append", default=[],
+                      help="your pre-training text instead of the shared corpus (repeatable)")
   parser.add_argument("--checkpoints", type=fractions, default=[0.25, 0.5, 1.0],
                       help="fractions of the budget whose checkpoints are fine-tuned")
   parser.add_argument("--objectives", type=objectives,
@@ -424,12 +474,20 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
                       help="pre-training length (and the longest fine-tuning length)")
   parser.add_argument("--num-shards", type=int, default=1000)
   parser.add_argument("--train-examples", type=int, default=4000)
-  parser.add_argument("--pretrain-hparams", type=json_object, default={})
-  parser.add_argument("--finetune-hparams", type=json_object, default={})
+  parser.add_argument("--pretrain-hparams", default="{}",
+                      help="JSON object (or .json file) of pre-training hparams over the study's")
+  parser.add_argument("--finetune-hparams", default="{}",
+                      help="JSON object (or .json file) of fine-tuning hparams over the study's")
   parser.add_argument("--stages", default="data,pretrain,finetune,report")
   args = parser.parse_args(argv)
   args.work_dir = os.path.abspath(args.work_dir)
   args.shared_data = os.path.abspath(args.shared_data)
+  from electra_tf2.config import ConfigError, parse_hparams
+  try:
+    args.pretrain_hparams = parse_hparams(args.pretrain_hparams)
+    args.finetune_hparams = parse_hparams(args.finetune_hparams)
+  except ConfigError as e:
+    parser.error(str(e))
   args.stages = args.stages.split(",")
   unknown = set(args.stages) - {"data", "pretrain", "finetune", "report"}
   if unknown:
@@ -437,11 +495,25 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
   for part in ("corpus", "glue"):
     if not os.path.isdir(os.path.join(args.shared_data, part)):
       parser.error(f"--shared-data {args.shared_data} has no {part}/ directory")
+  if args.budget is None:
+    args.budget = PRESETS[args.preset]["budget"]
+  args.deadline = None if args.time_limit is None else time.time() + 60 * args.time_limit
   return args
 
 
 def main(argv: Optional[List[str]] = None) -> int:
   args = parse_args(argv)
+  try:
+    run_stages(args)
+  except TimeLimit:
+    log(f"the --time-limit of {args.time_limit} minutes is reached: rerun the same command "
+        "to go on")
+    return 3
+  log("the study is complete" if "report" in args.stages else "done")
+  return 0
+
+
+def run_stages(args) -> None:
   stages = args.stages
   os.makedirs(args.work_dir, exist_ok=True)
   if "data" in stages:
@@ -454,7 +526,6 @@ def main(argv: Optional[List[str]] = None) -> int:
     stage_finetune(args, points)
   if "report" in stages:
     stage_report(args, plans, points)
-  return 0
 
 
 if __name__ == "__main__":

@@ -17,8 +17,8 @@ if __package__ in (None, ""):  # run as a script: make the repository root impor
 
 import argparse  # noqa: E402
 
-from data_prep.common import (DataPrepError, list_input_files, make_bool_parser,  # noqa: E402
-                              quiet_tensorflow_logs, run_script)
+from data_prep.common import (corpus_files, make_bool_parser, quiet_tensorflow_logs,  # noqa: E402
+                              run_script)
 
 
 def add_tokenizer_flags(parser: argparse.ArgumentParser) -> None:
@@ -118,15 +118,7 @@ def main(argv=None) -> int:
   from data_prep.pretraining import BuildConfig, build_pretraining_data  # noqa: E402
 
   def work():
-    inputs, notes = list_input_files(args.corpus_dir, args.corpus_glob, args.file_list)
-    for note in notes:
-      print(f"note: {note}", file=sys.stderr)
-    if not inputs:
-      raise DataPrepError("no input files found: "
-                          + ", ".join([f"--corpus-dir {d}" for d in args.corpus_dir]
-                                      + [f"--corpus-glob {g!r}" for g in args.corpus_glob]
-                                      + [f"--file-list {f}" for f in args.file_list])
-                          + " gave no files to read")
+    inputs = corpus_files(args, name_the_flags=True)
     cfg = BuildConfig(
         inputs=inputs, vocab_file=args.vocab_file, output_dir=args.output_dir,
         max_seq_length=args.max_seq_length,

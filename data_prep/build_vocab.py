@@ -26,8 +26,8 @@ from typing import Callable, Dict, List, Optional, Sequence
 if __package__ in (None, ""):  # run as a script: make the repository root importable
   sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from data_prep.common import (DataPrepError, LineReader, SkipFile, human_bytes,  # noqa: E402
-                              list_input_files, open_input, quiet_tensorflow_logs, run_script)
+from data_prep.common import (DataPrepError, LineReader, SkipFile, corpus_files,  # noqa: E402
+                              human_bytes, open_input, quiet_tensorflow_logs, run_script)
 from electra_tf2.atomic_io import write_text_atomic  # noqa: E402
 from electra_tf2.vocab import SPECIAL_TOKENS  # noqa: E402
 
@@ -245,11 +245,7 @@ def main(argv=None) -> int:
   quiet_tensorflow_logs()
 
   def work():
-    files, notes = list_input_files(args.corpus_dir, args.corpus_glob, args.file_list)
-    for note in notes:
-      print(f"note: {note}", file=sys.stderr)
-    if not files:
-      raise DataPrepError("no input files found")
+    files = corpus_files(args)
     learn_vocab_from_files(files, args.vocab_size, args.output, args.do_lower_case,
                            args.strip_accents, args.num_unused, args.max_corpus_bytes,
                            args.binary_search)

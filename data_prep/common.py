@@ -44,12 +44,11 @@ def human_bytes(n: float) -> str:
 
 
 def human_count(n: float) -> str:
-  if n >= 1e9:
-    return f"{n / 1e9:.2f}G"
-  if n >= 1e6:
-    return f"{n / 1e6:.2f}M"
-  if n >= 1e4:
-    return f"{n / 1e3:.1f}k"
+  """12345 -> '12.3k', 4.5e6 -> '4.50M'."""
+  for threshold, unit, suffix, digits in ((1e9, 1e9, "G", 2), (1e6, 1e6, "M", 2),
+                                          (1e4, 1e3, "k", 1)):
+    if n >= threshold:
+      return f"{n / unit:.{digits}f}{suffix}"
   return f"{n:.0f}"
 
 
@@ -169,6 +168,23 @@ class SkipFile(Exception):
     super().__init__(message)
     self.category = category
 
+
+
+def corpus_files(args, name_the_flags: bool = False) -> List[str]:
+  """The files of --corpus-dir/--corpus-glob/--file-list, with their notes printed.
+
+  Raises DataPrepError when there are none (naming the flags when `name_the_flags`).
+  """
+  inputs, notes = list_input_files(args.corpus_dir, args.corpus_glob, args.file_list)
+  for note in notes:
+    print(f"note: {note}", file=sys.stderr)
+  if not inputs:
+    given = ([f"--corpus-dir {d}" for d in args.corpus_dir]
+             + [f"--corpus-glob {g!r}" for g in args.corpus_glob]
+             + [f"--file-list {f}" for f in args.file_list])
+    raise DataPrepError("no input files found" + (f": {', '.join(given)} gave no files to read"
+                                                  if name_the_flags else ""))
+  return inputs
 
 def open_input(path: str, open_raw: RawOpener = open_local) -> BinaryIO:
   """Opens a corpus file for binary reading, decompressing gzip, bzip2 and xz.

@@ -19,14 +19,14 @@ UNK_WARNING_PERCENT = 5.0
 @dataclasses.dataclass
 class Stats:
   """Counters of one job or input (merged over them for the summary)."""
-  files_read: int = 0
+  files_read: int = 0  # reading
   bytes_read: int = 0
   documents: int = 0
-  lines: int = 0
+  lines: int = 0  # lines: all, blank (document ends), not UTF-8, over the long-line limit
   blank_lines: int = 0
   invalid_lines: int = 0
   long_lines: int = 0
-  sentences: int = 0
+  sentences: int = 0  # tokenizing and packing
   tokens: int = 0
   unk_tokens: int = 0
   examples: int = 0

@@ -179,7 +179,35 @@ class ObjectiveConfig:
 
 
 @dataclasses.dataclass(frozen=True)
-class PretrainingConfig:
+class ResolvedConfig:
+  """What both resolved configs share: the official TPU settings (configure_pretraining.py
+  :87-92, configure_finetuning.py:95-100), kept for parity, and the dict form."""
+  use_tpu: bool
+  num_tpu_cores: int
+  tpu_job_name: Optional[str]
+  tpu_name: Optional[str]
+  tpu_zone: Optional[str]
+  gcp_project: Optional[str]
+
+  def replace(self, **kwargs):
+    """A copy with some values changed; resolved parts are not recomputed."""
+    return dataclasses.replace(self, **kwargs)
+
+  def to_dict(self) -> Dict[str, Any]:
+    """Every field as JSON-ready values (nested configs and named tuples as dicts)."""
+    values = {}
+    for field in dataclasses.fields(self):
+      value = getattr(self, field.name)
+      if dataclasses.is_dataclass(value):
+        value = value.to_dict()
+      elif isinstance(value, tuple) and hasattr(value, "_asdict"):
+        value = value._asdict()
+      values[field.name] = copy.deepcopy(value)
+    return values
+
+
+@dataclasses.dataclass(frozen=True)
+class PretrainingConfig(ResolvedConfig):
   """The resolved pre-training configuration, frozen.
 
   Every hparam of configs/pretraining_defaults.json (the official
@@ -225,12 +253,6 @@ class PretrainingConfig:
   max_seq_length: int
   train_batch_size: int
   eval_batch_size: int
-  use_tpu: bool
-  num_tpu_cores: int
-  tpu_job_name: Optional[str]
-  tpu_name: Optional[str]
-  tpu_zone: Optional[str]
-  gcp_project: Optional[str]
   pretrain_tfrecords: Optional[str]
   vocab_file: Optional[str]
   model_dir: Optional[str]
@@ -260,18 +282,6 @@ class PretrainingConfig:
   def objective(self) -> ObjectiveConfig:
     return ObjectiveConfig(**{f.name: getattr(self, f.name)
                               for f in dataclasses.fields(ObjectiveConfig)})
-
-  def replace(self, **kwargs) -> "PretrainingConfig":
-    """A copy with some values changed; resolved parts are not recomputed."""
-    return dataclasses.replace(self, **kwargs)
-
-  def to_dict(self) -> Dict[str, Any]:
-    values = {f.name: copy.deepcopy(getattr(self, f.name)) for f in dataclasses.fields(self)}
-    values["bert_config"] = self.bert_config.to_dict()
-    generator = self.generator_bert_config
-    values["generator_bert_config"] = generator and generator.to_dict()
-    values["special_ids"] = self.special_ids._asdict()
-    return values
 
   @classmethod
   def from_dict(cls, values: Mapping[str, Any]) -> "PretrainingConfig":

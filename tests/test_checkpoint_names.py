@@ -52,14 +52,20 @@ def official_mlm_head(scope: str, h: int, E: int, V: int) -> Shapes:
           f"{scope}/output_bias": (V,)}
 
 
-def official_electra_checkpoint(V, E, H, L, h, Lg) -> Shapes:
-  """The default-objective pre-training checkpoint of spec 4.2 (no global_step/adam)."""
+def official_discriminator(V, E, H, L) -> Shapes:
+  """`electra/` (embeddings and encoder) and `discriminator_predictions/`."""
   names = official_embeddings("electra", V, E)
   names.update(official_encoder("electra", E, H, 4 * H, L))
   names.update({"discriminator_predictions/dense/kernel": (H, H),
                 "discriminator_predictions/dense/bias": (H,),
                 "discriminator_predictions/dense_1/kernel": (H, 1),
                 "discriminator_predictions/dense_1/bias": (1,)})
+  return names
+
+
+def official_electra_checkpoint(V, E, H, L, h, Lg) -> Shapes:
+  """The default-objective pre-training checkpoint of spec 4.2 (no global_step/adam)."""
+  names = official_discriminator(V, E, H, L)
   names.update(official_encoder("generator", E, h, 4 * h, Lg))
   names.update(official_mlm_head("generator_predictions", h, E, V))
   return names
@@ -91,12 +97,7 @@ def test_electric_layout():
   config = resolve_pretraining_config("electra_small", None,
                                       {"debug": True, "electric_objective": True})
   V, E, H, L, h = 30522, 128, 144, 3, 36
-  expected = official_embeddings("electra", V, E)
-  expected.update(official_encoder("electra", E, H, 4 * H, L))
-  expected.update({"discriminator_predictions/dense/kernel": (H, H),
-                   "discriminator_predictions/dense/bias": (H,),
-                   "discriminator_predictions/dense_1/kernel": (H, 1),
-                   "discriminator_predictions/dense_1/bias": (1,)})
+  expected = official_discriminator(V, E, H, L)
   expected.update(official_encoder("generator_ltr", E, h, 4 * h, L))
   expected.update(official_encoder("generator_rtl", E, h, 4 * h, L))
   expected.update(official_mlm_head("cloze_predictions", 2 * h, E, V))
@@ -110,12 +111,7 @@ def test_untied_generator_embeddings_layout():
   config = resolve_pretraining_config("electra_small", None,
                                       {"debug": True, "untied_generator_embeddings": True})
   V, E, H, L, h = 30522, 128, 144, 3, 36
-  expected = official_embeddings("electra", V, E)
-  expected.update(official_encoder("electra", E, H, 4 * H, L))
-  expected.update({"discriminator_predictions/dense/kernel": (H, H),
-                   "discriminator_predictions/dense/bias": (H,),
-                   "discriminator_predictions/dense_1/kernel": (H, 1),
-                   "discriminator_predictions/dense_1/bias": (1,)})
+  expected = official_discriminator(V, E, H, L)
   expected.update(official_embeddings("generator", V, h))
   expected.update(official_encoder("generator", h, h, 4 * h, L))
   expected.update(official_mlm_head("generator_predictions", h, h, V))
@@ -130,12 +126,7 @@ def test_electric_untied_embeddings_layout():
                                       {"debug": True, "electric_objective": True,
                                        "untied_generator_embeddings": True})
   V, E, H, L, h = 30522, 128, 144, 3, 36
-  expected = official_embeddings("electra", V, E)
-  expected.update(official_encoder("electra", E, H, 4 * H, L))
-  expected.update({"discriminator_predictions/dense/kernel": (H, H),
-                   "discriminator_predictions/dense/bias": (H,),
-                   "discriminator_predictions/dense_1/kernel": (H, 1),
-                   "discriminator_predictions/dense_1/bias": (1,)})
+  expected = official_discriminator(V, E, H, L)
   for tower in ("generator_ltr", "generator_rtl"):
     expected.update(official_embeddings(tower, V, h))
     expected.update(official_encoder(tower, h, h, 4 * h, L))

@@ -54,9 +54,13 @@ def test_smallest_budget_then_resume(tmp_path, capsys):
   args = study.parse_args(argv)
   per_step = study.plan(args)["electra_0.5"]["flops_per_step"]
   argv += ["--budget", str(10 * per_step)]  # ten steps: checkpoints at steps 5 and 10
+  # A time limit stops the run (exit status 3); the same command then goes on.
+  assert study.main(argv + ["--time-limit", "0.02"]) == 3
+  assert "the --time-limit of 0.02 minutes is reached" in capsys.readouterr().out
   assert study.main(argv) == 0
   first = capsys.readouterr().out
   assert first.count("+ ") == 4  # one pre-training, three fine-tunings (random, step 5, 10)
+  assert "the study is complete" in first
 
   result = json.load(open(tmp_path / "study" / "study.json"))
   points = {p["name"]: p for p in result["points"]}

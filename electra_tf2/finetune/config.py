@@ -31,7 +31,7 @@ import os
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 from electra_tf2.config import (CONFIG_DIR, ENCODER_HPARAMS, PRETRAIN_CONFIG_FILE, BertConfig,
-                                ConfigError, check_hparams, check_model_overrides,
+                                ConfigError, ResolvedConfig, check_hparams, check_model_overrides,
                                 check_optimizer_hparams, check_seed, get_bert_config,
                                 parse_hparams, read_saved_pretraining_config, saved_bert_config)
 from electra_tf2.config import _read_json as read_config_json
@@ -62,7 +62,7 @@ def known_tasks() -> List[str]:
 
 
 @dataclasses.dataclass(frozen=True)
-class FinetuningConfig:
+class FinetuningConfig(ResolvedConfig):
   """The resolved fine-tuning configuration, frozen.
 
   Every hparam of configs/finetuning_defaults.json (configure_finetuning.py:32-128
@@ -109,12 +109,6 @@ class FinetuningConfig:
   joint_prediction: bool
   beam_size: int
   qa_na_threshold: float
-  use_tpu: bool
-  num_tpu_cores: int
-  tpu_job_name: Optional[str]
-  tpu_name: Optional[str]
-  tpu_zone: Optional[str]
-  gcp_project: Optional[str]
   raw_data_dir: str
   vocab_file: str
   init_checkpoint: Optional[str]
@@ -135,15 +129,6 @@ class FinetuningConfig:
   data_dir: str
   pretrained_model_dir: Optional[str]
   encoder_config: BertConfig
-
-  def replace(self, **kwargs) -> "FinetuningConfig":
-    """A copy with some values changed (no re-resolution)."""
-    return dataclasses.replace(self, **kwargs)
-
-  def to_dict(self) -> Dict[str, Any]:
-    values = {f.name: copy.deepcopy(getattr(self, f.name)) for f in dataclasses.fields(self)}
-    values["encoder_config"] = self.encoder_config.to_dict()
-    return values
 
   @classmethod
   def from_dict(cls, values: Mapping[str, Any]) -> "FinetuningConfig":

@@ -29,6 +29,7 @@ Head: `finetune/heads.py` (`QAHead`, task_specific/<task>/...).
 from __future__ import annotations
 
 import collections
+import dataclasses
 import json
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -39,22 +40,17 @@ from electra_tf2.finetune.task import (CachedTokenizer, Example, FeatureSpec,
 DocSpan = collections.namedtuple("DocSpan", ["start", "length"])
 
 
+@dataclasses.dataclass(eq=False)
 class QAExample(Example):
   """One question about a whitespace-tokenized context."""
-
-  def __init__(self, task_name: str, eid: int, qas_id: Optional[str], qid: Optional[str],
-               question_text: str, doc_tokens: List[str], orig_answer_text: Optional[str] = None,
-               start_position: Optional[int] = None, end_position: Optional[int] = None,
-               is_impossible: bool = False):
-    super().__init__(task_name, eid)
-    self.qas_id = qas_id
-    self.qid = qid
-    self.question_text = question_text
-    self.doc_tokens = doc_tokens
-    self.orig_answer_text = orig_answer_text
-    self.start_position = start_position
-    self.end_position = end_position
-    self.is_impossible = is_impossible
+  qas_id: Optional[str]
+  qid: Optional[str]
+  question_text: str
+  doc_tokens: List[str]
+  orig_answer_text: Optional[str] = None
+  start_position: Optional[int] = None
+  end_position: Optional[int] = None
+  is_impossible: bool = False
 
   @property
   def example_id(self) -> str:

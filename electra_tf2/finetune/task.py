@@ -25,12 +25,11 @@ class FinetuningDataError(ElectraError, ValueError):
   """Missing or malformed task data; the message names the file and line or question id."""
 
 
+@dataclasses.dataclass(eq=False)  # examples compare by identity
 class Example:
   """One raw example of a task."""
-
-  def __init__(self, task_name: str, eid: int):
-    self.task_name = task_name
-    self.eid = eid
+  task_name: str
+  eid: int
 
 
 @dataclasses.dataclass(frozen=True)

@@ -19,6 +19,14 @@ from electra_tf2.layers.activations import get_activation
 from electra_tf2.layers.layer_norm import LayerNorm
 
 
+def _hidden_dense(units: int, hidden_act: Optional[str], initializer_range: float,
+                  dtype_policy) -> keras.layers.Dense:
+  """The heads' first layer, `dense`: `hidden_act` and a truncated normal initializer."""
+  return keras.layers.Dense(units, activation=get_activation(hidden_act), name="dense",
+                            dtype=dtype_policy,
+                            kernel_initializer=initializers.truncated_normal(initializer_range))
+
+
 @keras.saving.register_keras_serializable(package="electra_tf2")
 class MaskedLMHead(keras.layers.Layer):
   """`[batch, n, hidden]` states -> `[batch, n, vocab_size]` token logits.
@@ -34,10 +42,7 @@ class MaskedLMHead(keras.layers.Layer):
     self.vocab_size = vocab_size
     self.initializer_range = initializer_range
     self.hidden_act = hidden_act
-    self.dense = keras.layers.Dense(
-        embedding_size, activation=get_activation(hidden_act), name="dense",
-        dtype=self.dtype_policy,
-        kernel_initializer=initializers.truncated_normal(initializer_range))
+    self.dense = _hidden_dense(embedding_size, hidden_act, initializer_range, self.dtype_policy)
     self.layer_norm = LayerNorm(epsilon=1e-12, name="LayerNorm", dtype=self.dtype_policy)
 
   def build(self, input_shape):
@@ -75,10 +80,7 @@ class DiscriminatorHead(keras.layers.Layer):
     self.hidden_size = hidden_size
     self.initializer_range = initializer_range
     self.hidden_act = hidden_act
-    self.dense = keras.layers.Dense(
-        hidden_size, activation=get_activation(hidden_act), name="dense",
-        dtype=self.dtype_policy,
-        kernel_initializer=initializers.truncated_normal(initializer_range))
+    self.dense = _hidden_dense(hidden_size, hidden_act, initializer_range, self.dtype_policy)
     self.dense_1 = keras.layers.Dense(1, name="dense_1", dtype=self.dtype_policy,
                                       kernel_initializer=initializers.glorot_uniform())
 

@@ -11,8 +11,14 @@ from electra_tf2 import errors
 from electra_tf2.training import distribution
 
 
-def define_run_flags() -> None:
-  """--distribution-strategy, --tpu, --mixed-precision, --jit-compile, --log-every."""
+def define_run_flags(data_dir: str, model_name: str, defaults_file: str) -> None:
+  """--data-dir, --model-name and --hparams (their help: what the directory holds, what
+  the name names, the JSON of defaults), then --distribution-strategy, --tpu,
+  --mixed-precision, --jit-compile and --log-every."""
+  flags.DEFINE_string("data-dir", None, data_dir)
+  flags.DEFINE_string("model-name", None, model_name)
+  flags.DEFINE_string("hparams", "{}", "JSON object or .json file of hyperparameters "
+                      f"(see configs/{defaults_file}).")
   flags.DEFINE_enum("distribution-strategy", "auto", list(distribution.STRATEGIES),
                     "auto: a TPU if --tpu, all GPUs if several, else one device.")
   flags.DEFINE_string("tpu", None, "TPU name or grpc:// address.")
