@@ -28,10 +28,10 @@ FLAGS = flags.FLAGS
 def main(argv):
   logging.set_verbosity(logging.WARNING)  # progress lines are printed; TF's INFO chatter is not
   cli.check_arguments(argv)
-  from electra_tf2.training import pretraining_loop  # noqa: E402  (after flag errors, TF is slow)
+  from electra_tf2.training import pretraining  # noqa: E402  (after flag errors, TF is slow)
   config = config_lib.resolve_pretraining_config(
       FLAGS["model-name"].value, FLAGS["data-dir"].value, FLAGS.hparams)
-  pretraining_loop.run_pretraining(config, cli.run_options_from_flags())
+  pretraining.run_pretraining(config, cli.run_options_from_flags())
 
 
 if __name__ == "__main__":

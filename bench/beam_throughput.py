@@ -2,7 +2,7 @@
 
 In one run, alternating, best of --rounds, on the same corpus and seed:
 
-- single (the anchor): data_prep.pretraining.build_pretraining_data, one job in
+- single (the anchor): data_prep.builder.build_pretraining_data, one job in
   this process;
 - beam, 1 worker: data_prep.beam_pretraining.build_with_beam on the
   DirectRunner in_memory mode, in this process: what one Beam worker core does;
@@ -62,7 +62,7 @@ def multiset_digest(out_dir: str) -> str:
 
 def run(kind: str, files, vocab_file: str, args) -> dict:
   from data_prep.beam_pretraining import build_with_beam  # pylint: disable=g-import-not-at-top
-  from data_prep.pretraining import BuildConfig, build_pretraining_data  # pylint: disable=g-import-not-at-top
+  from data_prep.builder import BuildConfig, build_pretraining_data  # pylint: disable=g-import-not-at-top
   out_dir = tempfile.mkdtemp(prefix=f"bench-{kind}-")
   try:
     cfg = BuildConfig(inputs=list(files), vocab_file=vocab_file, output_dir=out_dir,

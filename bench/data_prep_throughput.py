@@ -7,7 +7,7 @@ Both run on the same corpus in the same run, alternating, best of --rounds:
   pure-Python BERT FullTokenizer from tf-models-official
   (official.nlp.tools.tokenization, word limit set to the official 200 chars);
   all cores = the official multiprocessing (fork, files i % N == j).
-- ours: data_prep.pretraining.build_pretraining_data (tensorflow-text
+- ours: data_prep.builder.build_pretraining_data (tensorflow-text
   tokenizer, batched); all cores = --num-processes N (spawned workers).
 
 Also the tokenizers alone (pure-Python FullTokenizer vs ours, batched).
@@ -171,7 +171,7 @@ def official_run(files, vocab_file, max_length, num_shards, processes, seed=1):
 # ---------------------------------------------------------------------------
 
 def ours_run(files, vocab_file, max_length, num_shards, processes, seed=1):
-  from data_prep.pretraining import BuildConfig, build_pretraining_data  # pylint: disable=g-import-not-at-top
+  from data_prep.builder import BuildConfig, build_pretraining_data  # pylint: disable=g-import-not-at-top
   out_dir = tempfile.mkdtemp(prefix="bench-ours-")
   try:
     cfg = BuildConfig(inputs=list(files), vocab_file=vocab_file, output_dir=out_dir,

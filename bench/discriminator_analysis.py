@@ -302,10 +302,10 @@ class Context:
   """What every stage needs: model, passes, tokenizer, scorer, vocabulary facts."""
 
   def __init__(self, args):
-    from electra_tf2 import export, pretrained, scoring
+    from electra_tf2 import export, model_directory, scoring
     from electra_tf2.tokenization import FullTokenizer
-    self.config = pretrained.load_pretraining_config(args.model_dir)
-    self.model = pretrained.restore_pretrainer(args.model_dir, args.checkpoint, self.config)
+    self.config = model_directory.load_pretraining_config(args.model_dir)
+    self.model = model_directory.restore_pretrainer(args.model_dir, args.checkpoint, self.config)
     vocab_file = export.find_vocab(args.model_dir, self.config)
     if vocab_file is None:
       raise scoring.ScoringError(f"{args.model_dir} has no vocab.txt")
@@ -775,15 +775,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   if not os.path.isdir(args.shared_data):
     print(f"error: --shared-data {args.shared_data} does not exist", file=sys.stderr)
     return 2
-  from electra_tf2 import checkpoints, scoring
+  from electra_tf2 import checkpoint_files, scoring
   start = time.time()
   try:
     ctx = Context(args)
-  except (checkpoints.ModelDirectoryError, scoring.ScoringError, ValueError) as e:
+  except (checkpoint_files.ModelDirectoryError, scoring.ScoringError, ValueError) as e:
     print(f"error: {e}", file=sys.stderr)
     return 2
   config = ctx.config
-  checkpoint = args.checkpoint or checkpoints.latest_checkpoint(args.model_dir)
+  checkpoint = args.checkpoint or checkpoint_files.latest_checkpoint(args.model_dir)
   results: Dict[str, Any] = {"meta": {
       "model_dir": args.model_dir, "checkpoint": checkpoint,
       "model": f"{config.model_size}, {config.bert_config.num_hidden_layers} layers, hidden "

@@ -68,7 +68,7 @@ def state_spread(model_dir: str, dev_tsv: str, vocab_file: str, n: int = 64):
   """
   import numpy as np  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from electra_tf2 import pretrained  # pylint: disable=g-import-not-at-top
+  from electra_tf2 import model_directory  # pylint: disable=g-import-not-at-top
   from electra_tf2.tokenization import FullTokenizer  # pylint: disable=g-import-not-at-top
   with open(dev_tsv, encoding="utf-8") as f:
     sentences = [line.split("\t")[0] for line in f.readlines()[1:n + 1]]
@@ -78,7 +78,7 @@ def state_spread(model_dir: str, dev_tsv: str, vocab_file: str, n: int = 64):
   width = max(map(len, ids))
   input_ids = np.array([i + [0] * (width - len(i)) for i in ids], np.int32)
   mask = (input_ids > 0).astype(np.int32)
-  encoder = pretrained.restore_pretrainer(model_dir).discriminator
+  encoder = model_directory.restore_pretrainer(model_dir).discriminator
   states = encoder(tf.constant(input_ids), tf.constant(mask), tf.zeros_like(mask)).numpy()
   within = [states[i, :mask[i].sum()].std(0).mean() for i in range(len(ids))]
   return {"cls_std_across_sentences": float(states[:, 0].std(0).mean()),
@@ -95,13 +95,13 @@ def reinitialised_copy(model_dir: str, out_dir: str, pattern: str, seed: int) ->
   import shutil  # pylint: disable=g-import-not-at-top
   import keras  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from electra_tf2 import checkpoint_names, pretrained  # pylint: disable=g-import-not-at-top
+  from electra_tf2 import model_directory, variable_names  # pylint: disable=g-import-not-at-top
   from electra_tf2.models.pretrainer import ElectraPretrainer  # pylint: disable=g-import-not-at-top
-  trained = pretrained.restore_pretrainer(model_dir)
+  trained = model_directory.restore_pretrainer(model_dir)
   keras.utils.set_random_seed(seed)
-  fresh = ElectraPretrainer.from_pretraining_config(pretrained.load_pretraining_config(model_dir))
-  source = checkpoint_names.encoder_variable_map(trained.discriminator, "electra")
-  target = checkpoint_names.encoder_variable_map(fresh.discriminator, "electra")
+  fresh = ElectraPretrainer.from_pretraining_config(model_directory.load_pretraining_config(model_dir))
+  source = variable_names.encoder_variable_map(trained.discriminator, "electra")
+  target = variable_names.encoder_variable_map(fresh.discriminator, "electra")
   reset = sorted(name for name in target if re.search(pattern, name))
   if not reset:
     raise SystemExit(f"--reinit {pattern!r} matches no discriminator variable; names look "

@@ -4,7 +4,7 @@
         [--batch-size 128] [--batches 300] [--files 8]
 
 Writes synthetic TFRecords shaped like the data builder's output to a
-temporary directory, then times `pretrain_data.input_fn` (the official
+temporary directory, then times `input_pipeline.input_fn` (the official
 repeat/shuffle/interleave/shuffle/batch pipeline, parsed to int32) in the
 training configuration and in the deterministic one. Compare the figure with
 the training step's sequences/s (bench/pretrain_throughput.py): the pipeline
@@ -23,7 +23,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
-from electra_tf2 import pretrain_data  # noqa: E402
+from electra_tf2 import input_pipeline  # noqa: E402
 from electra_tf2.config import resolve_pretraining_config  # noqa: E402
 from tests.fixtures import write_pretraining_data  # noqa: E402
 
@@ -41,7 +41,7 @@ def main() -> None:
                                   num_files=args.files)
     config = resolve_pretraining_config("electra_small", data, {"max_seq_length": args.seq_len})
     for deterministic in (False, True):
-      dataset = pretrain_data.input_fn(config, True, args.batch_size,
+      dataset = input_pipeline.input_fn(config, True, args.batch_size,
                                        deterministic=deterministic)
       iterator = iter(dataset)
       for _ in range(20):  # fill the shuffle and prefetch buffers

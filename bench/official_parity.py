@@ -305,8 +305,8 @@ def stage_equivalence(args) -> Dict[str, Any]:
   """K optimizer steps of both codes from our initial weights with shared randomness."""
   import numpy as np
   import tensorflow as tf
-  from electra_tf2 import checkpoint_names, convert, pretrain_data
-  from electra_tf2.training.pretraining_loop import PretrainingRun
+  from electra_tf2 import convert, input_pipeline, variable_names
+  from electra_tf2.training.pretraining import PretrainingRun
 
   out_dir = os.path.join(args.work_dir, "equivalence")
   os.makedirs(out_dir, exist_ok=True)
@@ -317,7 +317,7 @@ def stage_equivalence(args) -> Dict[str, Any]:
   init = convert.official_tensors(run.variable_names)
   init_prefix = convert.write_official_checkpoint(os.path.join(out_dir, "init"), init)
   steps = args.equivalence_steps
-  batches = list(pretrain_data.input_fn(config, False, config.train_batch_size).take(steps))
+  batches = list(input_pipeline.input_fn(config, False, config.train_batch_size).take(steps))
   np.savez(os.path.join(out_dir, "batches.npz"),
            **{k: np.stack([b[k].numpy() for b in batches]) for k in batches[0]})
   seeds = []
@@ -362,7 +362,7 @@ def stage_equivalence(args) -> Dict[str, Any]:
         f"{a['total_loss']:>11.6f} {b['total_loss']:>15.6f} {a['mlm_loss']:>9.6f} "
         f"{b['mlm_loss']:>13.6f}")
   # Weight updates: |(ours - init) - (official - init)| relative to the official update.
-  names = checkpoint_names.pretrainer_variable_map(run.model)
+  names = variable_names.pretrainer_variable_map(run.model)
   worst = []
   # The attention key biases get a gradient of zero up to rounding (a softmax does not
   # change when every score of a query moves by q.b); Adam turns that rounding noise into
@@ -405,13 +405,13 @@ def stage_dropout(args) -> Dict[str, Any]:
   """
   import numpy as np
   import tensorflow as tf
-  from electra_tf2 import convert, pretrained
+  from electra_tf2 import convert, model_directory
   out_dir = os.path.join(args.work_dir, "equivalence")
   ours_dir = model_dir(args, "ours", args.seeds[0])
   checkpoint = os.path.join(ours_dir, f"ckpt-{max(args.eval_at)}")
   official_prefix = convert.export_official_checkpoint(
       ours_dir, os.path.join(out_dir, "trained"), checkpoint)
-  model = pretrained.restore_pretrainer(ours_dir, checkpoint)
+  model = model_directory.restore_pretrainer(ours_dir, checkpoint)
   batches = np.load(os.path.join(out_dir, "batches.npz"))
   features = {k: tf.constant(batches[k][0]) for k in ("input_ids", "input_mask", "segment_ids")}
   seed = tf.constant([0, 0], tf.int32)
@@ -489,7 +489,7 @@ EVAL_SETS = {"heldout": "heldout_tfrecords", "train": "pretrain_tfrecords"}
 
 
 def evaluate_checkpoint(args, eval_set: str, directory: str, prefix: str) -> Dict[str, float]:
-  from electra_tf2.training.pretraining_loop import PretrainingRun
+  from electra_tf2.training.pretraining import PretrainingRun
   records = os.path.join(args.work_dir, "data", EVAL_SETS[eval_set], "pretrain_data.tfrecord*")
   config = our_config(args, do_train=False, do_eval=True, model_dir=directory,
                       pretrain_tfrecords=records, eval_batch_size=32,

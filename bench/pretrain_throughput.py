@@ -37,7 +37,7 @@ import tensorflow as tf  # noqa: E402
 
 from electra_tf2.config import PretrainingConfig, resolve_pretraining_config  # noqa: E402
 from electra_tf2.training.driver import RunOptions  # noqa: E402
-from electra_tf2.training.pretraining_loop import PretrainingRun  # noqa: E402
+from electra_tf2.training.pretraining import PretrainingRun  # noqa: E402
 
 
 # ---------------------------------------------------------------------------

@@ -30,7 +30,7 @@ from tensorflow.tsl.profiler.protobuf import xplane_pb2  # noqa: E402
 
 from electra_tf2.config import resolve_pretraining_config  # noqa: E402
 from electra_tf2.training.driver import RunOptions  # noqa: E402
-from electra_tf2.training.pretraining_loop import PretrainingRun  # noqa: E402
+from electra_tf2.training.pretraining import PretrainingRun  # noqa: E402
 from pretrain_throughput import fake_features, time_steps  # noqa: E402
 
 

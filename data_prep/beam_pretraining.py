@@ -77,17 +77,17 @@ from apache_beam.runners.runner import PipelineState
 
 from data_prep.build_pretraining_dataset import (add_blanks_flags, add_example_flags,
                                                  add_vocab_and_output_flags)
+from data_prep.builder import (BuildConfig, build_info, check_config, file_sha256,
+                                   inputs_fingerprint, install_shards, prepare_output_dir,
+                                   require_examples)
 from data_prep.common import (INFO_FILE, SHARD_PREFIX, DataPrepError, is_builder_output,
                               quiet_tensorflow_logs, run_script)
 from data_prep.input_examples import InputExamples
 from data_prep.jobs import configure_tf_threads, make_tokenizer, shard_names
 from data_prep.packing import input_names
-from data_prep.pretraining import (BuildConfig, build_info, check_config, file_sha256,
-                                   inputs_fingerprint, install_shards, prepare_output_dir,
-                                   require_examples)
 from data_prep.summary import Stats, Summary
 from electra_tf2.atomic_io import is_remote, write_text_atomic
-from electra_tf2.vocab import VocabError, load_vocab, special_token_ids
+from electra_tf2.vocab import load_vocab, special_token_ids, VocabError
 # pylint: enable=g-import-not-at-top,wrong-import-position
 
 COUNTER_NAMESPACE = "electra_tf2.data_prep"

@@ -44,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
   args = build_parser().parse_args(argv)
   quiet_tensorflow_logs()
-  from data_prep.pretraining import BuildConfig, build_pretraining_data  # noqa: E402
+  from data_prep.builder import BuildConfig, build_pretraining_data  # noqa: E402
   vocab_file = args.vocab_file or os.path.join(args.data_dir, "vocab.txt")
   output_dir = args.output_dir or os.path.join(args.data_dir, "pretrain_tfrecords")
   pattern = args.archives_glob or os.path.join(args.data_dir, "openwebtext", "*")

@@ -115,7 +115,7 @@ def main(argv=None) -> int:
   if not (args.corpus_dir or args.corpus_glob or args.file_list):
     parser.error("give the text with --corpus-dir, --corpus-glob or --file-list")
   quiet_tensorflow_logs()
-  from data_prep.pretraining import BuildConfig, build_pretraining_data  # noqa: E402
+  from data_prep.builder import BuildConfig, build_pretraining_data  # noqa: E402
 
   def work():
     inputs = corpus_files(args, name_the_flags=True)

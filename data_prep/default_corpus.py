@@ -234,7 +234,7 @@ def prepare_default_data_dir(data_dir: str, vocab_size: int = DEFAULT_VOCAB_SIZE
   """
   from data_prep.build_vocab import learn_vocab_from_files  # pylint: disable=g-import-not-at-top
   from data_prep.common import list_input_files  # pylint: disable=g-import-not-at-top
-  from data_prep.pretraining import (RANDOM_DRAWS, BuildConfig, build_pretraining_data,  # pylint: disable=g-import-not-at-top
+  from data_prep.builder import (RANDOM_DRAWS, BuildConfig, build_pretraining_data,  # pylint: disable=g-import-not-at-top
                                      file_sha256, inputs_fingerprint, read_info)
   from electra_tf2.vocab import load_vocab  # pylint: disable=g-import-not-at-top
 

@@ -2,7 +2,7 @@
 
 The single place where a model name and user hparams become the final
 `PretrainingConfig` and the encoder `BertConfig`s (discriminator, generator).
-Resolution follows configure_pretraining.py (spec section 2.1):
+Resolution follows configure_pretraining.py:28-137:
 
   1. defaults (configs/pretraining_defaults.json), then the model preset
      (configs/<model_name>.json);
@@ -30,7 +30,7 @@ from electra_tf2.errors import ElectraError
 CONFIG_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "configs")
 # The resolved pre-training config, saved next to the checkpoints of every model.
 PRETRAIN_CONFIG_FILE = "pretrain_config.json"
-# Seeds become int32 stateless-op seeds as `seed * 65536 + shard` (training/pretraining_loop.py).
+# Seeds become int32 stateless-op seeds as `seed * 65536 + shard` (training/pretraining.py).
 MAX_SEED = 32768
 _NON_PRESETS = ("pretraining_defaults", "model_sizes", "debug", "finetuning_defaults",
                 "finetuning_rules")

@@ -1,33 +1,15 @@
-r"""Official TF1 ELECTRA checkpoints in and out (spec sections 4.2 and 8.4).
+r"""Official TF1 ELECTRA checkpoints in and out.
 
-  # official pre-training checkpoint -> our model directory (pretrain_config.json + ckpt-N)
   python -m electra_tf2.convert to-tf2 --checkpoint electra_small/ \
       --model-name electra_small_released --output-dir DATA/models/electra_small
-  # official fine-tuning checkpoint (electra/ + task_specific/) -> a fine-tuned model directory
   python -m electra_tf2.convert to-tf2-finetuned --checkpoint mnli_ckpt/ \
       --data-dir DATA --model-name electra_small --task mnli
-  # ours (pre-trained or fine-tuned) -> model.ckpt-N with the official variable names
   python -m electra_tf2.convert to-official --model-dir DATA/models/electra_small \
       --output-dir electra_small_tf1
 
-Official checkpoints are read by name with `tf.train.load_checkpoint`; every
-model variable has one official name (electra_tf2/checkpoint_names.py and
-`FinetuningModel.variable_map`). Conversion is strict by default: every model
-variable must be in the checkpoint with the same shape, and every checkpoint
-variable must be used or match the ignore list (`global_step`, the
-optimizer's `<var>/adam_m`, `<var>/adam_v`, and the released checkpoints'
-`generator_predictions/temperature`). `ConversionReport` lists all of
-them; the converted directory keeps it as conversion_report.json.
-
-A converted pre-training checkpoint is a normal model directory, with the
-checkpoint's `vocab.txt` copied in: `run_finetuning.py --model-name NAME`
-(DATA/models/NAME) and `electra_tf2.pretrained.restore_pretrainer` load it as
-they load one of ours. `global_step` becomes the N of `ckpt-N`.
-
-Writing uses `SaveV2` with the official names, so `tf.train.list_variables`
-shows exactly the names of spec 4.2 (plus `global_step`); there is no `.meta`
-graph, which no reader of variables needs (`init_from_checkpoint`, Hugging
-Face's `load_tf_weights_in_electra`, bert4keras). Adam slots are not written.
+Variables are matched by their official names (variable_names.py), strictly by
+default; what was loaded, ignored or missing goes to conversion_report.json.
+Notes: docs/design.md#checkpoint-conversion.
 """
 
 from __future__ import annotations
@@ -45,7 +27,7 @@ if __name__ == "__main__":  # the command's quiet default; importing sets nothin
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from electra_tf2 import checkpoint_names, checkpoints, pretrained  # noqa: E402
+from electra_tf2 import checkpoint_files, model_directory, variable_names  # noqa: E402
 from electra_tf2.atomic_io import (copy_file_atomic, write_json_atomic,  # noqa: E402
                                    write_text_atomic)
 from electra_tf2.config import (ConfigError, PretrainingConfig,  # noqa: E402
@@ -134,10 +116,10 @@ def resolve_checkpoint_path(path: str) -> str:
   its only `*.index` file (the released zips hold one checkpoint).
   """
   if tf.io.gfile.isdir(path):
-    latest = checkpoints.latest_checkpoint(path, strict=False)
+    latest = checkpoint_files.latest_checkpoint(path, strict=False)
     if latest:
       return latest
-    found = checkpoints.existing_checkpoints(path)
+    found = checkpoint_files.existing_checkpoints(path)
     if len(found) != 1:
       raise ConversionError(f"{path}: expected one checkpoint (*.index), found {len(found)}; "
                             "pass the checkpoint prefix, e.g. DIR/model.ckpt-1000000")
@@ -262,7 +244,7 @@ def pretrainer_from_official(checkpoint_path: str, config: PretrainingConfig,
   checkpoint_path = resolve_checkpoint_path(checkpoint_path)
   model = ElectraPretrainer.from_pretraining_config(config)
   try:
-    report = assign_from_checkpoint(checkpoint_names.pretrainer_variable_map(model),
+    report = assign_from_checkpoint(variable_names.pretrainer_variable_map(model),
                                     checkpoint_path, strict=strict, ignore=ignore)
   except ConversionError as e:
     raise ConversionError(f"{e}\n{_config_hint(checkpoint_path, config)}") from None
@@ -277,7 +259,7 @@ def load_official_encoder(encoder: Encoder, checkpoint_path: str, scope: str = "
   unused, which is expected here; strict means every encoder variable is found.
   """
   checkpoint_path = resolve_checkpoint_path(checkpoint_path)
-  return assign_from_checkpoint(checkpoint_names.encoder_variable_map(encoder, scope),
+  return assign_from_checkpoint(variable_names.encoder_variable_map(encoder, scope),
                                 checkpoint_path, strict=strict, allow_unused=True)
 
 
@@ -318,10 +300,10 @@ def write_model_dir(model, config: PretrainingConfig, output_dir: str,
 
   The layout is run_pretraining.py's: `pretrain_config.json` and `ckpt-<step>`
   of `tf.train.Checkpoint(model=..., global_step=...)`, so
-  `electra_tf2.pretrained.restore_pretrainer` and fine-tuning load it as is.
+  `electra_tf2.model_directory.restore_pretrainer` and fine-tuning load it as is.
   """
   tf.io.gfile.makedirs(output_dir)
-  write_json_atomic(os.path.join(output_dir, pretrained.PRETRAIN_CONFIG_FILE),
+  write_json_atomic(os.path.join(output_dir, model_directory.PRETRAIN_CONFIG_FILE),
                     config.replace(model_dir=output_dir).to_dict())
   step = tf.Variable(global_step, dtype=tf.int64, trainable=False, name="global_step")
   checkpoint = tf.train.Checkpoint(model=model, global_step=step)
@@ -364,14 +346,14 @@ def export_official_checkpoint(model_dir: str, output_dir: str,
                                checkpoint_path: Optional[str] = None) -> str:
   """Our model directory -> `output_dir/model.ckpt-<step>` in the official layout.
 
-  Every trainable variable under its spec-4.2 name, plus `global_step` (the
+  Every trainable variable under its official name, plus `global_step` (the
   step of our checkpoint). Returns the written prefix.
   """
-  checkpoint_path = checkpoint_path or checkpoints.latest_checkpoint(model_dir)
-  model = pretrained.restore_pretrainer(model_dir, checkpoint_path)
+  checkpoint_path = checkpoint_path or checkpoint_files.latest_checkpoint(model_dir)
+  model = model_directory.restore_pretrainer(model_dir, checkpoint_path)
   step = read_global_step(checkpoint_path)
   return write_official_checkpoint(
-      output_dir, official_tensors(checkpoint_names.pretrainer_variable_map(model)), step)
+      output_dir, official_tensors(variable_names.pretrainer_variable_map(model)), step)
 
 
 def is_finetuned_model_dir(model_dir: str) -> bool:
@@ -427,7 +409,7 @@ def export_official_finetuned(model_dir: str, output_dir: str,
   `electra/...` plus `task_specific/<task>/...`, and `global_step` (the N of ckpt-N).
   """
   from electra_tf2.finetune import model as finetune_model
-  checkpoint_path = checkpoint_path or checkpoints.latest_checkpoint(model_dir)
+  checkpoint_path = checkpoint_path or checkpoint_files.latest_checkpoint(model_dir)
   model, _ = finetune_model.load_finetuned_model(model_dir, checkpoint_path)
   return write_official_checkpoint(output_dir, official_tensors(model.variable_map()),
                                    read_global_step(checkpoint_path))
@@ -509,7 +491,7 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
         args.checkpoint, config, output_dir, strict=args.strict,
         ignore=tuple(DEFAULT_IGNORE) + tuple(args.ignore), vocab_file=args.vocab_file)
     print(report.summary())
-    print(f"wrote {output_dir} ({pretrained.PRETRAIN_CONFIG_FILE}, "
+    print(f"wrote {output_dir} ({model_directory.PRETRAIN_CONFIG_FILE}, "
           f"{os.path.basename(tf.train.latest_checkpoint(output_dir))}, {REPORT_FILE})")
   elif args.command == "to-tf2-finetuned":
     from electra_tf2.finetune import config as finetune_config, task_builder

@@ -3,60 +3,13 @@ r"""TF SavedModels with serving signatures on token ids and on raw text.
   python -m electra_tf2.export --model-dir DATA/models/electra_small \
       --kind discriminator --output-dir export/electra_small_discriminator
 
-  # serving needs nothing but TensorFlow and tensorflow-text:
   import tensorflow as tf, tensorflow_text  # tensorflow_text registers the tokenizer ops
   model = tf.saved_model.load("export/electra_small_discriminator")
   model.signatures["text"](text=tf.constant(["the chef ate the meal"]))["replaced_probability"]
 
-Kinds (`--kind`) and their outputs:
-  encoder        `sequence_output` [batch, seq_len, hidden] and `pooled_output`
-                 [batch, hidden], the [CLS] state (ELECTRA has no pooler layer);
-  discriminator  `replaced_probability` [batch, seq_len], the pre-training
-                 discriminator's sigmoid per token, and its `logits`; plus the
-                 `score` signature (electra_tf2/scoring.py);
-  finetuned      a fine-tuned model (finetuning_models/<tasks>_model_<trial>):
-                 every head's outputs as `<task>_<name>` (`mnli_logits`,
-                 `mnli_predictions`, `squad_start_logits`, ...), plus
-                 `<task>_label`, the label string, for classification. Tagging
-                 predicts every WordPiece (the official task reads the first
-                 WordPiece of each word); QA reads the question as `text` and
-                 the context as `text_b` of `text_pair`.
---kind defaults to finetuned for a fine-tuned model directory, else discriminator.
-
-Signatures:
-  token_ids  inputs `input_ids`, `input_mask`, `segment_ids`: int32 [batch, seq_len];
-  text       input `text`: string [batch];
-  text_pair  inputs `text`, `text_b`: string [batch] (sentence pairs);
-  score      (discriminator) input `text`: string [batch]; no truncation: long texts
-             are scored in overlapping windows (--window-stride). Per WordPiece of the
-             text (no [CLS]/[SEP]) [batch, tokens]: `token_ids`, `token_mask`,
-             `is_word_start`, `logits`, `replaced_probability`; per text [batch]:
-             `mean_probability`, `max_probability`, `sum_log_odds`, `mean_log_odds`,
-             `num_tokens`, `num_windows`. `model.score_settings()` returns the
-             `max_seq_length`, `window_stride` and `do_lower_case` it uses;
-  serving_default = text (token_ids when exported with --no-text-signatures).
-The text signatures also return the `input_ids`, `input_mask` and
-`segment_ids` they built, so per-token outputs can be matched to WordPieces.
-
-Text is tokenised in the graph by `electra_tf2.tokenization.TokenizerModule`
-(BERT's FullTokenizer, with `do_lower_case` of the model's config) and laid
-out as BERT does: `[CLS] a [SEP]` (segment 0) and, for pairs, `b [SEP]`
-(segment 1), padded with 0 to the longest row of the batch. Truncation never
-fails: a single text keeps its first max_seq_length - 2 WordPieces; a pair is
-cut to max_seq_length - 3 WordPieces by BERT's `_truncate_seq_pair`, which
-drops the last WordPiece of the longer text (of `text_b` on a tie) until the
-pair fits. The vocabulary is saved as the asset `vocab.txt` (`model.vocab_file`).
-
-`saved_model_cli` loads the text signatures once the tensorflow-text ops are
-registered (the stock command does not load them):
-
-  python -c "import sys, tensorflow_text; from tensorflow.python.tools import saved_model_cli; \
-      sys.argv[0] = 'saved_model_cli'; saved_model_cli.main()" \
-      run --dir export/electra_small_discriminator --tag_set serve --signature_def text \
-      --input_exprs 'text=["the chef ate the meal"]'
-
-A model exported with --no-text-signatures holds no tensorflow-text op and
-runs with the stock `saved_model_cli` and TensorFlow alone.
+Kinds: encoder, discriminator (also the `score` signature of scoring.py) and
+finetuned; signatures: token_ids, text, text_pair, score. Their inputs,
+outputs and truncation rules: docs/design.md#savedmodels.
 """
 
 from __future__ import annotations
@@ -71,7 +24,7 @@ if __name__ == "__main__":  # the command's quiet default; importing sets nothin
 
 import tensorflow as tf  # noqa: E402
 
-from electra_tf2 import pretrained, scoring, vocab as vocab_lib  # noqa: E402
+from electra_tf2 import model_directory, scoring, vocab as vocab_lib  # noqa: E402
 from electra_tf2.atomic_io import atomic_directory  # noqa: E402
 from electra_tf2.errors import ElectraError, run_command  # noqa: E402
 
@@ -306,8 +259,8 @@ def _load(model_dir: str, kind: Optional[str], checkpoint_path: Optional[str]):
     lower = config.do_lower_case or config.task_names == ["chunk"]
     vocab_file = config.vocab_file if tf.io.gfile.exists(config.vocab_file) else None
     return model, kind, vocab_file, lower, config.max_seq_length
-  config = pretrained.load_pretraining_config(model_dir)
-  model = pretrained.restore_pretrainer(model_dir, checkpoint_path, config)
+  config = model_directory.load_pretraining_config(model_dir)
+  model = model_directory.restore_pretrainer(model_dir, checkpoint_path, config)
   return (model, kind, find_vocab(model_dir, config), config.do_lower_case,
           config.max_seq_length)
 

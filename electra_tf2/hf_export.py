@@ -37,14 +37,14 @@ if __name__ == "__main__":  # the command's quiet default; importing sets nothin
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from electra_tf2 import checkpoint_names, export, pretrained  # noqa: E402
+from electra_tf2 import export, model_directory, variable_names  # noqa: E402
 from electra_tf2.atomic_io import (atomic_path, copy_file_atomic,  # noqa: E402
                                    write_json_atomic)
 from electra_tf2.config import BertConfig  # noqa: E402
 from electra_tf2.errors import ElectraError, run_command  # noqa: E402
 
 WEIGHTS_FILE = "model.safetensors"
-LAYER_NORM_EPS = 1e-12  # official LayerNorm (spec 4.1)
+LAYER_NORM_EPS = 1e-12  # the official layer_norm's (model/modeling.py:392-395)
 _SAFETENSORS_DTYPES = {np.dtype("float32"): "F32"}
 
 
@@ -122,7 +122,7 @@ def hf_parameter_name(official_name: str, encoder_scope: str) -> str:
 
 def hf_state_dict(model, generator: bool = False) -> Dict[str, np.ndarray]:
   """`{PyTorch name: array}` of the discriminator or of the generator of an `ElectraPretrainer`."""
-  names = checkpoint_names.pretrainer_variable_map(model)
+  names = variable_names.pretrainer_variable_map(model)
   if generator:
     encoder = model.mlm_encoder
     if encoder is None:
@@ -182,8 +182,8 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
   parser.add_argument("--vocab-file", default=None,
                       help="vocabulary to include (default MODEL_DIR/vocab.txt or the config's)")
   args = parser.parse_args(argv)
-  config = pretrained.load_pretraining_config(args.model_dir)
-  model = pretrained.restore_pretrainer(args.model_dir, args.checkpoint, config)
+  config = model_directory.load_pretraining_config(args.model_dir)
+  model = model_directory.restore_pretrainer(args.model_dir, args.checkpoint, config)
   vocab_file = args.vocab_file or export.find_vocab(args.model_dir, config)
   export_hugging_face(model, args.output_dir, args.generator, vocab_file,
                       config.do_lower_case)

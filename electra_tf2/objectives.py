@@ -19,7 +19,7 @@ import numpy as np
 import tensorflow as tf
 
 from electra_tf2 import pretrain_helpers
-from electra_tf2.pretrain_data import Inputs, features_to_inputs, get_updated_inputs
+from electra_tf2.input_pipeline import features_to_inputs, get_updated_inputs, Inputs
 
 FakedData = collections.namedtuple("FakedData", ["inputs", "is_fake_tokens", "sampled_tokids"])
 FakedData.__doc__ = """Discriminator inputs: fake ids, labels `[batch, seq_len]` int32, samples `[batch, n]`."""

@@ -1,55 +1,12 @@
-"""The official ELECTRA optimiser (model/optimization.py, spec sections 3.8 and 6.7).
+"""The official ELECTRA optimiser (model/optimization.py:25-193) as Keras 3 pieces.
 
-Learning rate (`WarmupPolynomialDecay`, official lines 36-45)::
-
-  lr(step) = lr0 * (1 - min(step, T) / T) ** power * min(1, step / W)
-  W = max(T * warmup_proportion, warmup_steps)
-
-with T = `num_train_steps`. This is TF1 `polynomial_decay(cycle=False,
-end_learning_rate=0)`, which clamps the step to T so the rate stays 0 after
-training ends. The warmup factor MULTIPLIES the decay; it does not switch
-between two phases as BERT does. So the rate is already decayed during warmup.
-W == 0 means no warmup (factor 1). TF1 would divide by zero there.
-
-Update (`AdamWeightDecay`, official `AdamWeightDecayOptimizer`, 70-178), per
-variable `p` with gradient `g` (after global-norm clipping of all gradients)::
-
-  m <- b1 * m + (1 - b1) * g
-  v <- b2 * v + (1 - b2) * g**2
-  update = m / (sqrt(v) + eps) + wd * p     # "+ wd * p" only if not excluded
-  p <- p - lr * layer_multiplier(p) * update
-
-How this differs from Keras' `AdamW`:
-  - no bias correction: the first step's update is `(1-b1) g / (sqrt(1-b2)|g|
-    + eps)`, about 3.16 * sign(g), not about sign(g);
-  - the decay is added to the Adam update and scaled by the same (layer-wise)
-    learning rate. Keras instead applies `p -= lr * wd * p` before the Adam step;
-  - exclusion from decay is `re.search` of each pattern over the variable's
-    OFFICIAL checkpoint name. The default patterns are "LayerNorm",
-    "layer_norm" and "bias", so `output_bias` is excluded and embeddings are
-    decayed;
-  - eps is 1e-6 and sits outside the square root;
-  - per-variable layer-wise learning-rate multipliers (official
-    `_get_layer_lrs`, used only by fine-tuning).
-
-The official names come from `variable_name_fn` (for example
-`checkpoint_names.official_name_fn(...)`). By default it is the Keras `path`.
-Slots are named after the official names by `slot_variables_by_official_name`
-(`<name>/adam_m`, `<name>/adam_v`), so a converter can write official
-checkpoints.
-
-Clipping at global norm 1.0 (official line 62) uses Keras' `global_clipnorm`,
-but where one device would apply it: to the gradient summed over all replicas
-(Keras clips each replica's gradient before the sum; so did the official
-TPU code, a per-core quirk that made the update depend on the core count).
-It computes the same scale as `tf.clip_by_global_norm`, including for
-`IndexedSlices`: there the norm is taken over the slice values, so a row
-looked up several times counts once per lookup, as in the official code on
-GPU/CPU. The training loops keep sparse gradients sparse for that reason (the
-word embeddings when nothing but lookups uses them: a uniform generator,
-fine-tuning; `add_gradients` accumulates them by concatenation). The update
-then sums the slices into a dense gradient, as the official
-`tf.multiply(1 - b1, grad)` does.
+`WarmupPolynomialDecay`: lr0 * (1 - min(step, T)/T)**power * min(1, step/W), the
+warmup multiplying the decay (official lines 36-45). `AdamWeightDecay`: Adam
+without bias correction plus decoupled weight decay, no decay for official names
+matching LayerNorm/layer_norm/bias, layer-wise learning rates (`_get_layer_lrs`,
+with its off-by-one by default), global-norm clipping at 1.0 of the gradient
+summed over replicas. `create_optimizer` puts them together as the official
+function does. Notes: docs/design.md#the-optimizer.
 """
 
 from __future__ import annotations
@@ -128,7 +85,7 @@ def layerwise_lr_multipliers(variable_names: Sequence[str], decay: float, n_laye
   "/embeddings/" and "/embeddings_project/" have depth 0, "encoder/layer_<i>/"
   has depth i+1, and "task_specific/" has depth `top`.
   `top` is n_layers + 2 in the official code. The pooler it made room for does
-  not exist, so the top transformer layer gets decay**2 (spec 6.7, issue #51).
+  not exist, so the top transformer layer gets decay**2 (issue #51).
   With `fix_off_by_one` it is n_layers + 1, so the top layer gets decay**1 and
   the embeddings decay**(n_layers+1). Task heads get decay**0 in both cases.
 

@@ -15,7 +15,7 @@ from typing import Dict, Sequence
 
 import numpy as np
 
-from electra_tf2 import checkpoint_names
+from electra_tf2 import variable_names
 from electra_tf2.config import resolve_pretraining_config
 from electra_tf2.errors import run_command
 
@@ -34,7 +34,7 @@ def model_param_counts(model_name: str) -> Dict[str, int]:
   """Builds the model (no forward pass) and counts its variables."""
   from electra_tf2.models.pretrainer import ElectraPretrainer  # heavy import kept local
   model = ElectraPretrainer.from_pretraining_config(resolve_pretraining_config(model_name))
-  shapes = {n: tuple(v.shape) for n, v in checkpoint_names.pretrainer_variable_map(model).items()}
+  shapes = {n: tuple(v.shape) for n, v in variable_names.pretrainer_variable_map(model).items()}
   return count_by_part(shapes)
 
 

@@ -1,27 +1,11 @@
 """Gathering, scattering, dynamic masking and sampling for pre-training.
 
-A TF2 port of the official `pretrain/pretrain_helpers.py` (spec sections
-3.1-3.6) with the same semantics, quirks included:
-
-  * masked positions are drawn *with replacement*, so a row can hold the same
-    position in several slots (spec 6.7.1);
-  * the split is 85% [MASK] / 15% kept, no random tokens (spec 6.7.2);
-  * `num_to_predict` counts every real token, [CLS]/[SEP] included, and rounds
-    half to even (spec 6.7.3);
-  * `scatter_update` averages duplicate updates, floor-dividing integers.
-
-Randomness: every random function takes a keyword-only `seed`, either None or
-an int32/int64 tensor/array of shape [2]. The draws always use stateless ops;
-a given seed reproduces the same result in eager mode and inside
-`tf.function` (this is how the training driver makes runs resumable and
-replicas distinct). With seed None a fresh seed is drawn by a stateful op, so
-unseeded calls differ from call to call, like the official code. Under XLA
-(`jit_compile=True`) TF's stateless ops accept int32 seeds only, and XLA
-draws different (equally valid) numbers than the non-XLA kernels.
-
-The one deliberate change: a row with no position that may be masked (only
-[CLS]/[SEP], all padding, or a proposal that is zero on every candidate) gets
-no prediction slots, where the official code draws an out-of-range position.
+The official pretrain/pretrain_helpers.py:33-229 with the same semantics, quirks
+included: positions masked with replacement (duplicates averaged, integer ids
+floor-divided), 85% [MASK] / 15% kept, `num_to_predict` counting [CLS]/[SEP] and
+rounding half to even, Gumbel-max sampling with `disallow`. Every random
+function takes a `seed` ([2] int, or None for a fresh one) and draws with
+stateless ops. The one change, and the seeds: docs/design.md#masking-and-sampling.
 """
 
 from __future__ import annotations
@@ -31,7 +15,7 @@ from typing import List, Optional, Protocol, Sequence, Tuple, Union
 import numpy as np
 import tensorflow as tf
 
-from electra_tf2 import pretrain_data
+from electra_tf2 import input_pipeline
 from electra_tf2 import vocab as vocab_lib
 
 # A seed for the stateless random ops: an int32/int64 tensor or array of shape [2].
@@ -66,7 +50,7 @@ def _resolve_seed(seed: Optional[Seed]) -> tf.Tensor:
 
 
 # ---------------------------------------------------------------------------
-# Gather / scatter (spec 3.1, 3.2)
+# Gather / scatter (pretrain_helpers.py:33-115)
 # ---------------------------------------------------------------------------
 
 def gather_positions(sequence: tf.Tensor, positions: tf.Tensor) -> tf.Tensor:
@@ -160,10 +144,10 @@ def scatter_update(sequence: tf.Tensor, updates: tf.Tensor,
 
 
 # ---------------------------------------------------------------------------
-# Dynamic masking (spec 3.3 - 3.5)
+# Dynamic masking (pretrain_helpers.py:130-219)
 # ---------------------------------------------------------------------------
 
-def get_candidates_mask(config: MaskingConfig, inputs: pretrain_data.Inputs,
+def get_candidates_mask(config: MaskingConfig, inputs: input_pipeline.Inputs,
                         disallow_from_mask: Optional[tf.Tensor] = None) -> tf.Tensor:
   """Positions that may be masked out: [batch, seq_len] bool.
 
@@ -193,13 +177,13 @@ def num_to_predict(config: MaskingConfig, input_mask: tf.Tensor,
       tf.round(num_tokens * tf.cast(mask_prob, tf.float32)), tf.int32)))
 
 
-def mask(config: MaskingConfig, inputs: pretrain_data.Inputs,
+def mask(config: MaskingConfig, inputs: input_pipeline.Inputs,
          mask_prob: Union[float, tf.Tensor],
          proposal_distribution: Union[float, tf.Tensor] = 1.0,
          disallow_from_mask: Optional[tf.Tensor] = None,
          already_masked: Optional[tf.Tensor] = None, *,
-         seed: Optional[Seed] = None) -> pretrain_data.Inputs:
-  """Dynamic masking, as the official `mask` (spec 3.4).
+         seed: Optional[Seed] = None) -> input_pipeline.Inputs:
+  """Dynamic masking, as the official `mask` (pretrain_helpers.py:145-213).
 
   With N = config.max_predictions_per_seq, each row predicts
   k = max(1, min(N, round_half_even(sum(input_mask) * mask_prob))) slots: the
@@ -258,7 +242,7 @@ def mask(config: MaskingConfig, inputs: pretrain_data.Inputs,
                      tf.cast(config.special_ids.mask, input_ids.dtype))
   masked_input_ids, _ = scatter_update(input_ids, mask_ids, replace_positions)
 
-  return pretrain_data.get_updated_inputs(
+  return input_pipeline.get_updated_inputs(
       inputs,
       input_ids=tf.stop_gradient(masked_input_ids),
       masked_lm_positions=masked_lm_positions,
@@ -266,18 +250,18 @@ def mask(config: MaskingConfig, inputs: pretrain_data.Inputs,
       masked_lm_weights=masked_lm_weights)
 
 
-def unmask(inputs: pretrain_data.Inputs) -> pretrain_data.Inputs:
+def unmask(inputs: input_pipeline.Inputs) -> input_pipeline.Inputs:
   """Puts masked_lm_ids back at masked_lm_positions ([batch, seq_len] input_ids).
 
   Padded slots (position 0) are ignored, so `unmask(mask(x))` restores x.
   """
   unmasked_ids, _ = scatter_update(inputs.input_ids, inputs.masked_lm_ids,
                                    inputs.masked_lm_positions)
-  return pretrain_data.get_updated_inputs(inputs, input_ids=unmasked_ids)
+  return input_pipeline.get_updated_inputs(inputs, input_ids=unmasked_ids)
 
 
 # ---------------------------------------------------------------------------
-# Sampling (spec 3.6)
+# Sampling (pretrain_helpers.py:222-229)
 # ---------------------------------------------------------------------------
 
 def sample_ids_from_softmax(logits: tf.Tensor, disallow: Optional[tf.Tensor] = None, *,

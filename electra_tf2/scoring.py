@@ -1,37 +1,15 @@
 r"""Replaced-token scores of an ELECTRA discriminator: per WordPiece, per word, per sentence.
 
   python -m electra_tf2.scoring score  --model-dir DIR --input FILE --output FILE.jsonl
-  python -m electra_tf2.scoring rerank --model-dir DIR --input GROUPS.jsonl --output FILE.jsonl \
-      [--by mean_log_odds]
+  python -m electra_tf2.scoring rerank --model-dir DIR --input GROUPS.jsonl --output FILE.jsonl
   python -m electra_tf2.scoring show   --model-dir DIR "The chef drank the meal."
 
-  from electra_tf2.scoring import Scorer
   scorer = Scorer.load("DATA/models/electra_small")      # or a SavedModel directory
   result = scorer.score(["The chef drank the meal."])[0]
-  result.scores["mean_log_odds"], [(w.text, w.probability) for w in result.words]
 
-DIR is a pre-trained model directory (ours, or an official checkpoint converted by
-`python -m electra_tf2.convert to-tf2`) or a discriminator SavedModel written by
-`python -m electra_tf2.export` (its `score` signature). Text is tokenised in the
-graph (tensorflow-text, BERT's FullTokenizer) and scored in batches.
-
-Definitions (docs/scoring.md):
-  token         a WordPiece of the text ([CLS] and [SEP] are never scored);
-  probability   the discriminator's sigmoid, P(the token was replaced);
-  log-odds      the discriminator's logit, log(p / (1 - p));
-  word          a word of BERT's basic tokenizer (split on whitespace and punctuation):
-                its first WordPiece and the `##` pieces after it. A word's probability
-                is the MAX over its pieces (a word is suspicious when any piece is);
-  sentence      mean_probability and max_probability over the tokens, sum_log_odds
-                and mean_log_odds (= sum / number of tokens). Higher = more likely
-                edited; `rerank` puts the LOWEST score first. A text without tokens
-                has NaN scores (sum_log_odds 0).
-
-Texts longer than max_seq_length - 2 WordPieces are never truncated: they are cut
-into windows of max_seq_length - 2 tokens, `window_stride` apart (default half a
-window), the last one ending at the text's end, and every token takes its score
-from the window where it has the most context on its nearer side (the window whose
-centre is nearest; the earlier one on a tie). Records say how many windows a text took.
+DIR is a pre-trained model directory (ours or a converted official checkpoint) or
+a discriminator SavedModel. Definitions (token, word, sentence scores) and the
+windows of long texts: docs/scoring.md.
 """
 
 from __future__ import annotations
@@ -337,12 +315,12 @@ class Scorer:
 
   @classmethod
   def _from_model_dir(cls, model_dir, checkpoint, batch_size, max_seq_length, window_stride):
-    from electra_tf2 import export, pretrained  # export imports this module
+    from electra_tf2 import export, model_directory  # export imports this module
     if not tf.io.gfile.isdir(model_dir):
       raise ScoringError(f"--model-dir {model_dir} does not exist: give a pre-trained model "
                          "directory, a converted official checkpoint or a SavedModel")
-    config = pretrained.load_pretraining_config(model_dir)
-    model = pretrained.restore_pretrainer(model_dir, checkpoint, config)
+    config = model_directory.load_pretraining_config(model_dir)
+    model = model_directory.restore_pretrainer(model_dir, checkpoint, config)
     vocab_file = export.find_vocab(model_dir, config)
     if vocab_file is None:
       raise ScoringError(f"{model_dir} has no vocab.txt and its config's vocab_file "

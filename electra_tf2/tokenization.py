@@ -1,50 +1,11 @@
 """BERT/ELECTRA WordPiece tokenization with tensorflow-text, id for id like the official one.
 
-The official ELECTRA code tokenizes with BERT's pure-Python `FullTokenizer`
-(spec 5.1): a `BasicTokenizer` (clean the text, space out CJK characters, split
-on whitespace, lowercase and, only when lowercasing, strip accents by NFD, split
-punctuation) followed by a greedy longest-match-first `WordpieceTokenizer`
-(`##` continuations; a word longer than 200 characters, or one that cannot be
-matched, becomes one `[UNK]`).
-
-`FullTokenizer` here runs the same algorithm as TensorFlow ops, so it is fast on
-batches and can live inside a SavedModel (`TokenizerModule.tokenize_to_ids`):
-
-1. remove NUL, U+FFFD and every control/format character (Unicode categories
-   Cc and Cf) except tab, newline and carriage return, which BERT treats as
-   whitespace (`tf.strings.regex_replace`);
-2. if lowercasing: `tf.strings.lower(encoding="utf-8")` (ICU full lowercase
-   mapping, with the final-sigma rule, as Python's `str.lower`); then, if
-   stripping accents, NFD (`tensorflow_text.normalize_utf8`) and removal of
-   the nonspacing marks (category Mn);
-3. `tensorflow_text.FastWordpieceTokenizer` in end-to-end mode, which splits on
-   whitespace, punctuation (ASCII non-alphanumerics and Unicode category P)
-   and the CJK ideograph ranges exactly as BERT's BasicTokenizer does, then
-   applies longest-match-first WordPiece;
-4. every word longer than 200 characters becomes a single `[UNK]`.
-
-How this differs from tensorflow-text's own `BertTokenizer`, and why it does not
-use it (each point was found with the oracle test, tests/test_tokenization.py):
-
-- BertTokenizer replaces control characters by a space, so "a\\x00b" gives two
-  words; BERT removes them and gives one word "ab".
-- BertTokenizer lowercases with `case_fold_utf8` (NFKC case folding): "ß"
-  becomes "ss", "ﬁ" becomes "fi", full-width letters become ASCII, "²" becomes
-  "2". BERT uses `str.lower()`, which does none of that.
-- BertTokenizer measures words in bytes (`max_bytes_per_word=100`); BERT
-  turns words of more than 200 *characters* into `[UNK]`.
-- ICU's lowercasing follows the process locale: under a Turkish, Azeri or
-  Lithuanian locale "I" becomes dotless "ı". Python's `str.lower` ignores the
-  locale, so the graph detects such a locale and lowercases the few affected
-  letters itself first.
-- `tf.strings.lower` stops at a NUL byte; NULs are removed before it runs.
-- Invalid UTF-8 given to the graph is decoded with U+FFFD replacement, which
-  step 1 then removes: the same as the oracle's `decode("utf-8", "ignore")`.
-
-Remaining difference (listed in the test): TensorFlow's RE2 and ICU use a newer
-Unicode version than Python's `unicodedata` (Unicode 14.0 in Python 3.11), so a
-few dozen code points that Python still considers unassigned are treated as the
-marks or punctuation they have since become.
+`FullTokenizer` runs BERT's FullTokenizer (model/tokenization.py:112-322: clean,
+lowercase and strip accents, split on whitespace, punctuation and CJK, greedy
+longest-match WordPiece, words over 200 characters -> [UNK]) as TensorFlow ops,
+batched; `TokenizerModule` is the same as a `tf.Module` for SavedModels;
+`BasicTokenizer` splits words only. How it matches the official tokenizer where
+tensorflow-text's BertTokenizer does not: docs/design.md#tokenization.
 """
 
 from __future__ import annotations
@@ -55,7 +16,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text as tft
 
-from electra_tf2.vocab import SPECIAL_TOKENS, VocabError, load_vocab, special_token_ids
+from electra_tf2.vocab import load_vocab, special_token_ids, SPECIAL_TOKENS, VocabError
 
 # BERT's WordpieceTokenizer(max_input_chars_per_word=200): longer words -> [UNK].
 MAX_CHARS_PER_WORD = 200

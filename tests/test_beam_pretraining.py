@@ -26,7 +26,7 @@ from test_data_prep import (build, random_line, read_records, read_shards,  # no
 from data_prep import beam_pretraining  # noqa: E402
 from data_prep.common import DataPrepError  # noqa: E402
 from data_prep.input_examples import InputExamples  # noqa: E402
-from data_prep.pretraining import BuildConfig, read_info  # noqa: E402
+from data_prep.builder import BuildConfig, read_info  # noqa: E402
 from electra_tf2.vocab import VocabError  # noqa: E402
 
 assert vocab_file  # a fixture, used by name
@@ -155,6 +155,7 @@ def test_a_failing_worker_ends_the_job_with_one_line_and_no_output(tmp_path, voc
   assert {n: (out / n).read_bytes() for n in os.listdir(out)} == before  # no temporary folder
 
 
+@pytest.mark.slow
 def test_command_line_with_worker_processes(tmp_path, vocab_file):
   """The DirectRunner in multi_processing mode: two worker processes import the pipeline."""
   files = write_corpus(tmp_path / "corpus", seed=3, n_files=5)

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from electra_tf2.config import ConfigError, available_models, resolve_pretraining_config
+from electra_tf2.config import available_models, ConfigError, resolve_pretraining_config
 
 
 def test_presets_have_the_paper_settings():

@@ -1,8 +1,8 @@
 """Official TF1 checkpoints in and out: strict matching, reports, and byte-exact round trips.
 
 The "official" checkpoints here are written the TF1 way (`tf.compat.v1.train.Saver`
-in a graph) from the spec-4.2 name/shape oracle of tests/test_checkpoint_names.py,
-independently of electra_tf2/checkpoint_names.py and of our writer.
+in a graph) from the spec-4.2 name/shape oracle of tests/test_variable_names.py,
+independently of electra_tf2/variable_names.py and of our writer.
 """
 
 import json
@@ -13,13 +13,13 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from electra_tf2 import checkpoint_names, convert, pretrained
-from electra_tf2.checkpoints import ModelDirectoryError
+from electra_tf2 import convert, model_directory, variable_names
+from electra_tf2.checkpoint_files import ModelDirectoryError
 from electra_tf2.config import BertConfig, resolve_pretraining_config
 from electra_tf2.finetune import config as finetune_config, model as finetune_model
 from electra_tf2.networks.encoder import Encoder
 from fixtures import write_vocab
-from test_checkpoint_names import (official_electra_checkpoint, official_embeddings,
+from test_variable_names import (official_electra_checkpoint, official_embeddings,
                                    official_encoder, official_mlm_head)
 
 V = 99  # a small vocabulary keeps the files tiny
@@ -145,11 +145,11 @@ def test_round_trip_is_byte_identical(tmp_path, layout, capsys):
 
   # A normal model directory: the pre-trainer restores from it with no special case.
   assert os.path.basename(tf.train.latest_checkpoint(model_dir)) == f"ckpt-{STEP}"
-  config = pretrained.load_pretraining_config(model_dir)
+  config = model_directory.load_pretraining_config(model_dir)
   assert config.vocab_file == os.path.join(model_dir, "vocab.txt")
   assert os.path.exists(config.vocab_file)
-  model = pretrained.restore_pretrainer(model_dir)
-  for name, variable in checkpoint_names.pretrainer_variable_map(model).items():
+  model = model_directory.restore_pretrainer(model_dir)
+  for name, variable in variable_names.pretrainer_variable_map(model).items():
     np.testing.assert_array_equal(variable.numpy(), values[name], err_msg=name)
 
   out = str(tmp_path / "again")
@@ -181,7 +181,7 @@ def test_missing_misshapen_and_unused_variables_are_reported(tmp_path):
 
   model, report = convert.pretrainer_from_official(official, tiny_config(), strict=False)
   assert not report.ok and report.ignored == ["global_step"]
-  names = checkpoint_names.pretrainer_variable_map(model)
+  names = variable_names.pretrainer_variable_map(model)
   np.testing.assert_array_equal(names["electra/encoder/layer_0/output/dense/bias"].numpy(),
                                 values["electra/encoder/layer_0/output/dense/bias"])
 
@@ -201,18 +201,18 @@ def test_model_dir_that_disagrees_with_its_config_is_a_clear_error(tmp_path):
   model_dir = str(tmp_path / "m")
   config = tiny_config()
   convert.write_model_dir(ElectraPretrainer.from_pretraining_config(config), config, model_dir)
-  path = os.path.join(model_dir, pretrained.PRETRAIN_CONFIG_FILE)
+  path = os.path.join(model_dir, model_directory.PRETRAIN_CONFIG_FILE)
   values = json.load(open(path))
   # one layer more than the checkpoint holds
   values["bert_config"] = dict(values["bert_config"], num_hidden_layers=3)
   json.dump(values, open(path, "w"))
   with pytest.raises(ModelDirectoryError, match=r"ckpt-\d+ does not fit this model \(.*\): it is "
                      "not the model that pretrain_config.json describes"):
-    pretrained.restore_pretrainer(model_dir)
+    model_directory.restore_pretrainer(model_dir)
   del values["mask_prob"]
   json.dump(values, open(path, "w"))
-  with pytest.raises(pretrained.PretrainedModelError, match=f"{path} lacks mask_prob"):
-    pretrained.load_pretraining_config(model_dir)
+  with pytest.raises(model_directory.PretrainedModelError, match=f"{path} lacks mask_prob"):
+    model_directory.load_pretraining_config(model_dir)
 
 
 def test_cli_reports_errors_without_a_traceback(tmp_path, capsys):
@@ -249,7 +249,7 @@ def test_finetuning_layout_encoder_loads_into_encoder(tmp_path):
   report = convert.load_official_encoder(encoder, str(tmp_path / "ft"))
   assert report.complete and report.unused == ["task_specific/mnli/dense/bias",
                                                "task_specific/mnli/dense/kernel"]
-  for name, variable in checkpoint_names.encoder_variable_map(encoder, "electra").items():
+  for name, variable in variable_names.encoder_variable_map(encoder, "electra").items():
     np.testing.assert_array_equal(variable.numpy(), values[name], err_msg=name)
 
   with pytest.raises(convert.ConversionError, match="this is a fine-tuning checkpoint"):
@@ -278,7 +278,7 @@ def test_converted_checkpoint_initialises_finetuning(data_dir):
   model = finetune_model.build_model(
       config, [{"kind": "classification", "task": "sst", "label_list": ["0", "1"]}])
   finetune_model.load_pretrained_encoder(model, config.init_checkpoint)
-  for name, variable in checkpoint_names.encoder_variable_map(model.encoder, "electra").items():
+  for name, variable in variable_names.encoder_variable_map(model.encoder, "electra").items():
     np.testing.assert_array_equal(variable.numpy(), values[name], err_msg=name)
 
 

@@ -29,10 +29,10 @@ pytest.importorskip("tensorflow_text")
 oracle_lib = pytest.importorskip("official.nlp.tools.tokenization")
 
 from data_prep import common  # noqa: E402
+from data_prep.builder import BuildConfig, build_pretraining_data, read_info  # noqa: E402
 from data_prep.common import DataPrepError  # noqa: E402
 from data_prep.example_encoding import ExampleEncoder  # noqa: E402
 from data_prep.packing import ExampleBuilder  # noqa: E402
-from data_prep.pretraining import BuildConfig, build_pretraining_data, read_info  # noqa: E402
 from electra_tf2.vocab import VocabError  # noqa: E402
 
 SCRIPT = os.path.join(REPO_ROOT, "data_prep", "build_pretraining_dataset.py")
@@ -458,6 +458,7 @@ def test_held_out_statistics_match_the_official_builder_on_the_shared_corpus(tmp
     assert abs(ours[key] - official[key]) < 0.015, (key, ours, official)
 
 
+@pytest.mark.slow
 def test_multiprocess_command_line_equals_the_reference(tmp_path, vocab_file):
   files = write_corpus(tmp_path / "corpus", seed=3, n_files=4)
   out = tmp_path / "out"
@@ -649,6 +650,7 @@ def test_empty_inputs_give_one_clear_error_and_change_nothing(tmp_path, vocab_fi
   assert (out / "pretrain_data.tfrecord-0-of-1").read_bytes() == b"old"
 
 
+@pytest.mark.slow
 def test_command_line_errors_are_one_line(tmp_path, vocab_file):
   bad_vocab = tmp_path / "bad_vocab.txt"
   bad_vocab.write_text("[PAD]\n[CLS]\n[SEP]\n[MASK]\nthe\nthe\n")

@@ -17,7 +17,7 @@ from data_prep import default_corpus  # noqa: E402
 from data_prep.build_vocab import learn_vocab, learn_vocab_from_files  # noqa: E402
 from data_prep.common import DataPrepError  # noqa: E402
 from electra_tf2.tokenization import FullTokenizer  # noqa: E402
-from electra_tf2.vocab import SPECIAL_TOKENS, load_vocab  # noqa: E402
+from electra_tf2.vocab import load_vocab, SPECIAL_TOKENS  # noqa: E402
 
 TEXT = """The quick brown fox jumps over the lazy dog.
 Unaffable people want wanted wanting things; the dogs jumped quickly.
@@ -83,6 +83,7 @@ def test_binary_search_option_uses_the_library_learner():
   assert len(vocab) == 80 and vocab[:5] == list(SPECIAL_TOKENS)
 
 
+@pytest.mark.slow
 def test_build_vocab_command_line_errors(tmp_path):
   script = os.path.join(REPO_ROOT, "data_prep", "build_vocab.py")
   (tmp_path / "empty").mkdir()

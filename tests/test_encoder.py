@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 from scipy.special import erf
 
-from electra_tf2 import checkpoint_names
+from electra_tf2 import variable_names
 from electra_tf2.config import BertConfig
 from electra_tf2.layers import EmbeddingBlock, TransformerLayer
 from electra_tf2.networks.encoder import Encoder
@@ -98,7 +98,7 @@ def test_encoder_matches_numpy_reference(embedding_size, direction):
   encoder = Encoder(CONFIG, embedding_size, attention_direction=direction)
   encoder.build()
   randomise(encoder.weights, seed=1)
-  names = checkpoint_names.encoder_variable_map(encoder, "e")
+  names = variable_names.encoder_variable_map(encoder, "e")
   assert ("e/embeddings_project/kernel" in names) == (embedding_size != CONFIG.hidden_size)
   w = {n: v.numpy().astype(np.float64) for n, v in names.items()}
   ids, mask, segments = inputs()
@@ -120,8 +120,8 @@ def test_embeddings_and_one_block_match_numpy_reference():
   randomise(block.weights + layer.weights, seed=2)
   ids, mask, segments = inputs(seed=3)
   w = {n.replace("x/", "e/"): v.numpy().astype(np.float64) for n, v in {
-      **checkpoint_names.embeddings_variable_map(block, "x/embeddings"),
-      **checkpoint_names.transformer_layer_variable_map(layer, "x/encoder/layer_0")}.items()}
+      **variable_names.embeddings_variable_map(block, "x/embeddings"),
+      **variable_names.transformer_layer_variable_map(layer, "x/encoder/layer_0")}.items()}
   from electra_tf2.layers import attention_bias
   emb = block(tf.constant(ids), tf.constant(segments))
   got = layer(emb, attention_bias(tf.constant(mask), "bidirectional", tf.float32))
@@ -163,7 +163,7 @@ def test_every_official_activation_in_the_encoder_and_heads(activation):
   encoder.build()
   randomise(encoder.weights, seed=4)
   w = {n: v.numpy().astype(np.float64)
-       for n, v in checkpoint_names.encoder_variable_map(encoder, "e").items()}
+       for n, v in variable_names.encoder_variable_map(encoder, "e").items()}
   ids, mask, segments = inputs(seed=5)
   got = encoder(tf.constant(ids), tf.constant(mask), tf.constant(segments))
   want = np_encoder(w, ids, mask, segments, CONFIG.num_hidden_layers,

@@ -6,14 +6,14 @@ from electra_tf2 import errors
 
 
 def test_every_user_error_is_an_electra_error():
-  from electra_tf2.checkpoints import ModelDirectoryError
+  from electra_tf2.checkpoint_files import ModelDirectoryError
   from electra_tf2.config import ConfigError
   from electra_tf2.convert import ConversionError
   from electra_tf2.export import ExportError
   from electra_tf2.finetune.task import FinetuningDataError
   from electra_tf2.hf_export import HuggingFaceExportError
-  from electra_tf2.pretrain_data import DataError
-  from electra_tf2.pretrained import PretrainedModelError
+  from electra_tf2.input_pipeline import DataError
+  from electra_tf2.model_directory import PretrainedModelError
   from electra_tf2.training.distribution import DistributionError
   from electra_tf2.vocab import VocabError
   for cls in (ModelDirectoryError, ConfigError, ConversionError, ExportError,

@@ -157,6 +157,7 @@ def run_cli(args, outdir):
   return {name[:-4]: np.load(os.path.join(outdir, name)) for name in os.listdir(outdir)}
 
 
+@pytest.mark.slow
 def test_saved_model_cli_runs_both_signatures(exported):
   """The stock CLI on a --no-text-signatures export; the documented wrapper on text."""
   root, model = exported["root"], exported["model"]

@@ -15,7 +15,7 @@ import pytest
 from electra_tf2 import config as pretraining_config
 from electra_tf2.finetune import runner
 from electra_tf2.finetune.config import resolve_finetuning_config
-from electra_tf2.training import pretraining_loop
+from electra_tf2.training import pretraining
 from tests.conftest import REPO_ROOT, shared_data_path
 from tests.fixtures import write_pretraining_data
 
@@ -32,7 +32,7 @@ def pretrained(tmp_path_factory):
       "electra_small", str(root / "data"),
       {"debug": True, "num_train_steps": 2, "max_seq_length": 32,
        "model_dir": str(root / "dbg")})
-  pretraining_loop.run_pretraining(config)
+  pretraining.run_pretraining(config)
   return str(root / "dbg")
 
 
@@ -127,6 +127,7 @@ def run_cli(*args):
                         capture_output=True, text=True, timeout=600)
 
 
+@pytest.mark.slow
 def test_command_as_typed(tmp_path, pretrained):
   """`run_finetuning.py --data-dir DIR --model-name NAME --task squad` with every default
   (512 tokens, 2 epochs, batch 32, beam 20) on two SQuAD 2.0 paragraphs."""
@@ -145,6 +146,7 @@ def test_command_as_typed(tmp_path, pretrained):
                                      "model_config.json"))
 
 
+@pytest.mark.slow
 def test_cli_errors_are_one_line(tmp_path, pretrained):
   d = make_data_dir(tmp_path, pretrained, {})
   proc = run_cli("--data-dir", d, "--model-name", "dbg", "--task", "sst")

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from electra_tf2 import checkpoint_names, optimization
-from electra_tf2.checkpoints import ModelDirectoryError
+from electra_tf2 import optimization, variable_names
+from electra_tf2.checkpoint_files import ModelDirectoryError
 from electra_tf2.config import BertConfig
 from electra_tf2.finetune import model as model_lib
 
@@ -64,7 +64,7 @@ def test_every_trainable_variable_has_an_official_name():
   assert "electra/embeddings_project/kernel" in names
   assert "electra/encoder/layer_1/output/LayerNorm/gamma" in names
   assert names.keys() - heads.keys() == set(
-      checkpoint_names.encoder_variable_map(model.encoder, "electra"))
+      variable_names.encoder_variable_map(model.encoder, "electra"))
 
 
 def test_layerwise_learning_rates_follow_the_official_depths():

@@ -7,11 +7,11 @@ import re
 import pytest
 import tensorflow as tf
 
-from electra_tf2.checkpoints import ModelDirectoryError
+from electra_tf2.checkpoint_files import ModelDirectoryError
 from electra_tf2.config import resolve_pretraining_config
 from electra_tf2.finetune import model as model_lib, runner
 from electra_tf2.finetune.task import FinetuningDataError
-from electra_tf2.pretrained import PretrainedModelError
+from electra_tf2.model_directory import PretrainedModelError
 from electra_tf2.training import distribution
 from tests.test_finetune_fixtures import make_config, make_tasks, write_lines
 

@@ -28,7 +28,7 @@ import transformers  # noqa: E402
 from transformers.models.electra import modeling_electra  # noqa: E402
 
 from conftest import shared_data_path  # noqa: E402
-from electra_tf2 import checkpoint_names, convert, hf_export  # noqa: E402
+from electra_tf2 import convert, hf_export, variable_names  # noqa: E402
 from electra_tf2.config import resolve_pretraining_config  # noqa: E402
 from electra_tf2.models.pretrainer import ElectraPretrainer  # noqa: E402
 from electra_tf2.tokenization import FullTokenizer  # noqa: E402
@@ -104,7 +104,7 @@ def max_difference(a, b, mask):
 
 @pytest.mark.parametrize("mode", ["discriminator", "generator"])
 def test_load_tf_weights_in_electra_matches_our_logits(tmp_path, model, batch, mode):
-  names = checkpoint_names.pretrainer_variable_map(model)
+  names = variable_names.pretrainer_variable_map(model)
   prefix = convert.write_official_checkpoint(str(tmp_path),
                                              convert.official_tensors(names), global_step=7)
   generator = mode == "generator"

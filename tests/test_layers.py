@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 from scipy.special import erf
 
-from electra_tf2.layers import LayerNorm, MaskedLMHead, gelu, layer_norm
+from electra_tf2.layers import gelu, layer_norm, LayerNorm, MaskedLMHead
 
 
 def test_gelu_values_and_gradient_match_the_erf_formula():

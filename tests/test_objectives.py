@@ -13,7 +13,7 @@ import tensorflow as tf
 from sklearn.metrics import roc_auc_score
 
 from electra_tf2 import objectives
-from electra_tf2.pretrain_data import Inputs
+from electra_tf2.input_pipeline import Inputs
 from electra_tf2.vocab import BERT_UNCASED_SPECIAL_IDS
 
 

@@ -17,7 +17,7 @@ import pytest
 import scipy.stats
 import tensorflow as tf
 
-from electra_tf2 import pretrain_data
+from electra_tf2 import input_pipeline
 from electra_tf2 import pretrain_helpers as ph
 from electra_tf2 import vocab as vocab_lib
 
@@ -39,8 +39,8 @@ def make_config(max_predictions: int) -> types.SimpleNamespace:
   return types.SimpleNamespace(max_predictions_per_seq=max_predictions, special_ids=SPECIAL)
 
 
-def make_inputs(input_ids: np.ndarray, input_mask: np.ndarray) -> pretrain_data.Inputs:
-  return pretrain_data.Inputs(
+def make_inputs(input_ids: np.ndarray, input_mask: np.ndarray) -> input_pipeline.Inputs:
+  return input_pipeline.Inputs(
       input_ids=tf.constant(input_ids, tf.int32),
       input_mask=tf.constant(input_mask, tf.int32),
       segment_ids=tf.zeros(input_ids.shape, tf.int32),

@@ -5,7 +5,7 @@ import pytest
 import tensorflow as tf
 import keras
 
-from electra_tf2 import checkpoint_names
+from electra_tf2 import variable_names
 from electra_tf2.config import BertConfig, resolve_pretraining_config
 from electra_tf2.layers import DiscriminatorHead, EmbeddingBlock, MaskedLMHead, TransformerLayer
 from electra_tf2.models.pretrainer import ElectraPretrainer
@@ -45,7 +45,7 @@ def debug_model(**hparams):
 @pytest.mark.parametrize("objective", sorted(OBJECTIVES))
 def test_one_training_step(objective):
   model = debug_model(**OBJECTIVES[objective])
-  names = checkpoint_names.pretrainer_variable_map(model)
+  names = variable_names.pretrainer_variable_map(model)
   before = {n: v.numpy().copy() for n, v in names.items()}
   optimizer = keras.optimizers.Adam(1e-3)
   features = debug_features()
@@ -192,7 +192,7 @@ def test_initial_weights_follow_the_official_initializers(objective):
   """Every variable has the distribution of its official initialiser (spec 4.1), drawn
   independently: truncated normal(0.02), glorot uniform, zeros or ones."""
   model = debug_model(**OBJECTIVES[objective])
-  names = checkpoint_names.pretrainer_variable_map(model)
+  names = variable_names.pretrainer_variable_map(model)
   glorot = ("embeddings_project/kernel", "discriminator_predictions/dense_1/kernel")
   first_values = {}
   for name, variable in names.items():

@@ -11,7 +11,7 @@ import pytest
 import tensorflow as tf
 
 from conftest import REPO_ROOT
-from electra_tf2 import checkpoint_names, convert, export, scoring
+from electra_tf2 import convert, export, scoring, variable_names
 from electra_tf2.config import resolve_pretraining_config
 from electra_tf2.models.pretrainer import ElectraPretrainer
 from fixtures import noisy_pretrainer
@@ -46,7 +46,7 @@ def plant(model):
   first 16 of 32 hidden units. The final state is then (-4, 4, 0...) or (4, -4, 0...)
   and the head (identity dense, gelu, then 2 * unit 0 - 3) gives GOOD_LOGIT or BAD_LOGIT.
   """
-  variables = checkpoint_names.encoder_variable_map(model.discriminator, "electra")
+  variables = variable_names.encoder_variable_map(model.discriminator, "electra")
   for name, variable in variables.items():
     if name.endswith("/gamma"):
       variable.assign(np.ones(variable.shape, np.float32))
@@ -278,6 +278,7 @@ assert not [m for m in sys.modules if m.startswith("electra_tf2")]
 """
 
 
+@pytest.mark.slow
 def test_score_signature_with_tensorflow_and_tensorflow_text_only(models, random_scorer):
   path = str(models["root"] / "saved")
   assert export.main(["--model-dir", models["random_dir"], "--output-dir", path]) == 0
@@ -333,6 +334,7 @@ def read_jsonl(path):
     return [json.loads(line) for line in f]
 
 
+@pytest.mark.slow
 def test_cli_score_text_and_jsonl(models, tmp_path, capsys):
   source = tmp_path / "in.txt"
   long = "the chef cooked the meal . " * 3
@@ -360,6 +362,7 @@ def test_cli_score_text_and_jsonl(models, tmp_path, capsys):
   assert records[1]["tokens"] == ["drank"]
 
 
+@pytest.mark.slow
 def test_cli_rerank(models, tmp_path, capsys):
   groups = tmp_path / "groups.jsonl"
   groups.write_text(
@@ -380,6 +383,7 @@ def test_cli_rerank(models, tmp_path, capsys):
 @pytest.mark.parametrize("content, message", [
     (b"the dog\n\xff\xfe bad\n", "in.txt:2: not valid UTF-8 (byte 0xff at byte 1 of the line)"),
 ])
+@pytest.mark.slow
 def test_cli_score_rejects_invalid_utf8(models, tmp_path, capsys, content, message):
   source = tmp_path / "in.txt"
   source.write_bytes(content)
@@ -427,6 +431,7 @@ def test_cli_model_errors(models, tmp_path, capsys):
   assert code == 2 and stderr == [f"error: --input {tmp_path / 'none.txt'} is not a file"]
 
 
+@pytest.mark.slow
 def test_cli_show(models):
   code, stdout, stderr = run(["show", "--model-dir", models["planted_dir"], "--color", "never",
                               "The dog DRANK the bone."])

@@ -189,6 +189,7 @@ def test_vocab_is_validated(tmp_path):
     tok.convert_tokens_to_ids(["nope"])
 
 
+@pytest.mark.slow
 def test_lowercasing_ignores_the_process_locale(rich_vocab):
   """ICU lowercases "I" to dotless "ı" under a Turkish locale; Python never does."""
   texts = ["ISTANBUL İzmir JIJ Įį ÌÍĨ Ì\u0301x", "I\u0307 DIŞ ıI"]

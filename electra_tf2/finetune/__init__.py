@@ -1,1 +1,1 @@
-"""Fine-tuning ELECTRA on GLUE, SQuAD 1.1/2.0, MRQA and chunking (official finetune/, spec 6)."""
+"""Fine-tuning ELECTRA on GLUE, SQuAD 1.1/2.0, MRQA and chunking (official finetune/)."""

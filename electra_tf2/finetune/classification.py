@@ -1,4 +1,5 @@
-"""GLUE classification and regression (official finetune/classification/, spec 6.2).
+"""GLUE classification and regression (official
+finetune/classification/classification_tasks.py).
 
 Data: `finetuning_data/<task>/{train,dev,test}.tsv` in the GLUE layout, read
 with `csv.reader(delimiter="\\t", quotechar=None)`; `eid` is the row index

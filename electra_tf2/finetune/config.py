@@ -1,7 +1,7 @@
 """Fine-tuning configuration: configs/finetuning_*.json resolved the official way.
 
 The single place where `--model-name`, `--task` and `--hparams` become the
-final `FinetuningConfig`. Resolution follows configure_finetuning.py (spec 2.3):
+final `FinetuningConfig`. Resolution follows configure_finetuning.py:30-166:
 
   1. defaults (configs/finetuning_defaults.json);
   2. paths from --data-dir, --model-name and the user's task_names (the official

@@ -1,4 +1,4 @@
-"""The fine-tuning model (official `FinetuningModel`, run_finetuning.py:37-73, spec 6.1).
+"""The fine-tuning model (official `FinetuningModel`, run_finetuning.py:37-73).
 
 One shared encoder named `electra` and one head per task. A head's Keras name
 is its task, and its Dense layers carry the official names, so
@@ -25,7 +25,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 import keras
 import tensorflow as tf
 
-from electra_tf2 import checkpoint_names, checkpoints
+from electra_tf2 import checkpoint_files, variable_names
 from electra_tf2.atomic_io import write_json_atomic
 from electra_tf2.config import BertConfig, ConfigError
 from electra_tf2.finetune import config as finetune_config
@@ -113,7 +113,7 @@ class FinetuningModel(keras.Model):
 
   def variable_map(self) -> Dict[str, keras.Variable]:
     """{official checkpoint name: variable} for every trainable variable."""
-    names = checkpoint_names.encoder_variable_map(self.encoder, "electra")
+    names = variable_names.encoder_variable_map(self.encoder, "electra")
     for name, head in zip(self.task_names, self.heads):
       for layer in head.official_layers:
         prefix = f"task_specific/{name}/{layer.name}"
@@ -148,13 +148,13 @@ def load_pretrained_encoder(model: FinetuningModel, init_checkpoint: str) -> str
   Returns:
     The checkpoint path that was read.
   """
-  from electra_tf2 import pretrained  # pylint: disable=g-import-not-at-top
+  from electra_tf2 import model_directory  # pylint: disable=g-import-not-at-top
   if os.path.isdir(init_checkpoint):
-    model_dir, checkpoint_path = init_checkpoint, checkpoints.latest_checkpoint(init_checkpoint)
+    model_dir, checkpoint_path = init_checkpoint, checkpoint_files.latest_checkpoint(init_checkpoint)
   else:
     model_dir, checkpoint_path = os.path.dirname(init_checkpoint), init_checkpoint
-  pretrainer = pretrained.restore_pretrainer(model_dir, checkpoint_path)  # raises if None
-  pretrained.copy_encoder_weights(pretrainer.discriminator, model.encoder)
+  pretrainer = model_directory.restore_pretrainer(model_dir, checkpoint_path)  # raises if None
+  model_directory.copy_encoder_weights(pretrainer.discriminator, model.encoder)
   return checkpoint_path
 
 
@@ -185,21 +185,21 @@ def load_finetuned_model(model_dir: str, checkpoint_path: Optional[str] = None
                               "directory written by run_finetuning.py")
   model_config, config_values = (_read_model_file(paths[name])
                                  for name in (MODEL_CONFIG_FILE, FINETUNING_CONFIG_FILE))
-  checkpoint_path = checkpoint_path or checkpoints.latest_checkpoint(model_dir)
+  checkpoint_path = checkpoint_path or checkpoint_files.latest_checkpoint(model_dir)
   if checkpoint_path is None:
-    raise checkpoints.ModelDirectoryError(f"{model_dir} holds no checkpoint (ckpt-N.index files)")
+    raise checkpoint_files.ModelDirectoryError(f"{model_dir} holds no checkpoint (ckpt-N.index files)")
   try:
     model = FinetuningModel.from_config(model_config)
   except (TypeError, ValueError, KeyError) as e:
-    raise checkpoints.ModelDirectoryError(
-        f"{paths[MODEL_CONFIG_FILE]} does not describe a model ({checkpoints.first_line(e)}): "
+    raise checkpoint_files.ModelDirectoryError(
+        f"{paths[MODEL_CONFIG_FILE]} does not describe a model ({checkpoint_files.first_line(e)}): "
         "it was edited or damaged; fine-tune again to re-create it") from None
   missing = sorted(set(finetune_config.schema()) - set(config_values))
   if missing:
-    raise checkpoints.ModelDirectoryError(
+    raise checkpoint_files.ModelDirectoryError(
         f"{paths[FINETUNING_CONFIG_FILE]} lacks {', '.join(missing[:5])}: it was edited or "
         "written by another version; fine-tune again to re-create it")
-  checkpoints.restore(tf.train.Checkpoint(model=model), checkpoint_path, partial=True,
+  checkpoint_files.restore(tf.train.Checkpoint(model=model), checkpoint_path, partial=True,
                       match_existing=True,
                       mismatch_hint=f": it is not the model that {MODEL_CONFIG_FILE} describes")
   return model, FinetuningConfig.from_dict(config_values)
@@ -210,4 +210,4 @@ def _read_model_file(path: str) -> Dict[str, Any]:
   try:
     return finetune_config.read_config_json(path)
   except ConfigError as e:
-    raise checkpoints.ModelDirectoryError(f"{e}; fine-tune again to re-create it") from None
+    raise checkpoint_files.ModelDirectoryError(f"{e}; fine-tune again to re-create it") from None

@@ -1,4 +1,4 @@
-"""Span question answering: SQuAD 1.1/2.0 and MRQA (official finetune/qa/qa_tasks.py, spec 6.3).
+"""Span question answering: SQuAD 1.1/2.0 and MRQA (official finetune/qa/qa_tasks.py).
 
 Data:
 - SQuAD: `finetuning_data/{squad,squadv1}/{split}.json` (`{split}-debug.json`

@@ -1,4 +1,5 @@
-"""The official SQuAD 1.1, SQuAD 2.0 and MRQA evaluation formulas (spec 6.3).
+"""The official SQuAD 1.1, SQuAD 2.0 and MRQA evaluation formulas
+(finetune/qa/squad_official_eval.py, squad_official_eval_v1.py, mrqa_official_eval.py).
 
 Written from the official scripts' definitions (finetune/qa/squad_official_eval*.py,
 mrqa_official_eval.py) as functions on in-memory data:

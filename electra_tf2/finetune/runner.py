@@ -31,15 +31,15 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from electra_tf2 import checkpoint_names, checkpoints, optimization
+from electra_tf2 import checkpoint_files, optimization, variable_names
 from electra_tf2 import vocab as vocab_lib
 from electra_tf2.atomic_io import write_json_atomic, write_text_atomic
 from electra_tf2.finetune import classification, model as model_lib
-from electra_tf2.finetune.config import GLUE_TASKS, FinetuningConfig
+from electra_tf2.finetune.config import FinetuningConfig, GLUE_TASKS
 from electra_tf2.finetune.preprocessing import Preprocessor
 from electra_tf2.finetune.task import FinetuningDataError, Task
 from electra_tf2.finetune.task_builder import get_tasks
-from electra_tf2.pretrained import PRETRAIN_CONFIG_FILE, PretrainedModelError
+from electra_tf2.model_directory import PRETRAIN_CONFIG_FILE, PretrainedModelError
 from electra_tf2.training import distribution
 from electra_tf2.training.driver import (RunOptions, run_training_loop, scaled_loss,
                                          with_loss_scaling)
@@ -91,11 +91,11 @@ class ModelRunner:
 
   def restore(self) -> str:
     """Loads this trial's fine-tuned checkpoint (do_eval without do_train)."""
-    latest = checkpoints.latest_checkpoint(self.model_dir)
+    latest = checkpoint_files.latest_checkpoint(self.model_dir)
     if latest is None:
       raise FinetuningDataError(f"do_train is false but {self.model_dir} holds no fine-tuned "
                                 "checkpoint to evaluate; train first")
-    checkpoints.restore(tf.train.Checkpoint(model=self.model), latest, partial=True,
+    checkpoint_files.restore(tf.train.Checkpoint(model=self.model), latest, partial=True,
                         match_existing=True,
                         mismatch_hint=": it was fine-tuned with other tasks or model hparams")
     self.step = int(latest.rsplit("-", 1)[-1])
@@ -112,7 +112,7 @@ class ModelRunner:
         weight_decay_rate=config.weight_decay_rate, warmup_proportion=config.warmup_proportion,
         layerwise_lr_decay_power=config.layerwise_lr_decay,
         n_transformer_layers=self.model.bert_config.num_hidden_layers,
-        variable_name_fn=checkpoint_names.official_name_fn(self.model.variable_map()),
+        variable_name_fn=variable_names.official_name_fn(self.model.variable_map()),
         fix_layerwise_lr_off_by_one=config.fix_layerwise_lr_off_by_one)
     wrapped = with_loss_scaling(optimizer, self.options.mixed_precision)
     wrapped.build(self.model.trainable_variables)
@@ -343,7 +343,7 @@ def check_pretrained_model(config: FinetuningConfig) -> None:
           f"{config.model_name}, or fine-tune from random initialisation with --hparams "
           "'{\"init_checkpoint\": null}'")
     if os.path.isdir(config.init_checkpoint) and \
-        checkpoints.latest_checkpoint(config.init_checkpoint) is None:
+        checkpoint_files.latest_checkpoint(config.init_checkpoint) is None:
       raise PretrainedModelError(f"{config.init_checkpoint} holds no checkpoint (ckpt-N.index)")
 
 

@@ -1,4 +1,5 @@
-"""Evaluation metrics as the official code computes them (spec 6.5).
+"""Evaluation metrics as the official code computes them
+(finetune/*/*_metrics.py).
 
 - `AccuracyScorer` (classification_metrics.AccuracyScorer): 100 * correct / n;
 - `MCCScorer`: 100 * sklearn's Matthews correlation (CoLA);

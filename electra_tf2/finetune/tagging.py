@@ -1,4 +1,4 @@
-"""Chunking (CoNLL-2000) with the official tagging task (finetune/tagging/, spec 6.4).
+"""Chunking (CoNLL-2000) with the official tagging task (finetune/tagging/).
 
 Data: `finetuning_data/chunk/{train,dev[,test]}.txt`, whitespace-separated
 columns (word first, tag last), a blank line between sentences, `-DOCSTART-`

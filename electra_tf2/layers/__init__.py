@@ -3,5 +3,5 @@
 from electra_tf2.layers.activations import gelu, get_activation
 from electra_tf2.layers.embeddings import EmbeddingBlock
 from electra_tf2.layers.heads import DiscriminatorHead, MaskedLMHead
-from electra_tf2.layers.layer_norm import LayerNorm, layer_norm
-from electra_tf2.layers.transformer import TransformerLayer, attention_bias
+from electra_tf2.layers.layer_norm import layer_norm, LayerNorm
+from electra_tf2.layers.transformer import attention_bias, TransformerLayer

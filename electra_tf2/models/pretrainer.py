@@ -9,7 +9,7 @@ metrics need.
 Layer names are the official checkpoint scopes: `electra` (discriminator
 encoder), `generator`, `generator_ltr`/`generator_rtl`, `generator_predictions`,
 `cloze_predictions`, `discriminator_predictions`; the shared embedding block is
-the official `electra/embeddings` (see electra_tf2/checkpoint_names.py).
+the official `electra/embeddings` (see electra_tf2/variable_names.py).
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ import tensorflow as tf
 
 from electra_tf2 import objectives, pretrain_helpers
 from electra_tf2.config import BertConfig, ObjectiveConfig, PretrainingConfig
+from electra_tf2.input_pipeline import features_to_inputs
 from electra_tf2.layers import DiscriminatorHead, EmbeddingBlock, MaskedLMHead
 from electra_tf2.networks.encoder import Encoder
-from electra_tf2.pretrain_data import features_to_inputs
 
 
 @dataclasses.dataclass(frozen=True)

@@ -15,7 +15,7 @@ import tensorflow as tf
 from electra_tf2.config import BertConfig
 from electra_tf2.layers import initializers
 from electra_tf2.layers.embeddings import EmbeddingBlock
-from electra_tf2.layers.transformer import TransformerLayer, attention_bias
+from electra_tf2.layers.transformer import attention_bias, TransformerLayer
 
 ATTENTION_DIRECTIONS = ("bidirectional", "ltr", "rtl")
 

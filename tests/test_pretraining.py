@@ -19,10 +19,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from electra_tf2 import pretrain_data
-from electra_tf2.checkpoints import ModelDirectoryError
+from electra_tf2 import input_pipeline
+from electra_tf2.checkpoint_files import ModelDirectoryError
 from electra_tf2.config import ConfigError, resolve_pretraining_config
-from electra_tf2.training import driver, pretraining_loop
+from electra_tf2.training import driver, pretraining
 from electra_tf2.vocab import VocabError
 from tests.conftest import REPO_ROOT
 from tests.fixtures import write_pretraining_data
@@ -66,14 +66,14 @@ def checkpoint_weights(model_dir: str) -> dict:
 def test_input_fn_batches_and_worker_shards(tmp_path):
   data = tiny_data(tmp_path, num_files=4)
   config = resolve_pretraining_config("electra_small", data, TINY)
-  batch = next(iter(pretrain_data.input_fn(config, True, 5)))
+  batch = next(iter(input_pipeline.input_fn(config, True, 5)))
   assert set(batch) == {"input_ids", "input_mask", "segment_ids"}
   assert all(v.shape == (5, 32) and v.dtype == tf.int32 for v in batch.values())
   # Two input pipelines read disjoint files.
   seen = []
   for worker in range(2):
     context = tf.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=worker)
-    ids = [tuple(r) for b in pretrain_data.input_fn(config, False, 4, context).take(12)
+    ids = [tuple(r) for b in input_pipeline.input_fn(config, False, 4, context).take(12)
            for r in b["input_ids"].numpy()]
     seen.append(set(ids))
   assert seen[0] and seen[1] and not seen[0] & seen[1]
@@ -84,7 +84,7 @@ def batch_spread(data_dir: str, num_shards: int, num_batches: int = 40) -> float
   reads it through the official pipeline and returns the mixing statistic: the mean
   standard deviation of the source positions within a batch, relative to that of
   positions drawn uniformly from the whole corpus (1: fully mixed, 0: in order)."""
-  from data_prep.pretraining import BuildConfig, build_pretraining_data
+  from data_prep.builder import BuildConfig, build_pretraining_data
   n_docs = 3000
   os.makedirs(data_dir, exist_ok=True)
   words = [f"w{i}" for i in range(n_docs)]
@@ -100,7 +100,7 @@ def batch_spread(data_dir: str, num_shards: int, num_batches: int = 40) -> float
   config = resolve_pretraining_config("electra_small", data_dir, dict(
       TINY, vocab_size=n_docs + 5))
   stds = [np.std(batch["input_ids"].numpy()[:, 1] - 5)
-          for batch in pretrain_data.input_fn(config, True, 8).take(num_batches)]
+          for batch in input_pipeline.input_fn(config, True, 8).take(num_batches)]
   return float(np.mean(stds)) / (n_docs / np.sqrt(12.0))
 
 
@@ -112,13 +112,13 @@ def test_too_few_shards_read_the_corpus_in_order_and_training_warns(tmp_path):
   few = batch_spread(str(tmp_path / "few"), 4)
   many = batch_spread(str(tmp_path / "many"), 200)
   assert few < 0.5 < 0.8 < many, (few, many)
-  warning = pretrain_data.mixing_warning(pretrain_data.tfrecord_files(
+  warning = input_pipeline.mixing_warning(input_pipeline.tfrecord_files(
       str(tmp_path / "few" / "pretrain_tfrecords" / "pretrain_data.tfrecord*")), 8)
   # The example count is estimated from the file sizes (within a few percent).
   assert re.match(r"warning: 4 pre-training TFRecord files for about 3,[01]\d\d examples: a "
                   r"batch of 8 covers only about 108 consecutive examples", warning), warning
   assert re.search(r"--num-shards 11\d or more \(the official builder writes 1000\)", warning)
-  assert pretrain_data.mixing_warning(pretrain_data.tfrecord_files(
+  assert input_pipeline.mixing_warning(input_pipeline.tfrecord_files(
       str(tmp_path / "many" / "pretrain_tfrecords" / "pretrain_data.tfrecord*")), 8) is None
 
 
@@ -131,7 +131,7 @@ def test_thirty_steps_lower_the_loss_and_eval_writes_every_metric(tmp_path):
   data = tiny_data(tmp_path)
   config = resolve_pretraining_config("electra_small", data, dict(
       TINY, num_train_steps=30, iterations_per_loop=5, save_checkpoints_steps=10))
-  result = pretraining_loop.run_pretraining(config)
+  result = pretraining.run_pretraining(config)
   history = result["history"]
   assert [h["step"] for h in history] == [5, 10, 15, 20, 25, 30]
   first, last = history[0], history[-1]
@@ -151,7 +151,7 @@ def test_thirty_steps_lower_the_loss_and_eval_writes_every_metric(tmp_path):
 
   eval_config = resolve_pretraining_config("electra_small", data, dict(
       TINY, do_train=False, do_eval=True, num_eval_steps=3))
-  results = pretraining_loop.run_pretraining(eval_config)
+  results = pretraining.run_pretraining(eval_config)
   for metric in ("masked_lm_accuracy", "masked_lm_loss", "sampled_masked_lm_accuracy",
                  "disc_loss", "disc_auc", "disc_accuracy", "disc_precision", "disc_recall"):
     assert np.isfinite(results[metric]), metric
@@ -184,7 +184,7 @@ def test_each_eval_batch_draws_fresh_masks_reproducibly(tmp_path):
   data = tiny_data(tmp_path)
   config = resolve_pretraining_config("electra_small", data, dict(
       TINY, num_train_steps=2, iterations_per_loop=2, save_checkpoints_steps=2))
-  pretraining_loop.run_pretraining(config)
+  pretraining.run_pretraining(config)
   same = str(tmp_path / "same.tfrecord")
   write_identical_rows(same, 64)
 
@@ -192,7 +192,7 @@ def test_each_eval_batch_draws_fresh_masks_reproducibly(tmp_path):
     eval_config = resolve_pretraining_config("electra_small", data, dict(
         TINY, do_train=False, do_eval=True, eval_batch_size=4, num_eval_steps=num_eval_steps,
         pretrain_tfrecords=same))
-    return pretraining_loop.run_pretraining(eval_config)
+    return pretraining.run_pretraining(eval_config)
 
   one, two, two_again = evaluate(1), evaluate(2), evaluate(2)
   # Batch 2 alone has other masks and samples than batch 1, so the means move.
@@ -209,8 +209,8 @@ def test_gradients_are_sparse_where_the_official_ones_are(tmp_path, hparams, spa
   MLM head is tied to them; token types use a one-hot matmul, so theirs is dense."""
   data = tiny_data(tmp_path)
   config = resolve_pretraining_config("electra_small", data, dict(TINY, **hparams))
-  run = pretraining_loop.PretrainingRun(config)
-  features = next(iter(pretrain_data.input_fn(config, True, 8)))
+  run = pretraining.PretrainingRun(config)
+  features = next(iter(input_pipeline.input_fn(config, True, 8)))
   from electra_tf2 import objectives
   grads, _ = run._compute_gradients(features, tf.constant([0, 0]),
                                     objectives.loss_denominators(config, features))
@@ -229,21 +229,21 @@ def test_gradients_are_sparse_where_the_official_ones_are(tmp_path, hparams, spa
 
 @pytest.mark.parametrize("hparams,error,message", [
     ({"vocab_size": 600}, VocabError, "has 512 tokens but the model config says vocab_size=600"),
-    ({"max_seq_length": 64}, pretrain_data.DataError, "has length 32 but max_seq_length is 64"),
-    ({"pretrain_tfrecords": "/nonexistent/x*"}, pretrain_data.DataError,
+    ({"max_seq_length": 64}, input_pipeline.DataError, "has length 32 but max_seq_length is 64"),
+    ({"pretrain_tfrecords": "/nonexistent/x*"}, input_pipeline.DataError,
      "no pre-training TFRecords match /nonexistent/x"),
 ])
 def test_bad_inputs_fail_before_heavy_work(tmp_path, hparams, error, message):
   data = tiny_data(tmp_path)
   config = resolve_pretraining_config("electra_small", data, dict(TINY, **hparams))
   with pytest.raises(error, match=message):
-    pretraining_loop.validate_inputs(config)
+    pretraining.validate_inputs(config)
 
 
 def test_resuming_checks_the_architecture_and_the_checkpoint(tmp_path, capsys):
   data = tiny_data(tmp_path)
   config = resolve_pretraining_config("electra_small", data, dict(TINY, num_train_steps=1))
-  pretraining_loop.run_pretraining(config)
+  pretraining.run_pretraining(config)
   model_dir = config.model_dir
   # Another shape: one line naming the derived differences, before any restore.
   other = resolve_pretraining_config("electra_small", data, dict(
@@ -251,13 +251,13 @@ def test_resuming_checks_the_architecture_and_the_checkpoint(tmp_path, capsys):
   with pytest.raises(ConfigError, match=re.escape(
       f"{model_dir} holds a model of another shape (generator hidden_size 36 there, 72 now, "
       "generator intermediate_size 144 there, 288 now): pass the hparams")):
-    pretraining_loop.run_pretraining(other)
+    pretraining.run_pretraining(other)
   # The same shape with other dropout, schedule and batch size resumes; the
   # saved input position fits only the old batch, so the stream starts afresh.
   more_hparams = dict(TINY, train_batch_size=16, model_hparam_overrides=NO_DROPOUT)
   more = resolve_pretraining_config("electra_small", data, dict(more_hparams, num_train_steps=2))
   capsys.readouterr()
-  assert pretraining_loop.run_pretraining(more)["step"] == 2
+  assert pretraining.run_pretraining(more)["step"] == 2
   out = capsys.readouterr().out
   assert "the input stream starts afresh (train_batch_size 8 -> 16)" in out
   assert f"resumed from {os.path.join(model_dir, 'ckpt-1')} at step 1" in out
@@ -267,7 +267,7 @@ def test_resuming_checks_the_architecture_and_the_checkpoint(tmp_path, capsys):
   with pytest.raises(ModelDirectoryError, match=re.escape(
       f"{os.path.join(model_dir, 'ckpt-2')} does not fit this model (") + r".*\): pass the "
       "hparams it was written with"):
-    pretraining_loop.run_pretraining(other)
+    pretraining.run_pretraining(other)
   assert not os.path.exists(os.path.join(model_dir, "pretrain_config.json"))
   # A damaged checkpoint is named as such.
   data_file, = [f for f in os.listdir(model_dir) if f.startswith("ckpt-2.data")]
@@ -276,7 +276,7 @@ def test_resuming_checks_the_architecture_and_the_checkpoint(tmp_path, capsys):
     f.write(b"\xff" * 64)
   with pytest.raises(ModelDirectoryError, match=re.escape(
       f"checkpoint {os.path.join(model_dir, 'ckpt-2')} is damaged or incomplete (")):
-    pretraining_loop.run_pretraining(resolve_pretraining_config(
+    pretraining.run_pretraining(resolve_pretraining_config(
         "electra_small", data, dict(more_hparams, num_train_steps=3)))
   # A directory whose run wrote its config but no checkpoint holds no model:
   # another shape may start there.
@@ -285,25 +285,25 @@ def test_resuming_checks_the_architecture_and_the_checkpoint(tmp_path, capsys):
   os.makedirs(fresh.model_dir)
   with open(os.path.join(fresh.model_dir, "pretrain_config.json"), "w") as f:
     json.dump(other.to_dict(), f)
-  assert pretraining_loop.run_pretraining(fresh)["step"] == 1
+  assert pretraining.run_pretraining(fresh)["step"] == 1
 
 
 def test_corrupt_tfrecord_met_in_training_is_named(tmp_path):
   data = tiny_data(tmp_path)
   config = resolve_pretraining_config("electra_small", data, dict(TINY, num_train_steps=30))
-  shard = pretrain_data.tfrecord_files(config.pretrain_tfrecords)[-1]
+  shard = input_pipeline.tfrecord_files(config.pretrain_tfrecords)[-1]
   with open(shard, "r+b") as f:  # cut the last file inside a record (records are 175 bytes)
     f.truncate(os.path.getsize(shard) // 2 + 50)
-  pretraining_loop.validate_inputs(config)  # the first file is fine: this passes
-  with pytest.raises(pretrain_data.DataError, match=re.escape(
+  pretraining.validate_inputs(config)  # the first file is fine: this passes
+  with pytest.raises(input_pipeline.DataError, match=re.escape(
       f"corrupt pre-training data: {shard} (")):
-    pretraining_loop.run_pretraining(config)
+    pretraining.run_pretraining(config)
 
 
 def test_missing_data_dir(tmp_path):
   config = resolve_pretraining_config("electra_small", str(tmp_path / "nope"), TINY)
-  with pytest.raises(pretrain_data.DataError, match="does not exist"):
-    pretraining_loop.validate_inputs(config)
+  with pytest.raises(input_pipeline.DataError, match="does not exist"):
+    pretraining.validate_inputs(config)
 
 
 # ---------------------------------------------------------------------------
@@ -311,6 +311,7 @@ def test_missing_data_dir(tmp_path):
 # ---------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_cli_as_a_user_types_it(tmp_path):
   data = write_pretraining_data(str(tmp_path / "d"), num_examples=64, seq_len=128)
   cmd = [sys.executable, "run_pretraining.py", "--data-dir", data, "--model-name",
@@ -331,6 +332,7 @@ def test_cli_as_a_user_types_it(tmp_path):
     (["--model-name", "electra_small", "--distribution-strategy", "tpu"],
      "--distribution-strategy tpu: cannot reach a TPU (no --tpu was given"),
 ])
+@pytest.mark.slow
 def test_cli_errors_are_one_line(tmp_path, args, message):
   data = tiny_data(tmp_path)
   result = subprocess.run([sys.executable, "run_pretraining.py", "--data-dir", data] + args,
@@ -353,6 +355,7 @@ def test_signal_handler_only_sets_the_flag(capsys):
   assert signal.getsignal(signal.SIGTERM) != stop._handle  # the old handler is back
 
 
+@pytest.mark.slow
 def test_ctrl_c_outside_the_loop_is_one_line():
   """A KeyboardInterrupt that reaches the scripts' entry point (start-up, or a
   second Ctrl-C) exits 130 with one line, not a traceback."""
@@ -367,6 +370,7 @@ def test_ctrl_c_outside_the_loop_is_one_line():
   assert "Traceback" not in result.stderr
 
 
+@pytest.mark.slow
 def test_sigterm_saves_and_resume_matches_uninterrupted_run(tmp_path):
   data = tiny_data(tmp_path)
   hparams = dict(TINY, num_train_steps=40, iterations_per_loop=2, save_checkpoints_steps=20)
@@ -404,6 +408,7 @@ def test_sigterm_saves_and_resume_matches_uninterrupted_run(tmp_path):
 # ---------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_mirrored_two_cpus_matches_one_device(tmp_path):
   """Two replicas of 4 = one device over two micro-batches of 4 (same rows, seeds)."""
   data = tiny_data(tmp_path)
@@ -415,10 +420,10 @@ def test_mirrored_two_cpus_matches_one_device(tmp_path):
       import tensorflow as tf
       cpu = tf.config.list_physical_devices("CPU")[0]
       tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
-      from electra_tf2 import checkpoint_names
+      from electra_tf2 import variable_names
       from electra_tf2.config import resolve_pretraining_config
       from electra_tf2.training.driver import RunOptions
-      from electra_tf2.training.pretraining_loop import PretrainingRun
+      from electra_tf2.training.pretraining import PretrainingRun
       # The uniform generator's word-embedding gradient is sparse (IndexedSlices):
       # concatenated across micro-batches, all-reduced across replicas. One strategy
       # object serves both mirrored runs (two would reuse each other's collective keys).
@@ -436,7 +441,7 @@ def test_mirrored_two_cpus_matches_one_device(tmp_path):
           assert run.num_replicas == (2 if strategy == "mirrored" else 1)
           run.train()
           weights.append({{n: v.numpy() for n, v in
-                          checkpoint_names.pretrainer_variable_map(run.model).items()}})
+                          variable_names.pretrainer_variable_map(run.model).items()}})
         diff = max(float(np.abs(weights[0][n] - weights[1][n]).max()) for n in weights[0])
         print("MAXDIFF", diff)
   """)
@@ -484,6 +489,7 @@ def assert_workers_agree(model_dir: str, step: int) -> None:
   assert summary["num_replicas"] == 2 and summary["step"] == step
 
 
+@pytest.mark.slow
 def test_multi_worker_mirrored_two_processes(tmp_path):
   data = tiny_data(tmp_path, num_files=2)
   model_dir = str(tmp_path / "mw")
@@ -506,7 +512,7 @@ def test_mixed_precision_and_xla_paths_train(tmp_path, precision, jit):
   data = tiny_data(tmp_path)
   config = resolve_pretraining_config("electra_small", data, dict(
       TINY, num_train_steps=4, iterations_per_loop=2, deterministic=False))
-  run = pretraining_loop.PretrainingRun(
+  run = pretraining.PretrainingRun(
       config, driver.RunOptions(mixed_precision=precision, jit_compile=jit))
   assert run.model.discriminator.compute_dtype == precision.split("_")[1]
   assert all(v.dtype == "float32" for v in run.model.trainable_variables)
@@ -519,6 +525,7 @@ def test_mixed_precision_and_xla_paths_train(tmp_path, precision, jit):
     assert isinstance(run.optimizer, keras.optimizers.LossScaleOptimizer)
 
 
+@pytest.mark.slow
 def test_importing_the_library_sets_no_environment_variable():
   """Library modules leave os.environ alone at import (the commands set their quiet
   logging default only when run as commands)."""
@@ -528,7 +535,7 @@ def test_importing_the_library_sets_no_environment_variable():
       import keras, tensorflow, tensorflow_text  # they set LD_LIBRARY_PATH themselves
       before = dict(os.environ)
       import electra_tf2.convert, electra_tf2.export, electra_tf2.hf_export
-      import electra_tf2.tokenization, electra_tf2.training.pretraining_loop
+      import electra_tf2.tokenization, electra_tf2.training.pretraining
       import electra_tf2.finetune.runner
       print("CHANGED", sorted(k for k in set(os.environ) | set(before)
                               if os.environ.get(k) != before.get(k)))
@@ -542,5 +549,5 @@ def test_op_determinism_is_scoped_to_the_run(tmp_path):
   config = resolve_pretraining_config("electra_small", data, dict(
       TINY, num_train_steps=1, iterations_per_loop=1, deterministic=True))
   assert not tf_config.is_op_determinism_enabled()
-  pretraining_loop.PretrainingRun(config).train()
+  pretraining.PretrainingRun(config).train()
   assert not tf_config.is_op_determinism_enabled()

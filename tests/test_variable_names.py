@@ -1,14 +1,14 @@
 """Every model variable has a home in the official checkpoint layout (spec section 4.2).
 
 The oracle is the official variable list, written here from the spec's
-template, independently of electra_tf2/checkpoint_names.py.
+template, independently of electra_tf2/variable_names.py.
 """
 
 from typing import Dict, Tuple
 
 import pytest
 
-from electra_tf2 import checkpoint_names
+from electra_tf2 import variable_names
 from electra_tf2.config import resolve_pretraining_config
 from electra_tf2.models.pretrainer import ElectraPretrainer
 
@@ -72,7 +72,7 @@ def official_electra_checkpoint(V, E, H, L, h, Lg) -> Shapes:
 
 
 def model_shapes(model) -> Shapes:
-  mapping = checkpoint_names.pretrainer_variable_map(model)
+  mapping = variable_names.pretrainer_variable_map(model)
   # Each trainable variable appears exactly once, under exactly one name.
   assert len({id(v) for v in mapping.values()}) == len(mapping)
   assert {id(v) for v in mapping.values()} == {id(v) for v in model.trainable_variables}

@@ -1,10 +1,10 @@
-"""Official TF1 checkpoint names of our variables (spec section 4).
+"""Official TF1 checkpoint names of our variables (modeling.py scopes, run_pretraining.py heads).
 
 `pretrainer_variable_map(model)` returns `{official_name: keras.Variable}` for
 every trainable variable of an `ElectraPretrainer`; `encoder_variable_map`
 does the same for one encoder under a scope. The checkpoint converters and
 the optimizer's weight-decay / layer-wise rules use these names, so a model
-variable without an entry here is a bug (tests/test_checkpoint_names.py).
+variable without an entry here is a bug (tests/test_variable_names.py).
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ def masked_lm_head_variable_map(head: MaskedLMHead, scope: str) -> VariableMap:
 
 
 def pretrainer_variable_map(model) -> VariableMap:
-  """`{official name: variable}` for an `ElectraPretrainer` (spec 4.2)."""
+  """`{official name: variable}` for an `ElectraPretrainer` (the official checkpoint layout)."""
   names = encoder_variable_map(model.discriminator, "electra")
   for scope in ("generator", "generator_ltr", "generator_rtl"):
     encoder = getattr(model, scope)

@@ -1,4 +1,4 @@
-"""Pre-training inputs: the `Inputs` tuple and the TFRecord pipeline (official pretrain_data.py).
+"""Pre-training inputs: the `Inputs` tuple and the TFRecord pipeline (official pretrain/pretrain_data.py).
 
 The TFRecords hold only `input_ids`, `input_mask` and `segment_ids`
 (`[batch, seq_len]` int32 once parsed); masking happens in the graph.

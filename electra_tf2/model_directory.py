@@ -13,13 +13,13 @@ from typing import Optional
 
 import tensorflow as tf
 
-from electra_tf2 import checkpoint_names, checkpoints
+from electra_tf2 import checkpoint_files, variable_names
 from electra_tf2.config import (PRETRAIN_CONFIG_FILE, ConfigError, PretrainingConfig,
                                 read_saved_pretraining_config)
 from electra_tf2.networks.encoder import Encoder
 
 
-class PretrainedModelError(checkpoints.ModelDirectoryError):
+class PretrainedModelError(checkpoint_files.ModelDirectoryError):
   """A pre-trained model directory without a usable config or checkpoint."""
 
 
@@ -47,14 +47,14 @@ def restore_pretrainer(model_dir: str, checkpoint_path: Optional[str] = None,
   """
   from electra_tf2.models.pretrainer import ElectraPretrainer  # avoid an import cycle
   config = config or load_pretraining_config(model_dir)
-  checkpoint_path = checkpoint_path or checkpoints.latest_checkpoint(model_dir)
+  checkpoint_path = checkpoint_path or checkpoint_files.latest_checkpoint(model_dir)
   if checkpoint_path is None:
     raise PretrainedModelError(f"{model_dir} holds no checkpoint (ckpt-N.index files)")
   try:
     model = ElectraPretrainer.from_pretraining_config(config)
   except ConfigError as e:
     raise PretrainedModelError(f"{os.path.join(model_dir, PRETRAIN_CONFIG_FILE)}: {e}") from None
-  checkpoints.restore(tf.train.Checkpoint(model=model), checkpoint_path, partial=True,
+  checkpoint_files.restore(tf.train.Checkpoint(model=model), checkpoint_path, partial=True,
                       match_existing=True,
                       mismatch_hint=f": it is not the model that {PRETRAIN_CONFIG_FILE} describes")
   return model
@@ -62,8 +62,8 @@ def restore_pretrainer(model_dir: str, checkpoint_path: Optional[str] = None,
 
 def copy_encoder_weights(source: Encoder, target: Encoder) -> None:
   """Copies every `electra/...` variable by official name; shapes must agree."""
-  src = checkpoint_names.encoder_variable_map(source, "electra")
-  dst = checkpoint_names.encoder_variable_map(target, "electra")
+  src = variable_names.encoder_variable_map(source, "electra")
+  dst = variable_names.encoder_variable_map(target, "electra")
   if set(src) != set(dst):
     missing = sorted(set(dst) - set(src))[:3]
     extra = sorted(set(src) - set(dst))[:3]

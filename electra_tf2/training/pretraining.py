@@ -29,7 +29,7 @@ from typing import Any, Dict, List, Optional
 import keras
 import tensorflow as tf
 
-from electra_tf2 import checkpoint_names, checkpoints, objectives, optimization, pretrain_data
+from electra_tf2 import checkpoint_files, input_pipeline, objectives, optimization, variable_names
 from electra_tf2 import vocab as vocab_lib
 from electra_tf2.atomic_io import write_json_atomic, write_text_atomic
 from electra_tf2.config import (PRETRAIN_CONFIG_FILE, ConfigError, PretrainingConfig,
@@ -76,12 +76,12 @@ class PretrainingRun:
     with self.strategy.scope(), distribution.precision_policy(options.mixed_precision):
       keras.utils.set_random_seed(config.seed)
       self.model = ElectraPretrainer.from_pretraining_config(config)
-      self.variable_names = checkpoint_names.pretrainer_variable_map(self.model)
+      self.variable_names = variable_names.pretrainer_variable_map(self.model)
       self.optimizer = optimization.create_optimizer(
           learning_rate=config.learning_rate, num_train_steps=config.num_train_steps,
           weight_decay_rate=config.weight_decay_rate, warmup_steps=config.num_warmup_steps,
           lr_decay_power=config.lr_decay_power,
-          variable_name_fn=checkpoint_names.official_name_fn(self.variable_names))
+          variable_name_fn=variable_names.official_name_fn(self.variable_names))
       self.base_optimizer = self.optimizer
       self.optimizer = with_loss_scaling(self.optimizer, options.mixed_precision)
       self.optimizer.build(self.model.trainable_variables)
@@ -107,7 +107,7 @@ class PretrainingRun:
     context = tf.distribute.InputContext(num_input_pipelines=self.num_workers,
                                          input_pipeline_id=self.worker_id,
                                          num_replicas_in_sync=self.num_replicas)
-    dataset = pretrain_data.input_fn(self.config, is_training,
+    dataset = input_pipeline.input_fn(self.config, is_training,
                                      self.micro_batch * self.local_replicas, context,
                                      deterministic=self.config.deterministic)
     return iter(dataset)
@@ -222,7 +222,7 @@ class PretrainingRun:
   def _restore(self, checkpoint: tf.train.Checkpoint, path: str, partial: bool = False) -> None:
     """Restores `path` into `checkpoint`; one ModelDirectoryError if it does not fit or is
     damaged."""
-    checkpoints.restore(
+    checkpoint_files.restore(
         checkpoint, path, partial=partial,
         mismatch_hint=f": pass the hparams it was written with (see {PRETRAIN_CONFIG_FILE}), or "
         "set \"model_dir\" in --hparams to start a new model elsewhere")
@@ -243,10 +243,10 @@ class PretrainingRun:
     # iterator states differ). A worker without any (one added to the cluster)
     # takes the chief's, but not its input position, so all replicas agree.
     own_dir = distribution.checkpoint_dir(self.strategy, config.model_dir)
-    restored = checkpoints.latest_checkpoint(own_dir)
+    restored = checkpoint_files.latest_checkpoint(own_dir)
     changes: List[str] = []
     if restored is None and own_dir != config.model_dir:
-      restored = checkpoints.latest_checkpoint(config.model_dir)
+      restored = checkpoint_files.latest_checkpoint(config.model_dir)
       changes = ["this worker has no checkpoint of its own"] if restored else []
     manager = self._checkpoint_manager(iterator)
     if restored:
@@ -315,7 +315,7 @@ class PretrainingRun:
   def _evaluate(self, checkpoint_path: Optional[str]) -> Dict[str, float]:
     config = self.config
     checkpoint = tf.train.Checkpoint(model=self.model, global_step=self.global_step)
-    latest = checkpoint_path or checkpoints.latest_checkpoint(config.model_dir)
+    latest = checkpoint_path or checkpoint_files.latest_checkpoint(config.model_dir)
     if latest is None:
       raise FileNotFoundError(f"no checkpoint in {config.model_dir} to evaluate; train first")
     self._check_saved_config()
@@ -362,13 +362,13 @@ class PretrainingRun:
 def validate_inputs(config: PretrainingConfig) -> None:
   """Fails before any heavy work on a missing data dir, vocab or mismatched TFRecords."""
   if config.data_dir is not None and not os.path.isdir(config.data_dir):
-    raise pretrain_data.DataError(f"--data-dir {config.data_dir} does not exist")
+    raise input_pipeline.DataError(f"--data-dir {config.data_dir} does not exist")
   if config.vocab_file is not None:
     vocab = vocab_lib.load_vocab(config.vocab_file, expected_size=config.vocab_size)
     if vocab_lib.special_token_ids(vocab) != config.special_ids:
       raise ConfigError(f"{config.vocab_file} has other special-token ids than the config was "
                         f"resolved with ({config.special_ids}); resolve the config again")
-  pretrain_data.check_tfrecords(config.pretrain_tfrecords or "", config.max_seq_length)
+  input_pipeline.check_tfrecords(config.pretrain_tfrecords or "", config.max_seq_length)
 
 
 def run_pretraining(config: PretrainingConfig, options: RunOptions = RunOptions()
@@ -379,14 +379,14 @@ def run_pretraining(config: PretrainingConfig, options: RunOptions = RunOptions(
   strategy = distribution.get_strategy(options.distribution_strategy, options.tpu)
   validate_inputs(config)
   if config.do_train:
-    warning = pretrain_data.mixing_warning(
-        pretrain_data.tfrecord_files(config.pretrain_tfrecords), config.train_batch_size)
+    warning = input_pipeline.mixing_warning(
+        input_pipeline.tfrecord_files(config.pretrain_tfrecords), config.train_batch_size)
     if warning and distribution.is_chief(strategy):
       print(warning, flush=True)
   run = PretrainingRun(config, options, strategy)
   try:
     result = run.train() if config.do_train else run.evaluate()
   except tf.errors.DataLossError as e:
-    raise pretrain_data.corrupt_data_error(config.pretrain_tfrecords, e) from None
+    raise input_pipeline.corrupt_data_error(config.pretrain_tfrecords, e) from None
   print(f"done in {time.time() - start:.1f}s", flush=True)
   return result
