@@ -63,7 +63,7 @@ sys.path.insert(0, REPO)
 from electra_tf2.atomic_io import write_json_atomic, write_text_atomic  # noqa: E402
 
 # GLUE tasks: directory in <shared-data>/glue, the official metric, the text columns of
-# train.tsv and whether it has a header (the official readers, spec 6.2).
+# train.tsv and whether it has a header (the official readers, classification_tasks.py:152-322).
 TASKS = {
     "sst": ("SST-2", "accuracy", (0,), True),
     "cola": ("CoLA", "mcc", (3,), False),

@@ -1,21 +1,57 @@
-"""Tiny pre-training data and models made by the tests themselves (no ../shared needed)."""
+"""Tiny data, vocabularies, configs and models made by the tests themselves (no ../shared)."""
 
 import os
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 import keras
 import numpy as np
 import tensorflow as tf
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+# The fine-tuning tests' WordPiece vocabulary: specials, punctuation, then these words.
+WORDS = ["the", "a", "cat", "sat", "on", "mat", "dog", "john", "smith", "was", "born", "in",
+         "1895", "1943", "steve", "s", "what", "year", "who", "where", "is", "capital", "of",
+         "france", "paris", "leader", "un", "##believ", "##able", "##s", "##ing", "big", "red",
+         "house", "see", "we", "it", "and", "he", "she", "runs", "fast", "cafe", "new", "york",
+         "city", "np", "vp"]
+PUNCTUATION = [".", ",", "!", "?", "'", "(", ")", "-", ":", ";", "\""]
+WORD_VOCAB = SPECIALS + PUNCTUATION + WORDS
 
 
-def write_vocab(path: str, size: int) -> List[str]:
-  """A vocab with the special tokens first, then filler words."""
-  tokens = SPECIALS + [f"w{i}" for i in range(size - len(SPECIALS))]
+def write_vocab(path: str, size: Optional[int] = None) -> List[str]:
+  """A vocab with the special tokens first: then `size` minus 5 filler words "w<i>", or
+  (size None) WORD_VOCAB's punctuation and words. Returns the tokens in id order."""
+  tokens = WORD_VOCAB if size is None else SPECIALS + [f"w{i}" for i in range(size - 5)]
   with open(path, "w", encoding="utf-8") as f:
     f.write("\n".join(tokens) + "\n")
   return tokens
+
+
+def write_lines(path: str, lines: List[str]) -> str:
+  os.makedirs(os.path.dirname(path), exist_ok=True)
+  with open(path, "w", encoding="utf-8") as f:
+    f.write("\n".join(lines) + "\n")
+  return path
+
+
+def make_config(data_dir: str, task_names: List[str], **hparams):
+  """A fine-tuning config over data_dir with WORD_VOCAB, random init and a tiny encoder."""
+  from electra_tf2.finetune.config import resolve_finetuning_config
+  os.makedirs(data_dir, exist_ok=True)
+  vocab = os.path.join(data_dir, "vocab.txt")
+  if not os.path.exists(vocab):
+    write_vocab(vocab)
+  values = {"task_names": task_names, "init_checkpoint": None, "vocab_size": len(WORD_VOCAB),
+            "model_hparam_overrides": {"hidden_size": 32, "num_hidden_layers": 2,
+                                       "num_attention_heads": 2, "intermediate_size": 64},
+            "embedding_size": 16, "max_seq_length": 32}
+  values.update(hparams)
+  return resolve_finetuning_config("tiny", data_dir, values)
+
+
+def make_tasks(config):
+  from electra_tf2.finetune import task_builder
+  return task_builder.get_tasks(config)
 
 
 def write_pretraining_data(data_dir: str, num_examples: int = 64, seq_len: int = 32,

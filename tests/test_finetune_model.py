@@ -105,7 +105,7 @@ def test_outputs_and_dropout():
 
 
 def test_config_round_trip_and_saved_model_directory(tmp_path):
-  from tests.test_finetune_fixtures import make_config
+  from tests.fixtures import make_config
   model = build()
   rebuilt = model_lib.FinetuningModel.from_config(model.get_config())
   assert rebuilt.get_config() == model.get_config()

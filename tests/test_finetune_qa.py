@@ -5,7 +5,7 @@ import pytest
 import tensorflow as tf
 
 from electra_tf2.finetune import heads, qa, qa_decoding
-from tests.test_finetune_fixtures import make_config, make_tasks
+from tests.fixtures import make_config, make_tasks
 
 CONTEXT = "The leader was John Smith (1895-1943). He was born in Paris."
 QUESTION = "What year was John Smith born?"

@@ -13,7 +13,7 @@ from electra_tf2.finetune import model as model_lib, runner
 from electra_tf2.finetune.task import FinetuningDataError
 from electra_tf2.model_directory import PretrainedModelError
 from electra_tf2.training import distribution
-from tests.test_finetune_fixtures import make_config, make_tasks, write_lines
+from tests.fixtures import make_config, make_tasks, write_lines
 
 SST = ["sentence\tlabel"] + [f"{s}\t{i % 2}" for i, s in enumerate(
     ["the cat sat", "a big red dog", "we see it", "he runs fast", "she sat on the mat",

@@ -9,7 +9,7 @@ import pytest
 
 from electra_tf2.finetune import preprocessing
 from electra_tf2.finetune.task import FinetuningDataError
-from tests.test_finetune_fixtures import make_config, make_tasks, write_lines
+from tests.fixtures import make_config, make_tasks, write_lines
 
 # task -> split -> (lines, expected [(eid, text_a, text_b, label)])
 GLUE = {
