@@ -251,18 +251,6 @@ def pretrainer_from_official(checkpoint_path: str, config: PretrainingConfig,
   return model, report
 
 
-def load_official_encoder(encoder: Encoder, checkpoint_path: str, scope: str = "electra",
-                          strict: bool = True) -> ConversionReport:
-  """Loads the `<scope>/` encoder of any official checkpoint (pre-training or fine-tuning).
-
-  The other variables (generator, heads, `task_specific/...`) are reported as
-  unused, which is expected here; strict means every encoder variable is found.
-  """
-  checkpoint_path = resolve_checkpoint_path(checkpoint_path)
-  return assign_from_checkpoint(variable_names.encoder_variable_map(encoder, scope),
-                                checkpoint_path, strict=strict, allow_unused=True)
-
-
 def checkpoint_layout(names: Sequence[str]) -> str:
   """The layout of a checkpoint's names: "finetuning" (`task_specific/...`) or "pretraining"."""
   return "finetuning" if any(n.startswith("task_specific/") for n in names) else "pretraining"

@@ -19,6 +19,7 @@ not a number in range for STS) raises FinetuningDataError naming file and line.
 
 from __future__ import annotations
 
+import abc
 import csv
 from typing import Any, Dict, List, Optional, Sequence
 
@@ -117,9 +118,10 @@ class SingleOutputTask(Task):
       examples += swapped
     return examples
 
+  @abc.abstractmethod
   def _create_examples(self, rows: List[List[str]], split: str, path: str
                        ) -> List[InputExample]:
-    raise NotImplementedError
+    """The task's examples of its TSV rows."""
 
   def _load_glue(self, rows: List[List[str]], split: str, path: str, text_a_loc: int,
                  text_b_loc: Optional[int], label_loc: Optional[int], skip_first_line: bool
@@ -192,12 +194,13 @@ class SingleOutputTask(Task):
       log_features(self.name, features, tokens)
     return [features]
 
+  @abc.abstractmethod
   def _get_dummy_label(self) -> Any:
-    raise NotImplementedError
+    """The label of padding examples."""
 
+  @abc.abstractmethod
   def _label_value(self, example: InputExample) -> Any:
     """The example's label as its feature stores it; FinetuningDataError if invalid."""
-    raise NotImplementedError
 
 
 class RegressionTask(SingleOutputTask):

@@ -28,6 +28,7 @@ Head: `finetune/heads.py` (`QAHead`, task_specific/<task>/...).
 
 from __future__ import annotations
 
+import abc
 import collections
 import dataclasses
 import json
@@ -146,8 +147,9 @@ class QATask(Task):
       self._examples[split] = self.limit(examples)
     return self._examples[split]
 
+  @abc.abstractmethod
   def _paragraphs(self, path: str) -> List[Dict[str, Any]]:
-    raise NotImplementedError
+    """The paragraphs (context and questions) of a data file."""
 
   def _add_examples(self, examples: List[QAExample], failures: List[int],
                     paragraph: Dict[str, Any], split: str, path: str) -> None:
@@ -187,8 +189,9 @@ class QATask(Task):
                                 doc_tokens, orig_answer_text, start_position, end_position,
                                 is_impossible))
 
+  @abc.abstractmethod
   def _first_answer(self, qa: Dict[str, Any], context: str, where: str) -> Tuple[int, str]:
-    raise NotImplementedError
+    """The character offset and text of a question's first answer."""
 
   def prepare(self, examples: Sequence[QAExample]) -> None:
     texts = []
