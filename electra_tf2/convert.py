@@ -33,7 +33,6 @@ from electra_tf2.atomic_io import (copy_file_atomic, write_json_atomic,  # noqa:
 from electra_tf2.config import (ConfigError, PretrainingConfig,  # noqa: E402
                                 resolve_pretraining_config)
 from electra_tf2.errors import ElectraError, run_command  # noqa: E402
-from electra_tf2.networks.encoder import Encoder  # noqa: E402
 
 # Checkpoint variables that are never model weights: the step, Adam's slots, and the
 # scalar `generator_predictions/temperature` of the released checkpoints (which the

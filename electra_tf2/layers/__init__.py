@@ -5,3 +5,6 @@ from electra_tf2.layers.embeddings import EmbeddingBlock
 from electra_tf2.layers.heads import DiscriminatorHead, MaskedLMHead
 from electra_tf2.layers.layer_norm import layer_norm, LayerNorm
 from electra_tf2.layers.transformer import attention_bias, TransformerLayer
+
+__all__ = ["gelu", "get_activation", "EmbeddingBlock", "DiscriminatorHead", "MaskedLMHead",
+           "layer_norm", "LayerNorm", "attention_bias", "TransformerLayer"]
