@@ -34,7 +34,7 @@ Stages (each skips the work that is done, so a rerun resumes):
 
 Hparams default to the setting of the parity issue: debug model (3 layers, hidden
 144, embedding 128, generator 36), batch 32, length 64, lr 1e-3, 1500 steps,
-150 warm-up steps. Not part of CI; figures and command in docs/benchmarks.md.
+150 warm-up steps. Not part of CI; figures, command and findings in docs/parity.md.
 """
 
 from __future__ import annotations
@@ -559,6 +559,11 @@ def spread(values: List[float]) -> str:
   return f"{statistics.mean(values):.4f} [{min(values):.4f}, {max(values):.4f}]"
 
 
+def effect(values: List[float], official: List[float]) -> float:
+  """The difference of the means in official seed-to-seed standard deviations."""
+  return (statistics.mean(values) - statistics.mean(official)) / statistics.stdev(official)
+
+
 def report(args, results: Dict[str, Any]) -> None:
   others = [side for side in args.sides if side != "official"]
   for eval_set in args.eval_sets:
@@ -566,9 +571,10 @@ def report(args, results: Dict[str, Any]) -> None:
              "official do_eval)"}[eval_set]
     log(f"\n{title}: {args.eval_batches} batches of 32, dropout off, the same masks for every "
         f"model; mean [min, max] over seeds {','.join(map(str, args.seeds))}; 'in' = how many "
-        "seeds fall within the official range")
+        "seeds fall within the official range; 'd' = (mean - official mean) / official "
+        "seed-to-seed standard deviation")
     log(f"{'step':>5} {'metric':<27}" + "".join(f"{side:>29}" for side in args.sides)
-        + "".join(f"  in ({side})" for side in others))
+        + "".join(f"  in, d ({side})" for side in others))
     for step in args.eval_at:
       for metric in METRICS:
         row = {side: [results[k][metric] for k in
@@ -581,14 +587,19 @@ def report(args, results: Dict[str, Any]) -> None:
         if "official" in row:
           low, high = min(row["official"]), max(row["official"])
           inside = "".join(f"  {sum(low <= v <= high for v in row[side])}/{len(row[side])}"
-                           f"{'':>{len(side) + 3}}" for side in others)
+                           f" {effect(row[side], row['official']):+5.1f}"
+                           f"{'':>{len(side) - 2}}" for side in others)
         log(f"{step:>5} {metric:<27}{cells}{inside}")
-  log("\ntraining windows (dropout on), mean over seeds [min, max]:")
+  first = max(args.eval_at) - max(args.eval_at) // 3
+  log(f"\ntraining windows of steps {first}-{max(args.eval_at)} (dropout on), mean over seeds "
+      "[min, max], d as above:")
   for name in ("mlm_loss", "disc_loss"):
-    cells = []
-    for side in args.sides:
-      values = [results["train_windows"][f"{side}/{s}"][name] for s in args.seeds]
-      cells.append(f"{side} {spread(values)}")
+    values = {side: [results["train_windows"][f"{side}/{s}"][name] for s in args.seeds]
+              for side in args.sides}
+    cells = [f"{side} {spread(values[side])}"
+             + (f" d {effect(values[side], values['official']):+.1f}"
+                if side != "official" and "official" in values else "")
+             for side in args.sides]
     log(f"  {name:<10} " + "   ".join(cells))
   plot(args, results)
 
