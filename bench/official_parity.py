@@ -31,6 +31,10 @@ Stages (each skips the work that is done, so a rerun resumes):
   dropout      our trained seed-0 model in both codes, one batch with fixed masks, dropout
                on: the mean losses over --dropout-passes passes must agree (placement
                and rates of dropout).
+  order        the training stream of both input pipelines, each seed: how many shards a
+               batch draws from, how close its examples sit to those of the batches
+               just before it (the locality of interleave + shuffle buffer), and how
+               hard its training-window batches are for one fixed model.
 
 Hparams default to the setting of the parity issue: debug model (3 layers, hidden
 144, embedding 128, generator 36), batch 32, length 64, lr 1e-3, 1500 steps,
@@ -161,6 +165,9 @@ def official_worker(spec: Dict[str, Any]) -> None:
   with graph.as_default():
     tf1.set_random_seed(spec["seed"])
     seeded = None
+    if spec["mode"] == "stream":
+      _official_stream(tf1, spec, config, pretrain_data)
+      return
     if spec["mode"] in ("steps", "dropout"):
       seeded = SeededRandom(tf1)
       pretrain_helpers.tf = _TensorFlowWith(tf1, seeded)
@@ -187,6 +194,17 @@ def official_worker(spec: Dict[str, Any]) -> None:
         _official_dropout_passes(tf1, sess, spec, features, seeded, losses)
       else:
         _official_train(tf1, sess, spec, config, losses, train_op, global_step, saver)
+
+
+def _official_stream(tf1, spec, config, pretrain_data):
+  """Saves the features of the official input_fn's first spec["batches"] training batches."""
+  import numpy as np
+  dataset = pretrain_data.get_input_fn(config, True)({"batch_size": config.train_batch_size})
+  features = tf1.data.make_one_shot_iterator(dataset).get_next()
+  names = ("input_ids", "input_mask", "segment_ids")
+  with tf1.Session() as sess:
+    batches = [sess.run({k: features[k] for k in names}) for _ in range(spec["batches"])]
+  np.savez(spec["output"], **{k: np.stack([b[k] for b in batches]) for k in names})
 
 
 def _official_steps(tf1, sess, spec, features, seeded, losses, learning_rate, train_op):
@@ -456,24 +474,107 @@ def stage_dropout(args) -> Dict[str, Any]:
   return result
 
 
+def stage_order(args) -> Dict[str, Any]:
+  """How local and how hard the training stream is, in the official input_fn and ours.
+
+  Locality: which shard and record each example of the first num_train_steps batches
+  comes from. Difficulty: the MLM loss of one fixed model (each side's seed-0 final
+  checkpoint, dropout off) on the batches of the training-window steps, so the content
+  of the two streams is compared apart from the models trained on them.
+  """
+  import numpy as np
+  import tensorflow as tf
+  from electra_tf2 import input_pipeline, model_directory
+  out_dir = os.path.join(args.work_dir, "order")
+  os.makedirs(out_dir, exist_ok=True)
+  files = sorted(glob.glob(os.path.join(args.work_dir, "data", "pretrain_tfrecords",
+                                        "pretrain_data.tfrecord*")))
+  origin = {}
+  feature = {"input_ids": tf.io.FixedLenFeature([args.hparams["max_seq_length"]], tf.int64)}
+  for file_index, path in enumerate(files):
+    for record, example in enumerate(tf.data.TFRecordDataset(path)):
+      ids = tf.io.parse_single_example(example, feature)["input_ids"].numpy()
+      origin.setdefault(ids.astype(np.int32).tobytes(), (file_index, record))
+  steps, batch = args.hparams["num_train_steps"], args.hparams["train_batch_size"]
+  final = max(args.eval_at)
+  first = final - final // 3
+  streams, results = {}, {}
+  for seed in args.seeds:
+    for side in ("official", "ours"):
+      path = os.path.join(out_dir, f"{side}_seed{seed}.npz")
+      if not os.path.exists(path):
+        if side == "official":
+          run_official(args, {"mode": "stream", "data_dir": os.path.join(args.work_dir, "data"),
+                              "hparams": args.hparams, "seed": seed, "batches": steps,
+                              "output": path})
+        else:
+          stream = list(input_pipeline.input_fn(our_config(args, seed=seed), True,
+                                                batch).take(steps))
+          np.savez(path, **{k: np.stack([b[k].numpy() for b in stream])
+                            for k in ("input_ids", "input_mask", "segment_ids")})
+      streams[side, seed] = dict(np.load(path))
+      ids = streams[side, seed]["input_ids"].astype(np.int32)
+      where = np.array([[origin[row.tobytes()] for row in rows] for rows in ids])
+      near = []
+      for k in range(5, steps):
+        recent = where[k - 5:k].reshape(-1, 2)
+        near.append(np.mean([np.any((recent[:, 0] == f) & (np.abs(recent[:, 1] - r) <= 10))
+                             for f, r in where[k]]))
+      results[f"{side}/{seed}"] = {
+          "shards_per_batch": float(np.mean([len(set(where[k, :, 0])) for k in range(steps)])),
+          "near_previous_5": float(np.mean(near))}
+  judges = {"official": os.path.join(args.work_dir, "converted",
+                                     f"seed{args.seeds[0]}_step{final}"),
+            "ours": model_dir(args, "ours", args.seeds[0])}
+  for judge, directory in judges.items():
+    if not os.path.exists(os.path.join(directory, f"ckpt-{final}.index")):
+      log(f"difficulty: no {directory}/ckpt-{final} (run the train and eval stages); skipped")
+      continue
+    model = model_directory.restore_pretrainer(directory,
+                                               os.path.join(directory, f"ckpt-{final}"))
+    loss = tf.function(lambda features, seed: model(features, training=False,
+                                                    seed=seed)["mlm_loss"])
+    for (side, seed), stream in streams.items():
+      losses = [float(loss({k: tf.constant(v[step]) for k, v in stream.items()},
+                           tf.constant([step, EVAL_SEED]))) for step in range(first, final)]
+      results[f"{side}/{seed}"][f"difficulty_for_{judge}"] = float(np.mean(losses))
+  log(f"training stream, {steps} batches of {batch} from {len(files)} shards: distinct "
+      "shards per batch; the share of a batch's examples within 10 records (same shard) "
+      "of an example of the 5 batches before it; the MLM loss of a fixed model (seed "
+      f"{args.seeds[0]}, step {final}, dropout off) on the batches of steps {first}-{final}. "
+      "Mean [min, max] over seeds")
+  for name in results[f"ours/{args.seeds[0]}"]:
+    cells = [f"{side} {spread([results[f'{side}/{s}'][name] for s in args.seeds])}"
+             for side in ("official", "ours")]
+    log(f"  {name:<25} " + "   ".join(cells))
+  with open(os.path.join(out_dir, "order.json"), "w", encoding="utf-8") as f:
+    json.dump(results, f, indent=1)
+  return results
+
+
 def model_dir(args, side: str, seed: int) -> str:
   return os.path.join(args.work_dir, "models", f"{side}_seed{seed}")
+
+
+def trained(args, side: str, seed: int) -> bool:
+  """Whether this side and seed has its final checkpoint."""
+  name = "model.ckpt" if side == "official" else "ckpt"
+  return os.path.exists(os.path.join(model_dir(args, side, seed),
+                                     f"{name}-{max(args.eval_at)}.index"))
 
 
 def stage_train(args) -> None:
   final = max(args.eval_at)
   for seed in args.seeds:
     for side in args.sides:
+      if trained(args, side, seed):
+        continue
       directory = model_dir(args, side, seed)
       if side == "official":
-        if os.path.exists(os.path.join(directory, f"model.ckpt-{final}.index")):
-          continue
         run_official(args, {"mode": "train", "data_dir": os.path.join(args.work_dir, "data"),
                             "hparams": dict(args.hparams, num_train_steps=final),
                             "seed": seed, "model_dir": directory, "save_at": args.eval_at})
       else:
-        if os.path.exists(os.path.join(directory, f"ckpt-{final}.index")):
-          continue
         hparams = dict(args.hparams, num_train_steps=final, seed=seed, model_dir=directory,
                        save_checkpoints_steps=min(args.eval_at), keep_checkpoint_max=0,
                        iterations_per_loop=50)
@@ -505,6 +606,9 @@ def stage_eval(args) -> Dict[str, Any]:
   for eval_set in args.eval_sets:
     for seed in args.seeds:
       for side in args.sides:
+        if not trained(args, side, seed):
+          log(f"{side} seed {seed}: not trained to step {max(args.eval_at)}; left out")
+          continue
         for step in args.eval_at:
           key = f"{eval_set}/{side}/{seed}/{step}"
           if key in results:
@@ -525,7 +629,8 @@ def stage_eval(args) -> Dict[str, Any]:
                           if k in METRICS}
           write_json_atomic(path, results)
   results["train_windows"] = {f"{side}/{seed}": train_windows(args, side, seed)
-                              for side in args.sides for seed in args.seeds}
+                              for side in args.sides for seed in args.seeds
+                              if trained(args, side, seed)}
   write_json_atomic(path, results)
   report(args, results)
   return results
@@ -594,7 +699,8 @@ def report(args, results: Dict[str, Any]) -> None:
   log(f"\ntraining windows of steps {first}-{max(args.eval_at)} (dropout on), mean over seeds "
       "[min, max], d as above:")
   for name in ("mlm_loss", "disc_loss"):
-    values = {side: [results["train_windows"][f"{side}/{s}"][name] for s in args.seeds]
+    values = {side: [results["train_windows"][f"{side}/{s}"][name] for s in args.seeds
+                     if f"{side}/{s}" in results["train_windows"]]
               for side in args.sides}
     cells = [f"{side} {spread(values[side])}"
              + (f" d {effect(values[side], values['official']):+.1f}"
@@ -653,14 +759,14 @@ def main(argv=None) -> int:
   parser.add_argument("--equivalence-steps", type=int, default=8)
   parser.add_argument("--dropout-passes", type=int, default=100)
   parser.add_argument("--hparams", default="{}", help="JSON merged over the issue's setting")
-  parser.add_argument("--stages", default="data,equivalence,train,eval,dropout")
+  parser.add_argument("--stages", default="data,equivalence,train,eval,dropout,order")
   parser.add_argument("--official-worker", help=argparse.SUPPRESS)
   args = parser.parse_args(argv)
   if args.official_worker:
     official_worker(json.loads(args.official_worker))
     return 0
   stages = args.stages.split(",")
-  unknown = set(stages) - {"data", "equivalence", "train", "eval", "dropout"}
+  unknown = set(stages) - {"data", "equivalence", "train", "eval", "dropout", "order"}
   if unknown:
     parser.error(f"--stages: unknown stage(s) {', '.join(sorted(unknown))}")
   if not args.official_dir or not os.path.exists(
@@ -688,6 +794,8 @@ def main(argv=None) -> int:
     stage_eval(args)
   if "dropout" in stages:
     stage_dropout(args)
+  if "order" in stages:
+    stage_order(args)
   return 0
 
 
