@@ -504,16 +504,24 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
 def main(argv: Optional[List[str]] = None) -> int:
   args = parse_args(argv)
   try:
-    run_stages(args)
+    missing = run_stages(args)
   except TimeLimit:
     log(f"the --time-limit of {args.time_limit} minutes is reached: rerun the same command "
         "to go on")
     return 3
-  log("the study is complete" if "report" in args.stages else "done")
+  if "report" not in args.stages:
+    log("done")
+  elif missing:
+    log(f"report written without {len(missing)} fine-tuning result(s) ({missing[0]}, ...): "
+        "rerun with the finetune stage to complete it")
+  else:
+    log("the study is complete")
   return 0
 
 
-def run_stages(args) -> None:
+def run_stages(args) -> List[str]:
+  """Runs the stages asked for; returns the fine-tuning results the report lacks, as
+  "point/task" (none when the report stage is not run)."""
   stages = args.stages
   os.makedirs(args.work_dir, exist_ok=True)
   if "data" in stages:
@@ -524,8 +532,11 @@ def run_stages(args) -> None:
     stage_pretrain(args, plans)
   if "finetune" in stages:
     stage_finetune(args, points)
-  if "report" in stages:
-    stage_report(args, plans, points)
+  if "report" not in stages:
+    return []
+  study = stage_report(args, plans, points)
+  return [f"{p['name']}/{task}" for p in study["points"] for task in args.tasks
+          if len(p["scores"].get(task, {}).get("trials", [])) < len(args.seeds)]
 
 
 if __name__ == "__main__":

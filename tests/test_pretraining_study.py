@@ -54,6 +54,11 @@ def test_smallest_budget_then_resume(tmp_path, capsys):
   args = study.parse_args(argv)
   per_step = study.plan(args)["electra_0.5"]["flops_per_step"]
   argv += ["--budget", str(10 * per_step)]  # ten steps: checkpoints at steps 5 and 10
+  # A report before any fine-tuning says what it lacks instead of "complete".
+  assert study.main(argv + ["--stages", "report"]) == 0
+  report_only = capsys.readouterr().out
+  assert "report written without 3 fine-tuning result(s) (random/sst, ...)" in report_only
+  assert "the study is complete" not in report_only
   # A time limit stops the run (exit status 3); the same command then goes on.
   assert study.main(argv + ["--time-limit", "0.02"]) == 3
   assert "the --time-limit of 0.02 minutes is reached" in capsys.readouterr().out
