@@ -371,7 +371,8 @@ def plot(args, study) -> None:
   import matplotlib
   matplotlib.use("Agg")
   import matplotlib.pyplot as plt
-  colors = {}
+  # One colour per objective in both figures (MLM has no discriminator curves).
+  colors = {o: f"C{i}" for i, o in enumerate(args.objectives)}
   figure, axis = plt.subplots(figsize=(6.5, 4.2))
   random_row = next((p["scores"] for p in study["points"] if p["objective"] == RANDOM), {})
   if "average" in random_row:
@@ -381,8 +382,7 @@ def plot(args, study) -> None:
     rows = [(p["flops"], p["scores"]["average"]) for p in study["points"]
             if p["objective"] == objective and "average" in p["scores"]]
     if rows:
-      line, = axis.plot(*zip(*rows), "o-", label=objective)
-      colors[objective] = line.get_color()
+      axis.plot(*zip(*rows), "o-", label=objective, color=colors[objective])
   axis.set_xlabel("pre-training FLOPs (official counting)")
   axis.set_ylabel(f"GLUE-subset average ({', '.join(args.tasks)}; median of "
                   f"{len(args.seeds)} seeds)")
