@@ -319,7 +319,7 @@ def scores(args, points) -> Dict[str, Dict[str, Any]]:
       trials = [t["results"][task][metric] for t in json.load(open(path, encoding="utf-8"))
                 ["trials"]][:len(args.seeds)]
       row[task] = {"median": statistics.median(trials), "trials": trials}
-    if len(row) == len(args.tasks):
+    if all(len(row.get(t, {}).get("trials", [])) >= len(args.seeds) for t in args.tasks):
       row["average"] = statistics.mean(row[t]["median"] for t in args.tasks)
     table[point["name"]] = row
   return table
@@ -356,7 +356,7 @@ def stage_report(args, plans, points) -> Dict[str, Any]:
            "|---|---|" + "---|" * (len(args.tasks) + 1)]
   for point in points:
     row = table.get(point["name"], {})
-    cells = [f"{row[t]['median']:.2f}" if t in row else "" for t in args.tasks]
+    cells = [table_cell(row.get(t), len(args.seeds)) for t in args.tasks]
     average = f"{row['average']:.2f}" if "average" in row else ""
     label = point["name"] if point["objective"] == RANDOM else \
         f"{point['objective']} step {point['step']}"
@@ -365,6 +365,14 @@ def stage_report(args, plans, points) -> Dict[str, Any]:
   print("\n".join(lines), flush=True)
   plot(args, study)
   return study
+
+
+def table_cell(score: Optional[Dict[str, Any]], seeds: int) -> str:
+  """The median, marked when fewer seeds than asked for are in (such a row has no average)."""
+  if score is None:
+    return ""
+  done = len(score["trials"])
+  return f"{score['median']:.2f}" + (f" ({done} of {seeds} seeds)" if done < seeds else "")
 
 
 def plot(args, study) -> None:

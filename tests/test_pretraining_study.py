@@ -105,3 +105,9 @@ def test_bad_arguments_are_one_line(tmp_path, capsys):
   with pytest.raises(SystemExit):
     study.main(["--shared-data", str(tmp_path)])
   assert f"--shared-data {tmp_path} has no corpus/ directory" in capsys.readouterr().err
+
+
+def test_table_marks_medians_of_fewer_seeds_than_asked():
+  assert study.table_cell({"median": 61.5, "trials": [60.0, 61.5, 70.0]}, 3) == "61.50"
+  assert study.table_cell({"median": 61.5, "trials": [61.5]}, 3) == "61.50 (1 of 3 seeds)"
+  assert study.table_cell(None, 3) == ""
