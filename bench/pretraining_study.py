@@ -392,8 +392,9 @@ def plot(args, study) -> None:
     if rows:
       axis.plot(*zip(*rows), "o-", label=objective, color=colors[objective])
   axis.set_xlabel("pre-training FLOPs (official counting)")
-  axis.set_ylabel(f"GLUE-subset average ({', '.join(args.tasks)}; median of "
-                  f"{len(args.seeds)} seeds)")
+  axis.set_ylabel(f"GLUE-subset average\n(median of {len(args.seeds)} seeds per task)")
+  axis.set_title(", ".join(args.tasks), fontsize=9)
+  axis.set_xlim(0, 1.1 * max([p["flops"] for p in study["points"]] + [1.0]))
   axis.grid(alpha=0.3)
   axis.legend()
   figure.tight_layout()
