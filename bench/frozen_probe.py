@@ -131,9 +131,9 @@ def main(argv=None) -> int:
       config = model_directory.load_pretraining_config(model_dir)
       first_config = first_config or config
       model = model_directory.restore_pretrainer(model_dir, config=config)
-    tokens = list(vocab.load_vocab(config.vocab_file))
-    tokenizer = TokenizerModule(tokens, do_lower_case=config.do_lower_case)
-    special = vocab.special_token_ids(vocab.load_vocab(config.vocab_file))
+    token_ids = vocab.load_vocab(config.vocab_file)
+    tokenizer = TokenizerModule(list(token_ids), do_lower_case=config.do_lower_case)
+    special = vocab.special_token_ids(token_ids)
     row = measure(model.discriminator, tokenizer, special, data, args.max_seq_length)
     print(f"{name:<14} {row['cls_spread']:>10.4f} {row['cls_cosine']:>10.3f} "
           f"{row['probe_cls']:>9.3f} {row['probe_mean']:>10.3f}", flush=True)

@@ -485,6 +485,7 @@ def stage_order(args) -> Dict[str, Any]:
   import numpy as np
   import tensorflow as tf
   from electra_tf2 import input_pipeline, model_directory
+  from electra_tf2.atomic_io import write_json_atomic
   out_dir = os.path.join(args.work_dir, "order")
   os.makedirs(out_dir, exist_ok=True)
   files = sorted(glob.glob(os.path.join(args.work_dir, "data", "pretrain_tfrecords",
@@ -547,8 +548,7 @@ def stage_order(args) -> Dict[str, Any]:
     cells = [f"{side} {spread([results[f'{side}/{s}'][name] for s in args.seeds])}"
              for side in ("official", "ours")]
     log(f"  {name:<25} " + "   ".join(cells))
-  with open(os.path.join(out_dir, "order.json"), "w", encoding="utf-8") as f:
-    json.dump(results, f, indent=1)
+  write_json_atomic(os.path.join(out_dir, "order.json"), results)
   return results
 
 
