@@ -6,7 +6,9 @@ import re
 
 import pytest
 
-from electra_tf2.config import available_models, ConfigError, resolve_pretraining_config
+from electra_tf2.config import resolve_pretraining_config
+
+from electra_tf2.hparams import available_models, ConfigError
 
 
 def test_presets_have_the_paper_settings():
@@ -151,7 +153,8 @@ def test_typed_configs_cover_exactly_the_json_hparams():
   derived ones), so the two cannot drift apart."""
   import dataclasses
   import json
-  from electra_tf2.config import CONFIG_DIR, PretrainingConfig
+  from electra_tf2.config import PretrainingConfig
+  from electra_tf2.hparams import config_path
   from electra_tf2.finetune.config import FinetuningConfig
   for cls, name, derived in (
       (PretrainingConfig, "pretraining_defaults.json",
@@ -159,7 +162,7 @@ def test_typed_configs_cover_exactly_the_json_hparams():
         "generator_bert_config", "special_ids"}),
       (FinetuningConfig, "finetuning_defaults.json",
        {"model_name", "data_dir", "pretrained_model_dir", "encoder_config"})):
-    with open(os.path.join(CONFIG_DIR, name)) as f:
+    with open(config_path(name)) as f:
       hparams = set(json.load(f)) - {"_doc"}
     assert {field.name for field in dataclasses.fields(cls)} == hparams | derived, name
   config = resolve_pretraining_config("electra_small", None, {"debug": True})
