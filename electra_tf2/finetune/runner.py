@@ -368,7 +368,7 @@ def run_finetuning(config: FinetuningConfig, options: RunOptions = RunOptions()
     raise FinetuningDataError(f"--data-dir {config.data_dir} does not exist")
   check_pretrained_model(config)  # before the vocab: a missing model is the likelier cause
   vocab_lib.load_vocab(config.vocab_file, expected_size=config.vocab_size)
-  strategy = distribution.get_strategy(options.distribution_strategy, options.tpu)
+  strategy = distribution.strategy_for(config, options)
   tasks = get_tasks(config)
   check_task_files(config, tasks)
   results: List[Dict[str, TaskResults]] = []

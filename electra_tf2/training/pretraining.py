@@ -57,8 +57,7 @@ class PretrainingRun:
                strategy: Optional[tf.distribute.Strategy] = None):
     self.config = config
     self.options = options
-    self.strategy = strategy or distribution.get_strategy(options.distribution_strategy,
-                                                          options.tpu)
+    self.strategy = strategy or distribution.strategy_for(config, options)
     self.is_chief = distribution.is_chief(self.strategy)
     self.accumulation = config.gradient_accumulation_steps
     self.num_replicas = self.strategy.num_replicas_in_sync
@@ -378,7 +377,7 @@ def run_pretraining(config: PretrainingConfig, options: RunOptions = RunOptions(
   """Trains or evaluates as the config says (exactly one of do_train / do_eval)."""
   start = time.time()
   # Multi-worker collectives must be set up before TensorFlow runs any op.
-  strategy = distribution.get_strategy(options.distribution_strategy, options.tpu)
+  strategy = distribution.strategy_for(config, options)
   validate_inputs(config)
   if config.do_train:
     warning = input_pipeline.mixing_warning(
