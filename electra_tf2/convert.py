@@ -1,10 +1,10 @@
 r"""Official TF1 ELECTRA checkpoints in and out.
 
-  python -m electra_tf2.convert to-tf2 --checkpoint electra_small/ \
+  electra convert to-tf2 --checkpoint electra_small/ \
       --model-name electra_small_released --output-dir DATA/models/electra_small
-  python -m electra_tf2.convert to-tf2-finetuned --checkpoint mnli_ckpt/ \
+  electra convert to-tf2-finetuned --checkpoint mnli_ckpt/ \
       --data-dir DATA --model-name electra_small --task mnli
-  python -m electra_tf2.convert to-official --model-dir DATA/models/electra_small \
+  electra convert to-official --model-dir DATA/models/electra_small \
       --output-dir electra_small_tf1
 
 Variables are matched by their official names (variable_names.py), strictly by
@@ -260,7 +260,7 @@ def _config_hint(checkpoint_path: str, config: PretrainingConfig) -> str:
   shapes = checkpoint_shapes(checkpoint_path)
   if checkpoint_layout(list(shapes)) == "finetuning":
     return ("hint: this is a fine-tuning checkpoint (task_specific/...): convert it with "
-            "`python -m electra_tf2.convert to-tf2-finetuned`")
+            "`electra convert to-tf2-finetuned`")
   parts = []
   for scope in ("electra", "generator"):
     key = f"{scope}/encoder/layer_0/attention/self/query/kernel"

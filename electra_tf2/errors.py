@@ -2,9 +2,10 @@
 
 Every error a user can cause (a bad flag value, config, file or model
 directory) is an `ElectraError`; its message is one line that names the file,
-flag or field and says what to do. Every entry point (run_pretraining.py,
-run_finetuning.py, data_prep/*, python -m electra_tf2.*) runs its main through
-`run_command`, which prints such errors as `error: <message>` and exits:
+flag or field and says what to do. Every command (the `electra` subcommands and
+the scripts that are the same commands) runs its main through `run_command`
+(argparse commands) or `training.cli.run` (the absl ones, pretrain and
+finetune), which print such errors as `error: <message>` and exit:
 
   0    done;
   2    a usage error (argparse/absl) or an `ElectraError`, an OSError or a

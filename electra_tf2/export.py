@@ -1,6 +1,6 @@
 r"""TF SavedModels with serving signatures on token ids and on raw text.
 
-  python -m electra_tf2.export --model-dir DATA/models/electra_small \
+  electra export --model-dir DATA/models/electra_small \
       --kind discriminator --output-dir export/electra_small_discriminator
 
   import tensorflow as tf, tensorflow_text  # tensorflow_text registers the tokenizer ops

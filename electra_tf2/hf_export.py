@@ -1,8 +1,8 @@
 r"""Hugging Face directories (config.json + model.safetensors) for users who move to PyTorch.
 
-  python -m electra_tf2.hf_export --model-dir DATA/models/electra_small \
+  electra hf-export --model-dir DATA/models/electra_small \
       --output-dir hf/electra-small-discriminator
-  python -m electra_tf2.hf_export --model-dir DATA/models/electra_small \
+  electra hf-export --model-dir DATA/models/electra_small \
       --output-dir hf/electra-small-generator --generator
 
   # in PyTorch:
