@@ -35,12 +35,12 @@ import sys
 import tempfile
 import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)
+from common import SHARED_DATA
+
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
 
-SHARED = os.environ.get("ELECTRA_SHARED_DATA", os.path.join(os.path.dirname(REPO), "shared", "data"))
+SHARED = os.environ.get("ELECTRA_SHARED_DATA", SHARED_DATA)
 
 
 # ---------------------------------------------------------------------------
