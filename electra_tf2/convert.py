@@ -30,8 +30,8 @@ import tensorflow as tf  # noqa: E402
 from electra_tf2 import checkpoint_files, model_directory, variable_names  # noqa: E402
 from electra_tf2.atomic_io import (copy_file_atomic, write_json_atomic,  # noqa: E402
                                    write_text_atomic)
-from electra_tf2.config import (ConfigError, PretrainingConfig,  # noqa: E402
-                                resolve_pretraining_config)
+from electra_tf2.config import PretrainingConfig, resolve_pretraining_config
+from electra_tf2.hparams import ConfigError
 from electra_tf2.errors import ElectraError, run_command  # noqa: E402
 
 # Checkpoint variables that are never model weights: the step, Adam's slots, and the

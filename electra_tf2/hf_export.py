@@ -40,7 +40,7 @@ import tensorflow as tf  # noqa: E402
 from electra_tf2 import export, model_directory, variable_names  # noqa: E402
 from electra_tf2.atomic_io import (atomic_path, copy_file_atomic,  # noqa: E402
                                    write_json_atomic)
-from electra_tf2.config import BertConfig  # noqa: E402
+from electra_tf2.encoder_config import BertConfig
 from electra_tf2.errors import ElectraError, run_command  # noqa: E402
 
 WEIGHTS_FILE = "model.safetensors"

@@ -21,7 +21,8 @@ import keras
 import tensorflow as tf
 
 from electra_tf2 import objectives, pretrain_helpers
-from electra_tf2.config import BertConfig, ObjectiveConfig, PretrainingConfig
+from electra_tf2.config import ObjectiveConfig, PretrainingConfig
+from electra_tf2.encoder_config import BertConfig
 from electra_tf2.input_pipeline import features_to_inputs
 from electra_tf2.layers import DiscriminatorHead, EmbeddingBlock, MaskedLMHead
 from electra_tf2.networks.encoder import Encoder
