@@ -61,8 +61,8 @@ def multiset_digest(out_dir: str) -> str:
 
 
 def run(kind: str, files, vocab_file: str, args) -> dict:
-  from data_prep.beam_pretraining import build_with_beam  # pylint: disable=g-import-not-at-top
-  from data_prep.builder import BuildConfig, build_pretraining_data  # pylint: disable=g-import-not-at-top
+  from electra_tf2.data_prep.beam_pretraining import build_with_beam  # pylint: disable=g-import-not-at-top
+  from electra_tf2.data_prep.builder import BuildConfig, build_pretraining_data  # pylint: disable=g-import-not-at-top
   out_dir = tempfile.mkdtemp(prefix=f"bench-{kind}-")
   try:
     cfg = BuildConfig(inputs=list(files), vocab_file=vocab_file, output_dir=out_dir,

@@ -134,7 +134,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
   args = parser.parse_args(argv)
   args.work_dir = os.path.abspath(args.work_dir)
   args.shared_data = os.path.abspath(args.shared_data)
-  from electra_tf2.config import ConfigError, parse_hparams
+  from electra_tf2.hparams import ConfigError, parse_hparams
   try:
     args.pretrain_hparams = parse_hparams(args.pretrain_hparams)
     args.finetune_hparams = parse_hparams(args.finetune_hparams)

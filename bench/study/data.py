@@ -17,8 +17,8 @@ def read_tsv(path: str, header: bool) -> List[List[str]]:
 
 
 def stage_data(args) -> None:
-  from data_prep import build_vocab
-  from data_prep.builder import BuildConfig, build_pretraining_data
+  from electra_tf2.data_prep import build_vocab
+  from electra_tf2.data_prep.builder import BuildConfig, build_pretraining_data
   work, shared = args.work_dir, args.shared_data
   corpus_dir = os.path.join(work, "corpus")
   if not os.path.isdir(corpus_dir):
