@@ -24,7 +24,8 @@ def install_official_shims(official_dir: str):
   before TensorFlow is imported, the tree on PYTHONPATH).
   """
   found = importlib.util.find_spec("configure_pretraining")
-  if found is None or os.path.dirname(found.origin) != os.path.abspath(official_dir):
+  if found is None or os.path.dirname(os.path.realpath(found.origin)) != os.path.realpath(
+      official_dir):
     raise RuntimeError(f"{official_dir} is not first on PYTHONPATH: start this process with "
                        "the environment of parity.shims.official_env")
   import tensorflow.compat.v1 as tf1
