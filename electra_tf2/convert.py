@@ -408,7 +408,7 @@ def export_official_finetuned(model_dir: str, output_dir: str,
 
 
 def _parser() -> argparse.ArgumentParser:
-  parser = argparse.ArgumentParser(prog="python -m electra_tf2.convert",
+  parser = argparse.ArgumentParser(
                                    description="\n\n".join(__doc__.split("\n\n")[:2]),
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
   sub = parser.add_subparsers(dest="command", required=True)

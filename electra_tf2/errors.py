@@ -23,7 +23,15 @@ EXIT_INTERRUPTED = 130
 
 
 class ElectraError(Exception):
-  """An error in the user's input; the message is one line saying what to change."""
+  """An error in the user's input; the message is one line saying what to change.
+
+  >>> import electra_tf2
+  >>> try:
+  ...   electra_tf2.PretrainingConfig.from_preset("electra_small", num_steps=10)
+  ... except electra_tf2.ElectraError as error:
+  ...   print(error)
+  --hparams: unknown hparam 'num_steps'; known hparams are listed in configs/pretraining_defaults.json
+  """
 
 
 # What a command reports in one line: ours, the file system's, and a run whose loss diverged.

@@ -84,6 +84,14 @@ def load_pretraining_config(model_dir: str) -> PretrainingConfig:
     raise PretrainedModelError(str(e)) from None
 
 
+def find_vocab(model_dir: str, config: PretrainingConfig) -> Optional[str]:
+  """`model_dir/vocab.txt`, else the config's `vocab_file`, if either exists."""
+  for path in (os.path.join(model_dir, "vocab.txt"), config.vocab_file):
+    if path and tf.io.gfile.exists(path):
+      return path
+  return None
+
+
 def _checkpoint_of(model_dir: str, checkpoint_path: Optional[str]) -> str:
   checkpoint_path = checkpoint_path or checkpoint_files.latest_checkpoint(model_dir)
   if checkpoint_path is None:
