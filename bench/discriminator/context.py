@@ -11,15 +11,15 @@ class Context:
   """What every stage needs: model, passes, tokenizer, scorer, vocabulary facts."""
 
   def __init__(self, args):
-    from electra_tf2 import export, model_directory, scoring
+    from electra_tf2 import model_directory, scoring
     from electra_tf2.tokenization import FullTokenizer
     self.config = model_directory.load_pretraining_config(args.model_dir)
     self.model = model_directory.restore_pretrainer(args.model_dir, args.checkpoint, self.config)
-    vocab_file = export.find_vocab(args.model_dir, self.config)
+    vocab_file = model_directory.find_vocab(args.model_dir, self.config)
     if vocab_file is None:
       raise scoring.ScoringError(f"{args.model_dir} has no vocab.txt")
     self.passes = Passes(self.model)
-    self.scorer = scoring.Scorer.from_pretrainer(
+    self.scorer = scoring.TextScorer.from_pretrainer(
         self.model, vocab_file, self.config.do_lower_case, self.config.max_seq_length,
         name=args.model_dir)
     self.tokenizer = FullTokenizer(vocab_file, self.config.do_lower_case)
