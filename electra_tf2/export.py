@@ -27,6 +27,7 @@ import tensorflow as tf  # noqa: E402
 from electra_tf2 import model_directory, scoring, vocab as vocab_lib  # noqa: E402
 from electra_tf2.atomic_io import atomic_directory  # noqa: E402
 from electra_tf2.errors import ElectraError, run_command  # noqa: E402
+from electra_tf2.run_lock import hold  # noqa: E402
 
 KINDS = ("encoder", "discriminator", "finetuned")
 _IDS = tf.TensorSpec([None, None], tf.int32)
@@ -299,7 +300,8 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
       model, kind, vocab_file if args.text else None,
       lower if args.do_lower_case is None else args.do_lower_case,
       args.max_seq_length or max_seq_length, args.window_stride)
-  module.save(args.output_dir)
+  with hold(args.output_dir):
+    module.save(args.output_dir)
   print(f"wrote {args.output_dir} ({kind}; signatures: {', '.join(sorted(module.signatures()))})")
   return 0
 
