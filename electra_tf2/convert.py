@@ -30,8 +30,8 @@ import tensorflow as tf  # noqa: E402
 from electra_tf2 import checkpoint_files, model_directory, variable_names  # noqa: E402
 from electra_tf2.atomic_io import (copy_file_atomic, write_json_atomic,  # noqa: E402
                                    write_text_atomic)
-from electra_tf2.config import (ConfigError, PretrainingConfig,  # noqa: E402
-                                resolve_pretraining_config)
+from electra_tf2.config import PretrainingConfig, resolve_pretraining_config
+from electra_tf2.hparams import ConfigError
 from electra_tf2.errors import ElectraError, run_command  # noqa: E402
 from electra_tf2.run_lock import hold  # noqa: E402
 
@@ -409,7 +409,7 @@ def export_official_finetuned(model_dir: str, output_dir: str,
 
 
 def _parser() -> argparse.ArgumentParser:
-  parser = argparse.ArgumentParser(prog="python -m electra_tf2.convert",
+  parser = argparse.ArgumentParser(
                                    description="\n\n".join(__doc__.split("\n\n")[:2]),
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
   sub = parser.add_subparsers(dest="command", required=True)

@@ -138,7 +138,7 @@ def pretraining_flops_per_step(config) -> float:
 
 
 def _main(argv: Optional[Sequence[str]] = None) -> int:
-  parser = argparse.ArgumentParser(prog="python -m electra_tf2.flops",
+  parser = argparse.ArgumentParser(
                                    description=__doc__.split("\n\n")[0])
   parser.add_argument("models", nargs="*", default=["electra_small", "electra_base",
                                                     "electra_large"])

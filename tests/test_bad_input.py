@@ -23,7 +23,7 @@ from tests.fixtures import make_config, make_tasks
 PROPERTY = settings(max_examples=60, deadline=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture,
                                            HealthCheck.too_slow])
-SCHEMA = json.load(open(os.path.join(REPO_ROOT, "configs", "pretraining_defaults.json")))
+SCHEMA = json.load(open(os.path.join(REPO_ROOT, "electra_tf2", "configs", "pretraining_defaults.json")))
 SCALARS = st.one_of(
     st.none(), st.booleans(), st.integers(-2**70, 2**70), st.text(max_size=8),
     st.floats(allow_nan=True, allow_infinity=True),
@@ -194,7 +194,7 @@ def test_vocab_is_loaded_or_refused_naming_the_file_and_line(tmp_path, tokens, r
 
 
 def build(tmp_path, corpus: bytes, name: str):
-  from data_prep.builder import BuildConfig, build_pretraining_data
+  from electra_tf2.data_prep.builder import BuildConfig, build_pretraining_data
   from tests.fixtures import write_vocab
   vocab = str(tmp_path / "vocab.txt")
   if not os.path.exists(vocab):

@@ -29,7 +29,7 @@ from transformers.models.electra import modeling_electra  # noqa: E402
 
 from conftest import shared_data_path  # noqa: E402
 from electra_tf2 import convert, hf_export, variable_names  # noqa: E402
-from electra_tf2.config import resolve_pretraining_config  # noqa: E402
+from electra_tf2.config import resolve_pretraining_config
 from electra_tf2.models.pretrainer import ElectraPretrainer  # noqa: E402
 from electra_tf2.tokenization import FullTokenizer  # noqa: E402
 
