@@ -23,7 +23,8 @@ from tests.fixtures import make_config, make_tasks
 PROPERTY = settings(max_examples=60, deadline=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture,
                                            HealthCheck.too_slow])
-SCHEMA = json.load(open(os.path.join(REPO_ROOT, "electra_tf2", "configs", "pretraining_defaults.json")))
+SCHEMA = json.load(open(os.path.join(REPO_ROOT, "electra_tf2", "configs",
+                                   "pretraining_defaults.json")))
 SCALARS = st.one_of(
     st.none(), st.booleans(), st.integers(-2**70, 2**70), st.text(max_size=8),
     st.floats(allow_nan=True, allow_infinity=True),

@@ -255,3 +255,54 @@ def test_finetuning_results_are_old_or_new_whole_after_a_failed_write(
   # file whose write failed is the old one, whole.
   assert after[config.results_txt] == (new if failing_write == 2 else old)[config.results_txt]
   assert after[config.results_json] == old[config.results_json] != new[config.results_json]
+
+
+# ---------------------------------------------------------------------------
+# The data builder under the same failure
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("error", [
+    tf.errors.ResourceExhaustedError(None, None, "No space left on device"),
+    OSError(errno.EACCES, "Permission denied")])
+def test_data_builder_leaves_the_output_as_it_was_after_a_failed_write(tmp_path, monkeypatch,
+                                                                      error):
+  from electra_tf2.data_prep.builder import BuildConfig, build_pretraining_data
+  from electra_tf2.data_prep.common import DataPrepError
+  from tests.fixtures import WORD_VOCAB, write_vocab
+  vocab = str(tmp_path / "vocab.txt")
+  write_vocab(vocab)
+  words = [w for w in WORD_VOCAB if w.isalpha()]
+  rng = random.Random(0)
+  corpus = tmp_path / "corpus.txt"
+  corpus.write_text("".join(" ".join(rng.choice(words) for _ in range(12)) + ("\n\n" if i % 5
+                    else "\n") for i in range(300)))
+  out = tmp_path / "out"
+  cfg = BuildConfig(inputs=[str(corpus)], vocab_file=vocab, output_dir=str(out),
+                    max_seq_length=32, num_shards=3, seed=0, progress=False)
+  build_pretraining_data(cfg, log=lambda s: None)
+  before = {p.name: p.read_bytes() for p in out.iterdir()}
+  corpus.write_text(corpus.read_text() * 2)  # a new build would change every shard
+  real_writer = tf.io.TFRecordWriter
+
+  class FailingWriter:
+    """Writes 5 records (a real half-written temporary shard), then fails."""
+
+    def __init__(self, path):
+      self.writer, self.count = real_writer(path), 0
+
+    def write(self, record):
+      self.count += 1
+      if self.count > 5:
+        self.writer.flush()
+        raise error
+      self.writer.write(record)
+
+    def close(self):
+      self.writer.close()
+  monkeypatch.setattr(tf.io, "TFRecordWriter", FailingWriter)
+  with pytest.raises(DataPrepError) as failed:
+    build_pretraining_data(cfg, log=lambda s: None)
+  message = str(failed.value)
+  assert "\n" not in message and f"nothing in {out} was changed" in message
+  assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # no temp, no change
