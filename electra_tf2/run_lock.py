@@ -112,7 +112,7 @@ def _acquire_local(path: str) -> int:
       fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
       locked = True
     except BlockingIOError:
-      _refuse(path, _parse(_read_fd(fd)) or {})
+      _refuse(path, _holder_of(fd))
     except OSError as e:
       if e.errno not in (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS):
         raise
@@ -142,6 +142,17 @@ def _refuse(path: str, record: Dict[str, object]) -> None:
                      f"; wait for it or stop it (lock file {path})")
 
 
+def _holder_of(fd: int) -> Dict[str, object]:
+  """The record of a lock held elsewhere; waits up to 1 s for a holder that has just
+  locked the file to write it."""
+  for _ in range(20):
+    record = _parse(_read_fd(fd))
+    if record:
+      return record
+    time.sleep(0.05)
+  return {}
+
+
 def _read_fd(fd: int) -> str:
   os.lseek(fd, 0, os.SEEK_SET)
   return os.read(fd, 65536).decode("utf-8", "replace")
@@ -166,16 +177,11 @@ def _release_local(fd: int) -> None:
 # -----------------------------------------------------------------------------
 
 
-def _gfile():
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  return tf.io.gfile
-
-
 def _read_lease(path: str) -> Optional[Dict[str, object]]:
-  gfile = _gfile()
-  if not gfile.exists(path):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top  (remote paths only)
+  if not tf.io.gfile.exists(path):
     return None
-  with gfile.GFile(path, "r") as f:
+  with tf.io.gfile.GFile(path, "r") as f:
     return _parse(f.read())
 
 
