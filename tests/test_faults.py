@@ -117,7 +117,7 @@ def test_kill_9_at_random_moments_then_resume_equals_the_uninterrupted_run(tmp_p
     taken_over += "is dead" in process.stdout.read()
     assert process.wait(timeout=300) == 0
     break
-  assert kills == 3 and taken_over >= 1
+  assert kills == 3 and taken_over == 3  # each rerun took over the killed run's lock
   summary = json.load(open(os.path.join(parts, "pretrain_summary.json")))
   assert summary["step"] == 60
   assert_identical(all_tensors(whole), all_tensors(parts))
