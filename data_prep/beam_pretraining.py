@@ -1,7 +1,7 @@
 """Pre-training TFRecords with Apache Beam: the single-machine builder's examples, on any runner.
 
-Entry point kept for the official command line; the code is
-`electra_tf2.data_prep.beam_pretraining` (also `electra beam_pretraining`-style subcommands: `electra --help`).
+Kept as a script (from a clone); the same as `electra build-data --runner RUNNER` (code:
+`electra_tf2.data_prep.beam_pretraining`).
 """
 
 import sys

@@ -1,7 +1,7 @@
 """Builds pre-training TFRecords from OpenWebText-style archives.
 
-Entry point kept for the official command line; the code is
-`electra_tf2.data_prep.build_openwebtext_pretraining_dataset` (also `electra build_openwebtext_pretraining_dataset`-style subcommands: `electra --help`).
+Kept as a script (from a clone); the same as `electra build-openwebtext-data` (code:
+`electra_tf2.data_prep.build_openwebtext_pretraining_dataset`).
 """
 
 import sys

@@ -1,7 +1,7 @@
 """Builds ELECTRA pre-training TFRecords from text files: the official examples, faster.
 
-Entry point kept for the official command line; the code is
-`electra_tf2.data_prep.build_pretraining_dataset` (also `electra build_pretraining_dataset`-style subcommands: `electra --help`).
+Kept as a script (from a clone); the same as `electra build-data` (code:
+`electra_tf2.data_prep.build_pretraining_dataset`).
 """
 
 import sys

@@ -1,7 +1,7 @@
 """Learns a WordPiece vocabulary (vocab.txt) from a corpus, for pre-training in any language.
 
-Entry point kept for the official command line; the code is
-`electra_tf2.data_prep.build_vocab` (also `electra build_vocab`-style subcommands: `electra --help`).
+Kept as a script (from a clone); the same as `electra build-vocab` (code:
+`electra_tf2.data_prep.build_vocab`).
 """
 
 import sys

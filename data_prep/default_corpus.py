@@ -1,7 +1,7 @@
 """The embedded default corpus, and the whole default data preparation in one call.
 
-Entry point kept for the official command line; the code is
-`electra_tf2.data_prep.default_corpus` (also `electra default_corpus`-style subcommands: `electra --help`).
+Kept as a script (from a clone); the same as `electra default-data` (code:
+`electra_tf2.data_prep.default_corpus`).
 """
 
 import sys

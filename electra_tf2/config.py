@@ -80,8 +80,14 @@ class PretrainingConfig(ResolvedConfig):
   files once, when the config is built: the discriminator encoder
   `bert_config`, the `generator_bert_config` (None without a generator encoder) and
   the vocab's `special_ids`. `to_dict` is what pretrain_config.json holds, so a
-  saved model is rebuilt from it alone. Build one with
-  `resolve_pretraining_config`.
+  saved model is rebuilt from it alone. Build one with `from_preset` (or
+  `resolve_pretraining_config`).
+
+  >>> config = PretrainingConfig.from_preset("electra_small", debug=True, learning_rate=1e-3)
+  >>> config.bert_config.num_hidden_layers, config.generator_bert_config.hidden_size
+  (3, 36)
+  >>> config.max_predictions_per_seq  # derived: int((0.15 + 0.005) * 128)
+  19
   """
   # configure_pretraining.py:29-101
   debug: bool
@@ -146,6 +152,13 @@ class PretrainingConfig(ResolvedConfig):
   def objective(self) -> ObjectiveConfig:
     return ObjectiveConfig(**{f.name: getattr(self, f.name)
                               for f in dataclasses.fields(ObjectiveConfig)})
+
+  @classmethod
+  def from_preset(cls, model_name: str, data_dir: Optional[str] = None, **hparams
+                  ) -> "PretrainingConfig":
+    """The preset `model_name` (configs/<name>.json or a .json path) with `hparams` on top,
+    resolved as `resolve_pretraining_config` does; `data_dir` sets the default paths."""
+    return resolve_pretraining_config(model_name, data_dir, hparams)
 
   @classmethod
   def from_dict(cls, values: Mapping[str, Any]) -> "PretrainingConfig":

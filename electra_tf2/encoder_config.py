@@ -15,7 +15,13 @@ from electra_tf2.hparams import HPARAM_TYPES, ConfigError, read_config
 
 @dataclasses.dataclass(frozen=True)
 class BertConfig:
-  """Shapes and regularisation of one BERT-style encoder (model/modeling.py:36-70)."""
+  """Shapes and regularisation of one BERT-style encoder (model/modeling.py:36-70).
+
+  >>> config = BertConfig(vocab_size=100, hidden_size=64, num_hidden_layers=2,
+  ...                     num_attention_heads=1, intermediate_size=256)
+  >>> config.replace(hidden_dropout_prob=0.0).hidden_dropout_prob
+  0.0
+  """
   vocab_size: int
   hidden_size: int = 768
   num_hidden_layers: int = 12

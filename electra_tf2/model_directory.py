@@ -19,6 +19,7 @@ import tensorflow as tf
 from electra_tf2 import checkpoint_files
 from electra_tf2.config import PretrainingConfig, schema
 from electra_tf2.hparams import ConfigError, read_json
+from electra_tf2.models.pretrainer import ElectraPretrainer
 
 # The resolved pre-training config, saved next to the checkpoints of every model.
 PRETRAIN_CONFIG_FILE = "pretrain_config.json"
@@ -108,7 +109,6 @@ def restore_pretrainer(model_dir: str, checkpoint_path: Optional[str] = None,
     checkpoint_path: a specific `ckpt-N` prefix; default the latest one.
     config: the directory's config, if the caller has read it already.
   """
-  from electra_tf2.models.pretrainer import ElectraPretrainer  # pylint: disable=g-import-not-at-top
   config = config or load_pretraining_config(model_dir)
   checkpoint_path = _checkpoint_of(model_dir, checkpoint_path)
   try:

@@ -1,6 +1,6 @@
 """Pre-training TFRecords with Apache Beam: the single-machine builder's examples, on any runner.
 
-  python data_prep/beam_pretraining.py --corpus-glob 'corpus/**' --vocab-file vocab.txt \\
+  electra build-data --runner DirectRunner --corpus-glob 'corpus/**' --vocab-file vocab.txt \\
       --output-dir OUT [--num-shards 1000] [--seed 1] [--runner DirectRunner] \\
       [Beam pipeline options: --direct_running_mode multi_processing --direct_num_workers 2,
        --project P --region R --temp_location gs://... (DataflowRunner), ...]
@@ -14,7 +14,7 @@ multiset of examples as the single-machine builder's, byte for byte; only which
 shard holds which example differs.
 
 Inputs and output go through Beam's file systems: local paths, and gs:// with
-requirements-beam-gcp.txt. The shards are written under OUT/.beam-tmp-<run>/
+the beam-gcp extra. The shards are written under OUT/.beam-tmp-<run>/
 and renamed into OUT once the job has succeeded; pretrain_data.info.json comes
 last. A failed job removes its temporary folder and leaves OUT as it was.
 

@@ -1,6 +1,6 @@
 """Builds pre-training TFRecords from OpenWebText-style archives.
 
-  python data_prep/build_openwebtext_pretraining_dataset.py --data-dir DATA --num-processes 5
+  electra build-openwebtext-data --data-dir DATA --num-processes 5
 
 Takes <data-dir>/vocab.txt and the tar archives in <data-dir>/openwebtext/
 (OpenWebText's urlsf_subset*.xz; any tar compression is fine) and writes

@@ -5,7 +5,7 @@ Same examples and flags as the official build_pretraining_dataset.py, plus
 not wiped: only pretrain_data.tfrecord-*-of-* shards are replaced, once the
 whole run has succeeded. See docs/data_prep.md.
 
-  python data_prep/build_pretraining_dataset.py --corpus-dir DIR \\
+  electra build-data --corpus-dir DIR \\
       --vocab-file vocab.txt --output-dir OUT [--num-processes 4] [--num-shards 64]
 """
 

@@ -1,6 +1,6 @@
 """Learns a WordPiece vocabulary (vocab.txt) from a corpus, for pre-training in any language.
 
-  python data_prep/build_vocab.py --corpus-dir DIR --vocab-size 30522 --output vocab.txt
+  electra build-vocab --corpus-dir DIR --vocab-size 30522 --output vocab.txt
 
 Words are split exactly as the tokenizer will split them (BERT's BasicTokenizer:
 lowercasing and accent stripping unless turned off, punctuation and CJK

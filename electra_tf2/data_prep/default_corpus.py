@@ -2,11 +2,11 @@
 
 Every install of this project has English text without downloading anything:
 the docstrings of the Python standard library and of the packages in
-requirements.txt (numpy, absl, keras, tensorflow, tensorflow_text, tf_keras,
+run-time dependencies (numpy, absl, keras, tensorflow, tensorflow_text, tf_keras,
 tf-models-official). `write_default_corpus` extracts them (with `ast`, nothing
 is imported), one paragraph per line with a blank line between documents (one
 document per module), into a few text files. The output depends only on the
-installed files: the same Python and requirements give the same corpus.
+installed files: the same Python and installed packages give the same corpus.
 
 `prepare_default_data_dir(data_dir)` then builds, skipping what is complete:
 
@@ -16,7 +16,7 @@ installed files: the same Python and requirements give the same corpus.
 
 so that pre-training can start right away:
 
-  python data_prep/default_corpus.py --data-dir DATA
+  electra default-data --data-dir DATA
 """
 
 from __future__ import annotations

@@ -75,6 +75,10 @@ class FinetuningConfig(ResolvedConfig):
   `from_dict` rebuilds a saved one. Path attributes are templates:
   `raw_data_dir` holds "{task}", the QA files "{task}", `test_predictions`
   "{task}", "{split}" and "{trial}"; the methods below fill them in.
+
+  >>> config = FinetuningConfig.from_preset("electra_small", "DATA", "rte", num_trials=3)
+  >>> config.learning_rate, config.layerwise_lr_decay, config.init_checkpoint
+  (0.0001, 0.8, 'DATA/models/electra_small')
   """
   debug: bool
   log_examples: bool
@@ -133,6 +137,13 @@ class FinetuningConfig(ResolvedConfig):
   data_dir: str
   pretrained_model_dir: Optional[str]
   encoder_config: BertConfig
+
+  @classmethod
+  def from_preset(cls, model_name: str, data_dir: str, tasks: Union[str, Sequence[str]],
+                  **hparams) -> "FinetuningConfig":
+    """Fine-tuning `DATA/models/<model_name>` on `tasks` (e.g. "rte" or ["cola", "mrpc"]),
+    with `hparams` on top, resolved as `resolve_finetuning_config` does."""
+    return resolve_finetuning_config(model_name, data_dir, hparams, tasks)
 
   @classmethod
   def from_dict(cls, values: Mapping[str, Any]) -> "FinetuningConfig":

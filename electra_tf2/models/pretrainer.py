@@ -77,6 +77,16 @@ class ElectraPretrainer(keras.Model):
   the masking and sampling draws, and returns a dict with `total_loss`,
   `mlm_loss` (and `cloze_loss`, `disc_loss` when used) and the per-slot /
   per-token tensors that `objectives.metric_statistics` consumes.
+
+  >>> import tensorflow as tf
+  >>> from electra_tf2 import PretrainingConfig
+  >>> config = PretrainingConfig.from_preset("electra_small", debug=True, max_seq_length=16)
+  >>> model = ElectraPretrainer.from_pretraining_config(config)
+  >>> ids = tf.random.stateless_uniform([2, 16], [1, 2], 1000, 2000, tf.int32)
+  >>> outputs = model({"input_ids": ids, "input_mask": tf.ones_like(ids),
+  ...                  "segment_ids": tf.zeros_like(ids)}, seed=tf.constant([3, 4]))
+  >>> [name for name in ("total_loss", "mlm_loss", "disc_loss") if outputs[name].shape == []]
+  ['total_loss', 'mlm_loss', 'disc_loss']
   """
 
   def __init__(self, config: PretrainerConfig | Mapping[str, Any], **kwargs):

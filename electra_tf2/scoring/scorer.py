@@ -125,8 +125,22 @@ class SentenceScore:
 class TextScorer:
   """Scores raw texts with a discriminator, in batches, through a `score` graph function.
 
-  Build it with `TextScorer.load(path)`. `score_fn` maps a string tensor `[batch]` to
-  the outputs of `score_text_graph`.
+  Build it with `TextScorer.load(path)` (a model directory or a SavedModel) or
+  `TextScorer.from_pretrainer`. `score_fn` maps a string tensor `[batch]` to the
+  outputs of `graph.score_text_graph`.
+
+  >>> import os, tempfile
+  >>> from electra_tf2 import ElectraPretrainer, PretrainingConfig
+  >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "chef", "ate", "meal", "."]
+  >>> vocab_file = os.path.join(tempfile.mkdtemp(), "vocab.txt")
+  >>> _ = open(vocab_file, "w").write("\\n".join(vocab))
+  >>> model = ElectraPretrainer.from_pretraining_config(PretrainingConfig.from_preset(
+  ...     "electra_small", debug=True, vocab_size=len(vocab), max_seq_length=16))
+  >>> scorer = TextScorer.from_pretrainer(model, vocab_file, do_lower_case=True,
+  ...                                     max_seq_length=16)
+  >>> result = scorer.score(["The chef ate the meal."])[0]
+  >>> [word.text for word in result.words], sorted(result.scores)
+  (['The', 'chef', 'ate', 'the', 'meal', '.'], ['max_probability', 'mean_log_odds', 'mean_probability', 'sum_log_odds'])
   """
 
   def __init__(self, score_fn: Callable[[tf.Tensor], Dict[str, tf.Tensor]],
