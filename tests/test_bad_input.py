@@ -56,6 +56,7 @@ HPARAMS = st.one_of(
 
 @PROPERTY
 @given(HPARAMS)
+@example({"gradient_accumulation_steps": 0})  # was a ZeroDivisionError
 def test_hparams_are_resolved_or_refused_naming_the_field(tmp_path, hparams):
   try:
     config = resolve_pretraining_config("electra_small", str(tmp_path), json.dumps(hparams))
@@ -68,6 +69,22 @@ def test_hparams_are_resolved_or_refused_naming_the_field(tmp_path, hparams):
       assert math.isfinite(value), key
     if isinstance(value, int) and not isinstance(value, bool):
       assert abs(value) < 2**31, key
+
+
+FINETUNING_SCHEMA = json.load(open(os.path.join(REPO_ROOT, "electra_tf2", "configs",
+                                              "finetuning_defaults.json")))
+
+
+@PROPERTY
+@given(st.one_of(
+    st.dictionaries(KEYS, VALUES, min_size=1, max_size=2),
+    st.builds(lambda key, value: {key: value}, st.sampled_from(sorted(FINETUNING_SCHEMA)),
+              EXTREMES)))
+def test_finetuning_hparams_are_resolved_or_refused_naming_the_field(tmp_path, hparams):
+  try:
+    make_config(str(tmp_path), ["rte"], **hparams)
+  except ConfigError as e:
+    assert_one_line(e, *hparams, "task", "max_seq_length")
 
 
 @pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf")])
