@@ -105,3 +105,39 @@ def first_line(error: Exception) -> str:
   text = (text.strip().splitlines() or ["no detail"])[0]
   text = re.sub(r"^\{\{function_node [^}]*\}\}\s*", "", text)
   return re.sub(r"\s*\[Op:\w+\]$", "", text) or "no detail"
+
+
+class CheckpointWriteError(ModelDirectoryError):
+  """A checkpoint that could not be written (no space left, permission lost)."""
+
+
+def save(manager: tf.train.CheckpointManager, step: int) -> str:
+  """`manager.save(checkpoint_number=step)`; a failed write is one CheckpointWriteError.
+
+  TensorFlow writes the data under `ckpt-<step>_temp`, then the index, then the
+  `checkpoint` state file, so a write that fails leaves the previous checkpoint
+  the latest; what the failed one left is removed.
+  """
+  try:
+    return manager.save(checkpoint_number=step)
+  except (tf.errors.OpError, OSError) as e:
+    prefix = os.path.join(manager.directory, f"ckpt-{step}")
+    try:
+      latest = latest_checkpoint(manager.directory, strict=False)
+    except ModelDirectoryError:
+      latest = None
+    if latest is None or os.path.basename(latest) != os.path.basename(prefix):
+      _remove_quietly(tf.io.gfile.glob(prefix + ".*") + tf.io.gfile.glob(prefix + "_temp*"))
+    kept = f"{os.path.basename(latest)} is the latest" if latest else "no checkpoint is saved"
+    raise CheckpointWriteError(
+        f"writing checkpoint {prefix} failed ({first_line(e)}); {kept}: free space or restore "
+        "write permission, then run the same command again to resume") from None
+
+
+def _remove_quietly(paths: List[str]) -> None:
+  """Removes files and directories, as far as the file system lets it."""
+  for path in paths:
+    try:
+      (tf.io.gfile.rmtree if tf.io.gfile.isdir(path) else tf.io.gfile.remove)(path)
+    except (tf.errors.OpError, OSError):
+      pass

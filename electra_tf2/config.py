@@ -270,9 +270,6 @@ def _check_consistency(values: Mapping[str, Any]) -> None:
                       f"{', '.join(sizes)} (and model_hparam_overrides for other shapes)")
   if values["do_train"] == values["do_eval"]:
     raise ConfigError("do_train and do_eval: exactly one must be true (as in the official code)")
-  if values["train_batch_size"] % values["gradient_accumulation_steps"]:
-    raise ConfigError(f"train_batch_size {values['train_batch_size']} is not divisible by "
-                      f"gradient_accumulation_steps {values['gradient_accumulation_steps']}")
   if not 0.0 < values["mask_prob"] < 1.0:
     raise ConfigError(f"mask_prob must be in (0, 1), got {values['mask_prob']}")
   if values["temperature"] <= 0:
@@ -286,6 +283,9 @@ def _check_consistency(values: Mapping[str, Any]) -> None:
               "num_eval_steps"):
     if values[key] < 1:
       raise ConfigError(f"{key} must be >= 1, got {values[key]}")
+  if values["train_batch_size"] % values["gradient_accumulation_steps"]:
+    raise ConfigError(f"train_batch_size {values['train_batch_size']} is not divisible by "
+                      f"gradient_accumulation_steps {values['gradient_accumulation_steps']}")
   for key in ("generator_hidden_size", "generator_layers"):
     if not 0.0 < values[key] <= 1.0:
       raise ConfigError(f"{key} is a fraction of the discriminator and must be in (0, 1], "

@@ -30,6 +30,7 @@ from electra_tf2.atomic_io import (copy_file_atomic, write_json_atomic,
 from electra_tf2.config import PretrainingConfig, resolve_pretraining_config
 from electra_tf2.hparams import ConfigError
 from electra_tf2.errors import ElectraError, command
+from electra_tf2.run_lock import hold
 
 # Checkpoint variables that are never model weights: the step, Adam's slots, and the
 # scalar `generator_predictions/temperature` of the released checkpoints (which the
@@ -472,9 +473,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     output_dir = args.output_dir or config.model_dir
     if output_dir is None:
       raise ConfigError("pass --output-dir (or --data-dir for DATA_DIR/models/MODEL_NAME)")
-    report = convert_official_checkpoint(
-        args.checkpoint, config, output_dir, strict=args.strict,
-        ignore=tuple(DEFAULT_IGNORE) + tuple(args.ignore), vocab_file=args.vocab_file)
+    with hold(output_dir):
+      report = convert_official_checkpoint(
+          args.checkpoint, config, output_dir, strict=args.strict,
+          ignore=tuple(DEFAULT_IGNORE) + tuple(args.ignore), vocab_file=args.vocab_file)
     print(report.summary())
     print(f"wrote {output_dir} ({model_directory.PRETRAIN_CONFIG_FILE}, "
           f"{os.path.basename(tf.train.latest_checkpoint(output_dir))}, {REPORT_FILE})")
@@ -484,14 +486,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                                                        args.hparams, args.task)
     head_specs = [task.head_spec() for task in task_builder.get_tasks(config)]
     output_dir = args.output_dir or config.trial_model_dir(1)
-    report = convert_official_finetuned(args.checkpoint, config, head_specs, output_dir,
-                                        strict=args.strict,
-                                        ignore=tuple(DEFAULT_IGNORE) + tuple(args.ignore))
+    with hold(output_dir):
+      report = convert_official_finetuned(args.checkpoint, config, head_specs, output_dir,
+                                          strict=args.strict,
+                                          ignore=tuple(DEFAULT_IGNORE) + tuple(args.ignore))
     print(report.summary())
     print(f"wrote {output_dir}")
   else:
     export = (export_official_finetuned if is_finetuned_model_dir(args.model_dir)
               else export_official_checkpoint)
-    prefix = export(args.model_dir, args.output_dir, args.checkpoint)
+    with hold(args.output_dir):
+      prefix = export(args.model_dir, args.output_dir, args.checkpoint)
     print(f"wrote {prefix} ({len(tf.train.list_variables(prefix))} variables)")
   return 0

@@ -47,7 +47,9 @@ def report(error: BaseException,
   if isinstance(error, KeyboardInterrupt):
     print(interrupted, file=sys.stderr)
     return EXIT_INTERRUPTED
-  print(f"error: {error}", file=sys.stderr)
+  # One line, whatever a file name or field value in the message holds.
+  message = str(error).replace("\r", "\\r").replace("\n", "\\n")
+  print(f"error: {message}", file=sys.stderr)
   return EXIT_ERROR
 
 

@@ -25,6 +25,7 @@ from electra_tf2 import model_directory, vocab as vocab_lib
 from electra_tf2.scoring import graph as scoring_graph
 from electra_tf2.atomic_io import atomic_directory
 from electra_tf2.errors import ElectraError, command
+from electra_tf2.run_lock import hold
 
 KINDS = ("encoder", "discriminator", "finetuned")
 _IDS = tf.TensorSpec([None, None], tf.int32)
@@ -284,6 +285,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
       model, kind, vocab_file if args.text else None,
       lower if args.do_lower_case is None else args.do_lower_case,
       args.max_seq_length or max_seq_length, args.window_stride)
-  module.save(args.output_dir)
+  with hold(args.output_dir):
+    module.save(args.output_dir)
   print(f"wrote {args.output_dir} ({kind}; signatures: {', '.join(sorted(module.signatures()))})")
   return 0

@@ -39,6 +39,7 @@ from electra_tf2.atomic_io import (atomic_path, copy_file_atomic,
                                    write_json_atomic)
 from electra_tf2.encoder_config import BertConfig
 from electra_tf2.errors import ElectraError, command
+from electra_tf2.run_lock import hold
 
 WEIGHTS_FILE = "model.safetensors"
 LAYER_NORM_EPS = 1e-12  # the official layer_norm's (model/modeling.py:392-395)
@@ -180,8 +181,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   config = model_directory.load_pretraining_config(args.model_dir)
   model = model_directory.restore_pretrainer(args.model_dir, args.checkpoint, config)
   vocab_file = args.vocab_file or model_directory.find_vocab(args.model_dir, config)
-  export_hugging_face(model, args.output_dir, args.generator, vocab_file,
-                      config.do_lower_case)
+  with hold(args.output_dir):
+    export_hugging_face(model, args.output_dir, args.generator, vocab_file,
+                        config.do_lower_case)
   print(f"wrote {args.output_dir} (config.json, {WEIGHTS_FILE}"
         f"{', vocab.txt, tokenizer_config.json' if vocab_file else ''})")
   return 0

@@ -12,6 +12,7 @@ import copy
 import dataclasses
 import importlib.resources
 import json
+import math
 import os
 from typing import Any, Dict, Mapping, Optional, Union
 
@@ -125,6 +126,11 @@ def check_hparams(values: Mapping[str, Any], schema: Mapping[str, Dict[str, Any]
     allowed = HPARAM_TYPES[entry["type"]]
     if (isinstance(value, bool) and bool not in allowed) or not isinstance(value, allowed):
       raise ConfigError(f"{source}: {key} must be of type {entry['type']}, got {value!r}")
+    if isinstance(value, float) and not math.isfinite(value):
+      raise ConfigError(f"{source}: {key} must be a finite number, got {value!r}")
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 2**31:
+      # Steps, sizes and seeds reach TensorFlow as int32.
+      raise ConfigError(f"{source}: {key} must be below 2**31 in magnitude, got {value}")
 
 
 @dataclasses.dataclass(frozen=True)

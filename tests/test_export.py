@@ -260,3 +260,23 @@ def test_export_errors(exported, tmp_path, capsys):
                       exported["model_dir"], "--no-text-signatures"]) == 2
   assert "already holds files that are not a SavedModel" in capsys.readouterr().err
   assert sorted(os.listdir(exported["model_dir"])) == kept
+
+
+def test_writers_refuse_an_output_dir_that_another_run_holds(exported, tmp_path, capsys):
+  from electra_tf2 import hf_export, run_lock
+  out = str(tmp_path / "out")
+  held = run_lock._acquire_local(run_lock.lock_path(out))  # pylint: disable=protected-access
+  try:
+    for main, args in ((export.main, ["--no-text-signatures"]), (hf_export.main, []),
+                       (convert.main, None)):
+      args = (["to-official", "--model-dir", exported["model_dir"], "--output-dir", out]
+              if args is None else ["--model-dir", exported["model_dir"], "--output-dir", out,
+                                    *args])
+      assert main(args) == 2
+      err = capsys.readouterr().err
+      assert err.startswith(f"error: {out}: another run writes here: host ") and \
+          f"PID {os.getpid()}" in err and err.count("\n") == 1, err
+      assert not os.path.exists(out)
+  finally:
+    os.close(held)
+  assert hf_export.main(["--model-dir", exported["model_dir"], "--output-dir", out]) == 0

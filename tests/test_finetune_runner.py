@@ -7,6 +7,7 @@ import re
 import pytest
 import tensorflow as tf
 
+from electra_tf2 import run_lock
 from electra_tf2.checkpoint_files import ModelDirectoryError
 from electra_tf2.config import resolve_pretraining_config
 from electra_tf2.finetune import model as model_lib, runner
@@ -72,7 +73,14 @@ def test_eval_only_and_missing_model(tmp_path):
                        num_train_epochs=1.0)
   write_data(config)
   trained = runner.run_finetuning(config)
-  again = runner.run_finetuning(config.replace(do_train=False))
+  # While another run holds the model's lock, evaluation (a reader) runs; training is refused.
+  held = run_lock._acquire_local(run_lock.lock_path(config.model_dir))  # pylint: disable=protected-access
+  try:
+    again = runner.run_finetuning(config.replace(do_train=False))
+    with pytest.raises(run_lock.RunLockError, match=f"{config.model_dir}: another run writes"):
+      runner.run_finetuning(config)
+  finally:
+    os.close(held)
   assert again[0]["sst"]["accuracy"] == trained[0]["sst"]["accuracy"]
   with pytest.raises(FinetuningDataError, match="holds no fine-tuned checkpoint"):
     runner.run_finetuning(config.replace(do_train=False, model_dir=str(tmp_path / "nothing")))

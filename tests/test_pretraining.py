@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from electra_tf2 import input_pipeline
+from electra_tf2 import input_pipeline, run_lock
 from electra_tf2.checkpoint_files import ModelDirectoryError
 from electra_tf2.config import resolve_pretraining_config
 from electra_tf2.hparams import ConfigError
@@ -152,7 +152,12 @@ def test_thirty_steps_lower_the_loss_and_eval_writes_every_metric(tmp_path):
 
   eval_config = resolve_pretraining_config("electra_small", data, dict(
       TINY, do_train=False, do_eval=True, num_eval_steps=3))
-  results = pretraining.run_pretraining(eval_config)
+  # Evaluation reads: it runs while another process would hold the run lock.
+  held = run_lock._acquire_local(run_lock.lock_path(model_dir))  # pylint: disable=protected-access
+  try:
+    results = pretraining.run_pretraining(eval_config)
+  finally:
+    os.close(held)
   for metric in ("masked_lm_accuracy", "masked_lm_loss", "sampled_masked_lm_accuracy",
                  "disc_loss", "disc_auc", "disc_accuracy", "disc_precision", "disc_recall"):
     assert np.isfinite(results[metric]), metric
@@ -497,6 +502,9 @@ def test_multi_worker_mirrored_two_processes(tmp_path):
   hparams = dict(TINY, num_train_steps=4, iterations_per_loop=2, model_dir=model_dir)
   run_two_workers(data, hparams)
   assert_workers_agree(model_dir, 4)
+  # Each process held the run lock of its own directory, and released it on exit.
+  for directory in (model_dir, os.path.join(model_dir, "worker_worker_1")):
+    assert open(run_lock.lock_path(directory)).read() == ""
   # A worker that lost its checkpoints (or joined later) resumes from the
   # chief's, with a fresh input stream, so the replicas stay identical.
   shutil.rmtree(os.path.join(model_dir, "worker_worker_1"))

@@ -85,6 +85,7 @@ from electra_tf2.data_prep.input_examples import InputExamples
 from electra_tf2.data_prep.jobs import configure_tf_threads, make_tokenizer, shard_names
 from electra_tf2.data_prep.packing import input_names
 from electra_tf2.data_prep.summary import Stats, Summary
+from electra_tf2 import run_lock
 from electra_tf2.atomic_io import is_remote, write_text_atomic
 from electra_tf2.vocab import load_vocab, special_token_ids, VocabError
 # pylint: enable=g-import-not-at-top,wrong-import-position
@@ -324,8 +325,15 @@ def build_with_beam(cfg: BuildConfig, pipeline_args: Sequence[str] = (),
   cfg.inputs are paths Beam's file systems can read; cfg.num_processes and
   cfg.max_workers play no part (the runner spreads the work). Raises
   DataPrepError or VocabError with a one-line message; then the output
-  directory is as it was.
+  directory is as it was. Holds the output directory's run lock (a lease
+  for a remote one, see electra_tf2/run_lock.py).
   """
+  with run_lock.hold(cfg.output_dir):
+    return _build_with_beam(cfg, pipeline_args, log)
+
+
+def _build_with_beam(cfg: BuildConfig, pipeline_args: Sequence[str],
+                     log: Optional[Callable[[str], None]]) -> Summary:
   log = log or (lambda s: print(s, flush=True))
   start = time.time()
   check_config(cfg)

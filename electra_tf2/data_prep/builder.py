@@ -38,6 +38,7 @@ from electra_tf2.data_prep.common import INFO_FILE, SHARD_PREFIX, DataPrepError,
 from electra_tf2.data_prep.jobs import run_jobs, shard_names
 from electra_tf2.data_prep.packing import input_names
 from electra_tf2.data_prep.summary import Stats, Summary
+from electra_tf2 import run_lock
 from electra_tf2.atomic_io import temp_name_for, write_text_atomic
 from electra_tf2.vocab import load_vocab, special_token_ids
 
@@ -297,11 +298,18 @@ def build_info(summary: Summary, vocab_size: int, vocab_sha256: str, inputs_fing
 
 def build_pretraining_data(cfg: BuildConfig, log: Optional[Callable[[str], None]] = None,
                            warn: Optional[Callable[[str], None]] = None) -> Summary:
-  """Builds the TFRecords; returns the summary. Raises DataPrepError or VocabError.
+  """Builds the TFRecords; returns the summary. Raises DataPrepError or VocabError, or
+  RunLockError while another build writes the output directory.
 
   On any failure (or Ctrl-C) the new shards are deleted and the output directory
   is left as it was.
   """
+  with run_lock.hold(cfg.output_dir):
+    return _build(cfg, log, warn)
+
+
+def _build(cfg: BuildConfig, log: Optional[Callable[[str], None]],
+           warn: Optional[Callable[[str], None]]) -> Summary:
   log = log or (lambda s: print(s, flush=True))
   start = time.time()
   check_config(cfg)

@@ -12,6 +12,7 @@ w + workers, ...); the output does not depend on which.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import multiprocessing
 import os
@@ -75,15 +76,30 @@ class _ShardWriters:
       raise DataPrepError(f"--output-dir {output_dir}: cannot create shard files "
                           f"({str(e).splitlines()[0]})") from None
     self.n_written = 0
+    self.output_dir = output_dir
 
   def write(self, record: bytes) -> None:
-    self._writers[self.n_written % len(self._writers)].write(record)
+    index = self.n_written % len(self._writers)
+    with self._reporting(index):
+      self._writers[index].write(record)
     self.n_written += 1
 
   def close(self) -> None:
-    for w in self._writers:
-      w.close()
-    self._writers = []
+    writers, self._writers = self._writers, []
+    for index, w in enumerate(writers):
+      with self._reporting(index):
+        w.close()
+
+  @contextlib.contextmanager
+  def _reporting(self, index: int):
+    """A failed write (no space left, permission lost) as one DataPrepError; the caller
+    removes the temporary shards."""
+    try:
+      yield
+    except Exception as e:  # pylint: disable=broad-except  (tf.errors.OpError, OSError)
+      detail = (getattr(e, "message", None) or str(e) or type(e).__name__).splitlines()[0]
+      raise DataPrepError(f"--output-dir {self.output_dir}: writing {self.temps[index]} failed "
+                          f"({detail}); nothing in {self.output_dir} was changed") from None
 
 
 def make_tokenizer(spec: JobSpec):

@@ -157,7 +157,8 @@ class QATask(Task):
     doc_tokens, char_to_word_offset = split_context(context)
     for qa in _field(paragraph, "qas", list, f"{path}: a paragraph"):
       qas_id, qid = (qa.get("id"), qa.get("qid")) if isinstance(qa, dict) else (None, None)
-      where = f"{path}: question {qas_id if qas_id is not None else qid}"
+      ident = str(qas_id if qas_id is not None else qid)
+      where = f"{path}: question {repr(ident) if ident != ' '.join(ident.split()) else ident}"
       question = _field(qa, "question", str, where)
       start_position = end_position = orig_answer_text = None
       is_impossible = False
@@ -316,6 +317,11 @@ def _field(record: Any, key: str, kind: type, where: str) -> Any:
   return value
 
 
+def _is_offset(value: Any) -> bool:
+  """A character offset: an int (JSON true/false are not)."""
+  return isinstance(value, int) and not isinstance(value, bool)
+
+
 def _answer_text(text: Any, where: str) -> str:
   if not isinstance(text, str):
     raise FinetuningDataError(f"{where}: the answer text is missing or not a string")
@@ -355,13 +361,16 @@ class SQuADTask(QATask):
             for paragraph in _field(article, "paragraphs", list, f"{path}: data[{i}]")]
 
   def _first_answer(self, qa: Dict[str, Any], context: str, where: str) -> Tuple[int, str]:
-    if not qa.get("answers"):
+    answers = qa.get("answers")
+    if not answers:
       raise FinetuningDataError(f"{where} has no answers but is not marked is_impossible")
-    answer = qa["answers"][0]
+    if not isinstance(answers, list):
+      raise FinetuningDataError(f"{where}: field 'answers' is not a list")
+    answer = answers[0]
     if not isinstance(answer, dict):
       raise FinetuningDataError(f"{where}: answers[0] is not an object")
     start, text = answer.get("answer_start"), _answer_text(answer.get("text"), where)
-    if not isinstance(start, int) or not 0 <= start < len(context):
+    if not _is_offset(start) or not 0 <= start < len(context):
       raise FinetuningDataError(f"{where}: answer_start {start!r} is outside the context "
                                 f"({len(context)} characters)")
     if context[start:start + len(text)] != text:
@@ -409,7 +418,7 @@ class MRQATask(QATask):
       raise FinetuningDataError(f"{where} has no detected_answers[0] with char_spans "
                                 "and text") from None
     text = _answer_text(text, where)
-    if not isinstance(start, int) or not 0 <= start < len(context):
+    if not _is_offset(start) or not 0 <= start < len(context):
       raise FinetuningDataError(f"{where}: char span start {start!r} is outside the context "
                                 f"({len(context)} characters)")
     return start, text

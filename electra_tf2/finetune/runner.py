@@ -22,6 +22,7 @@ forever when negative):
 from __future__ import annotations
 
 import collections
+import contextlib
 import os
 import shutil
 import time
@@ -31,7 +32,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from electra_tf2 import checkpoint_files, model_directory, optimization, variable_names
+from electra_tf2 import checkpoint_files, model_directory, optimization, run_lock, variable_names
 from electra_tf2 import vocab as vocab_lib
 from electra_tf2.atomic_io import write_json_atomic, write_text_atomic
 from electra_tf2.finetune import classification, model as model_lib
@@ -371,6 +372,18 @@ def run_finetuning(config: FinetuningConfig, options: RunOptions = RunOptions()
   strategy = distribution.strategy_for(config, options)
   tasks = get_tasks(config)
   check_task_files(config, tasks)
+  # Training writes the trial directories, results and test outputs of these tasks: one
+  # writer at a time (evaluation alone reads the model and takes no lock).
+  with (run_lock.hold(distribution.checkpoint_dir(strategy, config.model_dir))
+        if config.do_train else contextlib.nullcontext()):
+    results = _run_trials(config, tasks, strategy, options)
+  print(f"done in {time.time() - start:.1f}s", flush=True)
+  return results
+
+
+def _run_trials(config: FinetuningConfig, tasks: List[Task], strategy: tf.distribute.Strategy,
+                options: RunOptions) -> List[Dict[str, TaskResults]]:
+  """The trials of `run_finetuning`; each trial's {task: dev metrics}."""
   results: List[Dict[str, TaskResults]] = []
   seeds: List[int] = []
   trial = 1
@@ -396,5 +409,4 @@ def run_finetuning(config: FinetuningConfig, options: RunOptions = RunOptions()
     if trial != config.num_trials and not config.keep_all_models and runner.is_chief:
       shutil.rmtree(runner.model_dir, ignore_errors=True)
     trial += 1
-  print(f"done in {time.time() - start:.1f}s", flush=True)
   return results

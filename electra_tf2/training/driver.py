@@ -17,6 +17,7 @@ from typing import Callable, Dict, List, Mapping, Optional
 import keras
 import tensorflow as tf
 
+from electra_tf2 import checkpoint_files
 from electra_tf2.training.progress import ProgressLogger
 
 
@@ -117,6 +118,8 @@ def run_training_loop(train_loop: Callable[[tf.Tensor], Mapping[str, tf.Tensor]]
     on_log: called after each progress line with the step.
 
   Raises:
+    CheckpointWriteError: a checkpoint could not be written; the previous one stays the
+      latest.
     FloatingPointError: a loss became NaN or infinite; nothing is saved then,
       so the last checkpoint is the last good one.
   """
@@ -146,7 +149,7 @@ def run_training_loop(train_loop: Callable[[tf.Tensor], Mapping[str, tf.Tensor]]
         if on_log is not None:
           on_log(step)
       if step % save_every == 0 or step == num_steps or stop.requested:
-        manager.save(checkpoint_number=step)
+        checkpoint_files.save(manager, step)
         saved_step = step
       if stop.requested:
         stopped_early = True

@@ -29,7 +29,8 @@ from typing import Any, Dict, List, Optional
 import keras
 import tensorflow as tf
 
-from electra_tf2 import checkpoint_files, input_pipeline, objectives, optimization, variable_names
+from electra_tf2 import (checkpoint_files, input_pipeline, objectives, optimization, run_lock,
+                         variable_names)
 from electra_tf2 import vocab as vocab_lib
 from electra_tf2.atomic_io import write_json_atomic, write_text_atomic
 from electra_tf2.config import PretrainingConfig
@@ -233,8 +234,10 @@ class PretrainingRun:
   # -------------------------------------------------------------------------
 
   def train(self) -> Dict[str, Any]:
-    """Trains to num_train_steps (resuming if model_dir holds a checkpoint)."""
-    with distribution.op_determinism(self.config.deterministic):
+    """Trains to num_train_steps (resuming if model_dir holds a checkpoint), holding the
+    run lock of this process's checkpoint directory."""
+    own_dir = distribution.checkpoint_dir(self.strategy, self.config.model_dir)
+    with run_lock.hold(own_dir), distribution.op_determinism(self.config.deterministic):
       return self._train()
 
   def _train(self) -> Dict[str, Any]:

@@ -1,0 +1,270 @@
+"""Bad input as properties: every malformed hparams, TSV, QA JSON, vocab or corpus file
+is either accepted (as docs/reliability.md says) or refused with one ElectraError line
+naming the file and the line or field. Never a traceback, never a partial output.
+"""
+
+import json
+import math
+import os
+import subprocess
+import sys
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from electra_tf2 import vocab as vocab_lib
+from electra_tf2.config import ConfigError, resolve_pretraining_config
+from electra_tf2.errors import ElectraError
+from electra_tf2.finetune.task import FinetuningDataError
+from tests.conftest import REPO_ROOT
+from tests.fixtures import make_config, make_tasks
+
+PROPERTY = settings(max_examples=60, deadline=None,
+                    suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                           HealthCheck.too_slow])
+SCHEMA = json.load(open(os.path.join(REPO_ROOT, "electra_tf2", "configs",
+                                   "pretraining_defaults.json")))
+SCALARS = st.one_of(
+    st.none(), st.booleans(), st.integers(-2**70, 2**70), st.text(max_size=8),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([float("nan"), float("inf"), 1e308, 2**63, 2**31, -1, 0]))
+VALUES = st.one_of(SCALARS, st.lists(SCALARS, max_size=3),
+                   st.dictionaries(st.text(max_size=5), SCALARS, max_size=3))
+KEYS = st.one_of(st.sampled_from(sorted(k for k in SCHEMA if not k.startswith("_"))),
+                 st.text(min_size=1, max_size=12))
+
+
+def assert_one_line(error: ElectraError, *names: str) -> None:
+  """One line, naming at least one of `names` (a file, a field)."""
+  message = str(error)
+  assert message and "\n" not in message and "Traceback" not in message, message
+  assert any(name in message or repr(name) in message for name in names), (message, names)
+
+
+# ---------------------------------------------------------------------------
+# hparams
+# ---------------------------------------------------------------------------
+
+
+EXTREMES = st.sampled_from([float("nan"), float("inf"), -float("inf"), 1e308, 2**63, 2**31,
+                            -2**31, -1, 0, "", [], {}, None, True])
+HPARAMS = st.one_of(
+    st.dictionaries(KEYS, VALUES, min_size=1, max_size=3),
+    st.builds(lambda key, value: {key: value}, st.sampled_from(sorted(SCHEMA)), EXTREMES))
+
+
+@PROPERTY
+@given(HPARAMS)
+@example({"gradient_accumulation_steps": 0})  # was a ZeroDivisionError
+def test_hparams_are_resolved_or_refused_naming_the_field(tmp_path, hparams):
+  try:
+    config = resolve_pretraining_config("electra_small", str(tmp_path), json.dumps(hparams))
+  except ConfigError as e:
+    assert_one_line(e, *hparams, "max_seq_length", "max_position_embeddings", "train_batch_size")
+    return
+  # Accepted: every value is finite and fits the int32 the training loop feeds TensorFlow.
+  for key, value in config.to_dict().items():
+    if isinstance(value, float):
+      assert math.isfinite(value), key
+    if isinstance(value, int) and not isinstance(value, bool):
+      assert abs(value) < 2**31, key
+
+
+FINETUNING_SCHEMA = json.load(open(os.path.join(REPO_ROOT, "electra_tf2", "configs",
+                                              "finetuning_defaults.json")))
+
+
+@PROPERTY
+@given(st.one_of(
+    st.dictionaries(KEYS, VALUES, min_size=1, max_size=2),
+    st.builds(lambda key, value: {key: value}, st.sampled_from(sorted(FINETUNING_SCHEMA)),
+              EXTREMES)))
+def test_finetuning_hparams_are_resolved_or_refused_naming_the_field(tmp_path, hparams):
+  try:
+    make_config(str(tmp_path), ["rte"], **hparams)
+  except ConfigError as e:
+    assert_one_line(e, *hparams, "task", "max_seq_length")
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf")])
+@pytest.mark.parametrize("key", ["learning_rate", "weight_decay_rate", "temperature",
+                                 "disc_weight", "mask_prob"])
+def test_non_finite_floats_are_refused(tmp_path, key, value):
+  with pytest.raises(ConfigError, match=f"--hparams: {key} must be a finite number"):
+    resolve_pretraining_config("electra_small", str(tmp_path), json.dumps({key: value}))
+
+
+# ---------------------------------------------------------------------------
+# GLUE TSV
+# ---------------------------------------------------------------------------
+
+CELLS = st.text(alphabet=st.characters(blacklist_characters="\t\n\r",
+                                      blacklist_categories=("Cs",)), max_size=12)
+LABELS = st.one_of(st.sampled_from(["entailment", "not_entailment"]), CELLS)
+
+
+@PROPERTY
+@given(rows=st.lists(st.lists(st.one_of(CELLS, LABELS), min_size=0, max_size=6), max_size=8),
+       raw=st.binary(max_size=20), mode=st.sampled_from(["text", "bytes", "latin-1"]))
+def test_glue_rows_are_read_or_refused_naming_the_file_and_line(tmp_path, rows, raw, mode):
+  config = make_config(str(tmp_path), ["rte"])
+  path = os.path.join(config.task_data_dir("rte"), "train.tsv")
+  os.makedirs(os.path.dirname(path), exist_ok=True)
+  text = "index\tsentence1\tsentence2\tlabel\n" + "".join("\t".join(r) + "\n" for r in rows)
+  with open(path, "wb") as f:
+    f.write(text.encode("utf-8") + (raw if mode == "bytes" else b"") +
+            ("\u00e9t\u00e9\n".encode("latin-1") if mode == "latin-1" else b""))
+  task, = make_tasks(config)
+  try:
+    examples = task.get_examples("train")
+    task.check_labels(examples)
+  except FinetuningDataError as e:
+    assert_one_line(e, path)
+    return
+  for example in examples:  # accepted: whole rows with a known label only
+    assert example.label in ("entailment", "not_entailment")
+    assert example.source.startswith(f"{path}:")
+
+
+# ---------------------------------------------------------------------------
+# SQuAD / MRQA JSON
+# ---------------------------------------------------------------------------
+
+ANSWERS = st.one_of(
+    st.lists(st.fixed_dictionaries({"answer_start": st.one_of(st.integers(-5, 40), SCALARS),
+                                    "text": st.one_of(st.text(max_size=6), SCALARS)}),
+             max_size=2),
+    SCALARS, st.dictionaries(st.text(max_size=3), SCALARS, max_size=2))
+QAS = st.fixed_dictionaries(
+    {"id": st.one_of(st.text(max_size=6), st.integers()), "question": st.one_of(
+        st.text(max_size=10), SCALARS), "answers": ANSWERS},
+    optional={"is_impossible": st.one_of(st.booleans(), SCALARS)})
+PARAGRAPHS = st.fixed_dictionaries({"context": st.one_of(st.text(max_size=30), SCALARS),
+                                    "qas": st.one_of(st.lists(QAS, max_size=3), SCALARS)})
+
+
+@PROPERTY
+@given(paragraphs=st.lists(PARAGRAPHS, max_size=3), task_name=st.sampled_from(["squad", "squadv1"]))
+@example(paragraphs=[{"context": "abc", "qas": [{"id": "q\n1", "question": "x", "answers": {"0": 1},
+                                               "is_impossible": False}]}], task_name="squad")
+@example(paragraphs=[{"context": "", "qas": [{"id": "q", "question": "x", "answers": [],
+                                            "is_impossible": True}]}], task_name="squad")
+def test_squad_json_is_read_or_refused_naming_the_file_and_question(tmp_path, paragraphs,
+                                                                    task_name):
+  config = make_config(str(tmp_path), [task_name], max_seq_length=128)
+  path = os.path.join(config.task_data_dir(task_name), "train.json")
+  os.makedirs(os.path.dirname(path), exist_ok=True)
+  with open(path, "w", encoding="utf-8") as f:
+    json.dump({"data": [{"paragraphs": paragraphs}]}, f)
+  task, = make_tasks(config)
+  try:
+    examples = task.get_examples("train")
+  except FinetuningDataError as e:
+    assert_one_line(e, path)
+    return
+  for example in examples:  # accepted: an answer inside its context, or none
+    if not example.is_impossible:
+      assert 0 <= example.start_position <= example.end_position < len(example.doc_tokens)
+
+
+@PROPERTY
+@given(lines=st.lists(st.one_of(st.text(max_size=20), st.binary(max_size=10).map(repr)),
+                      max_size=4))
+def test_mrqa_jsonl_is_read_or_refused_naming_the_line(tmp_path, lines):
+  config = make_config(str(tmp_path), ["newsqa"], max_seq_length=128)
+  path = os.path.join(config.task_data_dir("newsqa"), "train.jsonl")
+  os.makedirs(os.path.dirname(path), exist_ok=True)
+  with open(path, "w", encoding="utf-8") as f:
+    f.write(json.dumps({"header": {}}) + "\n" + "\n".join(lines) + "\n")
+  task, = make_tasks(config)
+  try:
+    task.get_examples("train")
+  except FinetuningDataError as e:
+    assert_one_line(e, path)
+
+
+# ---------------------------------------------------------------------------
+# Vocab files
+# ---------------------------------------------------------------------------
+
+SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+
+
+@PROPERTY
+@given(tokens=st.lists(st.one_of(st.sampled_from(SPECIALS + ["a", "##b", ""]), st.text(
+    max_size=5)), max_size=12), raw=st.one_of(st.just(b""), st.binary(max_size=4)))
+def test_vocab_is_loaded_or_refused_naming_the_file_and_line(tmp_path, tokens, raw):
+  path = str(tmp_path / "vocab.txt")
+  with open(path, "wb") as f:
+    f.write("\n".join(tokens).encode("utf-8") + raw)
+  try:
+    vocab = vocab_lib.load_vocab(path)
+  except vocab_lib.VocabError as e:
+    assert_one_line(e, path)
+    return
+  assert set(SPECIALS) <= set(vocab) and sorted(vocab.values()) == list(range(len(vocab)))
+
+
+# ---------------------------------------------------------------------------
+# Corpus files
+# ---------------------------------------------------------------------------
+
+
+def build(tmp_path, corpus: bytes, name: str):
+  from electra_tf2.data_prep.builder import BuildConfig, build_pretraining_data
+  from tests.fixtures import write_vocab
+  vocab = str(tmp_path / "vocab.txt")
+  if not os.path.exists(vocab):
+    write_vocab(vocab)
+  path = tmp_path / name
+  path.write_bytes(corpus)
+  out = tmp_path / f"out_{name}"
+  cfg = BuildConfig(inputs=[str(path)], vocab_file=vocab, output_dir=str(out), progress=False,
+                    max_seq_length=32, num_shards=2, seed=0)
+  return str(path), out, lambda: build_pretraining_data(cfg, log=lambda s: None,
+                                                        warn=lambda s: None)
+
+
+@PROPERTY
+@given(corpus=st.one_of(st.binary(max_size=200), st.text(max_size=200).map(str.encode)))
+def test_corpus_files_are_built_or_refused_leaving_no_partial_output(tmp_path, corpus):
+  import pathlib
+  import tempfile
+  path, out, run = build(pathlib.Path(tempfile.mkdtemp(dir=tmp_path)), corpus, "corpus.txt")
+  try:
+    summary = run()
+  except ElectraError as e:
+    assert_one_line(e, path, str(out))
+    assert not out.exists() or not os.listdir(out)  # nothing half-written
+    return
+  assert summary.stats.examples > 0 and len(os.listdir(out)) == 3  # 2 shards + info
+
+
+def test_one_100_mb_line_is_built(tmp_path):
+  """A corpus of one 100 MB line (no newline at all) is read: the documented behaviour."""
+  words = b"the quick brown fox jumps over the lazy dog " * (100 * 2**20 // 44 + 1)
+  path, out, run = build(tmp_path, words[:100 * 2**20], "one_line.txt")
+  summary = run()
+  assert summary.stats.examples > 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("args,needle", [
+    (["--hparams", '{"learning_rate": NaN}'], "--hparams: learning_rate must be a finite"),
+    (["--hparams", '{"num_train_steps": 99999999999}'], "--hparams: num_train_steps"),
+])
+def test_bad_hparams_on_the_command_line_are_one_line(tmp_path, args, needle):
+  result = subprocess.run(
+      [sys.executable, "run_pretraining.py", "--data-dir", str(tmp_path), "--model-name",
+       "electra_small", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=240,
+      env=dict(os.environ, PYTHONPATH=REPO_ROOT))
+  assert result.returncode == 2
+  last = result.stderr.strip().splitlines()[-1]  # (TensorFlow may log before it)
+  assert last.startswith("error: ") and needle in last and "Traceback" not in result.stderr
+
+
+def test_a_message_with_a_newline_is_still_one_line(capsys):
+  from electra_tf2 import errors
+  assert errors.report(ElectraError("bad.json: question 'a\nb' has no answer")) == 2
+  assert capsys.readouterr().err == "error: bad.json: question 'a\\nb' has no answer\n"
