@@ -137,6 +137,7 @@ class PretrainingConfig(ResolvedConfig):
   bert_config: BertConfig
   generator_bert_config: Optional[BertConfig]
   special_ids: vocab_lib.SpecialTokenIds
+  init_checkpoint: Optional[str] = None  # port; last, with a default: older saved configs lack it
 
   @property
   def uses_generator_encoder(self) -> bool:

@@ -10,6 +10,7 @@ import json
 import os
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from electra_tf2 import convert, model_directory, objectives
@@ -109,3 +110,55 @@ def test_the_official_recipe_goes_on_from_the_released_step(tmp_path, capsys):
   out = capsys.readouterr().out
   assert "holds no optimizer state" not in out and "starts afresh" in out
   assert np.isclose(rates[0], official_rate(lr * total / n, total, total + 2, warmup), rtol=1e-6)
+
+
+def test_init_checkpoint_starts_at_step_zero_from_either_layout(tmp_path, capsys):
+  """"init_checkpoint": our model directory or an official checkpoint; step 0, fresh schedule."""
+  data = tiny_data(tmp_path)
+  architecture = dict(TINY, model_hparam_overrides=NO_DROPOUT)
+  source = resolve_pretraining_config("electra_small", data,
+                                      dict(architecture, model_dir=str(tmp_path / "source")))
+  convert.write_model_dir(ElectraPretrainer.from_pretraining_config(source), source,
+                          source.model_dir, global_step=RELEASED_STEP)
+  official = convert.export_official_checkpoint(source.model_dir, str(tmp_path / "official"))
+  lr, steps, warmup = 2e-3, 3, 2
+  for name, path in (("ours", source.model_dir), ("official", official)):
+    config = resolve_pretraining_config("electra_small", data, dict(
+        architecture, init_checkpoint=path, model_dir=str(tmp_path / f"from_{name}"), learning_rate=lr,
+        num_train_steps=steps, num_warmup_steps=warmup, iterations_per_loop=1))
+    expected = first_batch_loss(config, source.model_dir, 0)
+    capsys.readouterr()
+    result, rates = train_recording_rates(config)
+    out = capsys.readouterr().out
+    assert "resumed" not in out and "holds no optimizer state" not in out
+    read = os.path.join(source.model_dir, f"ckpt-{RELEASED_STEP}") if name == "ours" else official
+    assert f"initialised the model from {read} (init_checkpoint): training starts at step 0" in out
+    assert [h["step"] for h in result["history"]] == [1, 2, 3]
+    assert rates == [official_rate(lr, step, steps, warmup) for step in range(steps)]
+    first = result["history"][0]
+    assert all(np.isclose(first[k], v, rtol=1e-5) for k, v in expected.items()), (first, expected)
+
+
+def released_small_shapes(directory) -> str:
+  """The shapes that tell a released ELECTRA-Small++ checkpoint apart (electra#105)."""
+  tensors = {"electra/embeddings/word_embeddings": np.zeros((30522, 128), np.float32)}
+  for scope in ("electra", "generator"):
+    for layer in range(12):
+      tensors[f"{scope}/encoder/layer_{layer}/attention/self/query/kernel"] = np.zeros(
+          (256, 256), np.float32)
+  return convert.write_official_checkpoint(directory, tensors, RELEASED_STEP)
+
+
+def test_a_released_model_with_a_paper_preset_names_the_released_preset(tmp_path, capsys):
+  released = released_small_shapes(str(tmp_path / "electra_small"))
+  assert convert.main(["to-tf2", "--checkpoint", str(tmp_path / "electra_small"), "--model-name",
+                       "electra_small", "--output-dir", str(tmp_path / "out")]) == 2
+  err = capsys.readouterr().err.strip()
+  assert err.count("\n") == 0, err
+  assert err == (f"error: {released} holds a released model with the shapes of the "
+                 "electra_small_released preset (generator hidden 256 there, 64 in electra_small): "
+                 "use --model-name electra_small_released")
+  config = resolve_pretraining_config("electra_small", None, {"init_checkpoint": released})
+  with pytest.raises(convert.ConversionError, match="use --model-name electra_small_released$"):
+    convert.load_pretrainer_weights(None, config, released)  # before any model is touched
+  convert.check_released_preset(released, resolve_pretraining_config("electra_small_released"))

@@ -29,7 +29,8 @@ from typing import Any, Dict, List, Optional
 import keras
 import tensorflow as tf
 
-from electra_tf2 import checkpoint_files, input_pipeline, objectives, optimization, variable_names
+from electra_tf2 import (checkpoint_files, convert, input_pipeline, objectives, optimization,
+                         variable_names)
 from electra_tf2 import vocab as vocab_lib
 from electra_tf2.atomic_io import write_json_atomic, write_text_atomic
 from electra_tf2.config import PretrainingConfig
@@ -271,6 +272,10 @@ class PretrainingRun:
         self._restore(self._checkpoint(), restored, partial=True)
       else:
         self._restore(manager.checkpoint, restored)
+    elif config.init_checkpoint:
+      path = convert.load_pretrainer_weights(self.model, config, config.init_checkpoint)
+      print(f"initialised the model from {path} (init_checkpoint): training starts at step 0 "
+            "with a fresh learning-rate schedule and fresh Adam slots", flush=True)
     start_step = int(self.global_step.numpy())
     if restored:
       print(f"resumed from {restored} at step {start_step}", flush=True)
