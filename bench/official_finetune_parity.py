@@ -356,15 +356,20 @@ def stage_outcomes(args) -> Dict[str, Any]:
   out_dir = os.path.join(args.work_dir, "outcomes")
   os.makedirs(out_dir, exist_ok=True)
   results: Dict[str, Any] = {}
-  for task in args.tasks:
-    for seed in args.seeds:
-      for side in ("ours", "official"):
+  for seed in args.seeds:  # seeds outermost: a cut-short study has whole seeds of each task
+    for task in args.tasks:
+      for side in args.sides:
         out = os.path.join(out_dir, f"{task}_{side}_seed{seed}.json")
         if not os.path.exists(out):
           log(f"outcomes: {task} {side} seed {seed}")
           (_train_ours if side == "ours" else _train_official)(args, task, seed, out)
-        results.setdefault(task, {}).setdefault(side, []).append(
-            json.load(open(out))["results"][task])
+  for task in args.tasks:  # what every process has finished, also the other side's
+    for side in ("ours", "official"):
+      for seed in args.seeds:
+        out = os.path.join(out_dir, f"{task}_{side}_seed{seed}.json")
+        if os.path.exists(out):
+          results.setdefault(task, {}).setdefault(side, []).append(
+              json.load(open(out))["results"][task])
   return results
 
 
@@ -451,6 +456,8 @@ def main(argv=None) -> int:
                                                             "data"))
   parser.add_argument("--seeds", default="0,1,2,3,4")
   parser.add_argument("--tasks", default="rte,mrpc")
+  parser.add_argument("--sides", default="ours,official",
+                      help="the sides the outcomes stage trains (two processes can share a study)")
   parser.add_argument("--hparams", default="{}",
                       help="JSON over the official defaults for the outcome runs (both codes)")
   parser.add_argument("--stages", default="setup,equivalence,outcomes,report")
@@ -467,13 +474,16 @@ def main(argv=None) -> int:
     parser.error("--pretrained must be a pre-trained model directory (pretrain_config.json)")
   args.seeds = [int(s) for s in args.seeds.split(",")]
   args.tasks = args.tasks.split(",")
+  args.sides = args.sides.split(",")
   args.data_dir = os.path.join(args.work_dir, "data")
   stages = args.stages.split(",")
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
   if "setup" in stages:
     stage_setup(args)
   equivalence = stage_equivalence(args) if "equivalence" in stages else {}
-  outcomes = stage_outcomes(args) if "outcomes" in stages else {}
+  if "report" in stages and "outcomes" not in stages:
+    args.sides = []  # the report reads the runs that are done, trains none
+  outcomes = stage_outcomes(args) if {"outcomes", "report"} & set(stages) else {}
   if "report" in stages:
     report(args, equivalence, outcomes)
   return 0
