@@ -162,3 +162,17 @@ def test_a_released_model_with_a_paper_preset_names_the_released_preset(tmp_path
   with pytest.raises(convert.ConversionError, match="use --model-name electra_small_released$"):
     convert.load_pretrainer_weights(None, config, released)  # before any model is touched
   convert.check_released_preset(released, resolve_pretraining_config("electra_small_released"))
+
+
+def test_a_model_directory_saved_before_init_checkpoint_existed_still_loads(tmp_path):
+  config = resolve_pretraining_config("electra_small", None, dict(
+      TINY, model_dir=str(tmp_path / "old")))
+  convert.write_model_dir(ElectraPretrainer.from_pretraining_config(config), config,
+                          config.model_dir)
+  path = os.path.join(config.model_dir, "pretrain_config.json")
+  with open(path, encoding="utf-8") as f:
+    values = json.load(f)
+  del values["init_checkpoint"]
+  with open(path, "w", encoding="utf-8") as f:
+    json.dump(values, f)
+  assert model_directory.load_pretraining_config(config.model_dir).init_checkpoint is None
