@@ -38,7 +38,7 @@ import statistics
 import subprocess
 import sys
 import types
-from typing import Any, Dict, List
+from typing import Any, Dict
 
 from bench.official_parity import (REPO, _capture_learning_rate, effect, install_official_shims,
                                    log, spread)
@@ -51,7 +51,8 @@ EQUIVALENCE = {"mrpc": {"max_seq_length": 64}, "sts": {"max_seq_length": 64},
                "squadv1": {"max_seq_length": 128, "doc_stride": 64, "max_query_length": 32},
                "chunk": {"max_seq_length": 64}}
 EQ_BATCH, EQ_STEPS, EQ_SCHEDULE = 8, 8, 80  # batch, steps run, num_train_steps of the schedule
-METRIC = {"rte": "accuracy", "mrpc": "f1", "sts": "pearson", "cola": "mcc", "sst": "accuracy"}
+# The official scorers (finetune/classification/classification_tasks.py:237-375).
+METRIC = {"rte": "accuracy", "mrpc": "accuracy", "sst": "accuracy", "cola": "mcc", "sts": "pearson"}
 
 
 # ---------------------------------------------------------------------------
@@ -274,7 +275,8 @@ def _our_steps(args, task: str, hparams: Dict[str, Any], fix: bool, out: str) ->
   losses, rates = [], []
   for _ in range(EQ_STEPS):
     rate = float(base.learning_rate)
-    rates.append({n: rate * m for n, m in zip(official_names, base._lr_multipliers)})  # pylint: disable=protected-access
+    multipliers = base._lr_multipliers  # pylint: disable=protected-access
+    rates.append({n: rate * m for n, m in zip(official_names, multipliers)})
     losses.append(float(loop(iterator, tf.constant(1))["loss"]))
   np.savez(out + ".npz", **{f"start/{k}": v for k, v in start.items()},
            **{f"final/{k}": v.numpy() for k, v in names.items()})
@@ -422,7 +424,8 @@ def report(args, equivalence: Dict[str, Any], outcomes: Dict[str, Any]) -> None:
                      "effect_in_official_sd": effect(ours, official),
                      "ours_in_official_range": sum(low <= v <= high for v in ours)}
     log(f"{task} {metric}: ours {spread(ours)}, official {spread(official)}, "
-        f"(mean_ours - mean_official) / sd_official = {summary[task]['effect_in_official_sd']:+.2f}, "
+        f"(mean_ours - mean_official) / sd_official = "
+        f"{summary[task]['effect_in_official_sd']:+.2f}, "
         f"{summary[task]['ours_in_official_range']}/{len(ours)} of ours in the official range")
   write_json_atomic(os.path.join(args.work_dir, "finetune_parity.json"),
                     {"equivalence": equivalence, "outcomes": summary, "hparams": args.hparams})

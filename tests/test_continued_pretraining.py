@@ -101,7 +101,8 @@ def test_the_official_recipe_goes_on_from_the_released_step(tmp_path, capsys):
   # per cent for a small N, in the official schedule too).
   assert np.isclose(rates[0], lr, rtol=0.05)
   first = result["history"][0]
-  assert all(np.isclose(first[k], v, rtol=1e-5) for k, v in expected_loss.items()), (first, expected_loss)
+  assert all(np.isclose(first[k], v, rtol=1e-5) for k, v in expected_loss.items()), (
+      first, expected_loss)
   # A later resume (now with slots, and after a changed batch size: a partial restore)
   # follows global_step too, and says nothing about fresh slots.
   more = dict(hparams, num_train_steps=total + 2, train_batch_size=16)
@@ -124,7 +125,8 @@ def test_init_checkpoint_starts_at_step_zero_from_either_layout(tmp_path, capsys
   lr, steps, warmup = 2e-3, 3, 2
   for name, path in (("ours", source.model_dir), ("official", official)):
     config = resolve_pretraining_config("electra_small", data, dict(
-        architecture, init_checkpoint=path, model_dir=str(tmp_path / f"from_{name}"), learning_rate=lr,
+        architecture, init_checkpoint=path, model_dir=str(tmp_path / f"from_{name}"),
+        learning_rate=lr,
         num_train_steps=steps, num_warmup_steps=warmup, iterations_per_loop=1))
     expected = first_batch_loss(config, source.model_dir, 0)
     capsys.readouterr()
