@@ -413,20 +413,23 @@ def report(args, equivalence: Dict[str, Any], outcomes: Dict[str, Any]) -> None:
         f"{o['max_update']:.1e} | {len(o['groups'])} | {o['max_rate_rel_diff']:.1e} | "
         f"{f['max_rate_rel_diff']:.1e} |")
   summary = {}
+  log("| dev metric | official mean [min, max] | ours mean [min, max] | "
+      "(mean ours - mean official) / official SD | ours in the official range |")
+  log("|---|---|---|---|---|")
   for task, sides in outcomes.items():
-    metric = METRIC[task]
-    ours = [r[metric] for r in sides.get("ours", [])]
-    official = [r[metric] for r in sides.get("official", [])]
-    if len(official) < 2 or not ours:
-      continue
-    low, high = min(official), max(official)
-    summary[task] = {"metric": metric, "ours": ours, "official": official,
-                     "effect_in_official_sd": effect(ours, official),
-                     "ours_in_official_range": sum(low <= v <= high for v in ours)}
-    log(f"{task} {metric}: ours {spread(ours)}, official {spread(official)}, "
-        f"(mean_ours - mean_official) / sd_official = "
-        f"{summary[task]['effect_in_official_sd']:+.2f}, "
-        f"{summary[task]['ours_in_official_range']}/{len(ours)} of ours in the official range")
+    for metric in (METRIC[task], "loss"):  # the dev loss too: it moves where the metric is flat
+      ours = [r[metric] for r in sides.get("ours", [])]
+      official = [r[metric] for r in sides.get("official", [])]
+      if len(official) < 2 or not ours:
+        continue
+      low, high = min(official), max(official)
+      key = f"{task} dev {metric}"
+      summary[key] = {"ours": ours, "official": official,
+                      "effect_in_official_sd": effect(ours, official),
+                      "ours_in_official_range": sum(low <= v <= high for v in ours)}
+      log(f"| {key} | {spread(official)} | {spread(ours)} | "
+          f"{summary[key]['effect_in_official_sd']:+.2f} | "
+          f"{summary[key]['ours_in_official_range']}/{len(ours)} |")
   write_json_atomic(os.path.join(args.work_dir, "finetune_parity.json"),
                     {"equivalence": equivalence, "outcomes": summary, "hparams": args.hparams})
   if summary:
@@ -437,14 +440,14 @@ def plot(args, summary: Dict[str, Any]) -> None:
   import matplotlib
   matplotlib.use("Agg")
   import matplotlib.pyplot as plt
-  fig, axes = plt.subplots(1, len(summary), figsize=(4 * len(summary), 3.5), squeeze=False)
+  fig, axes = plt.subplots(1, len(summary), figsize=(3.2 * len(summary), 3.3), squeeze=False)
   for ax, (task, s) in zip(axes[0], summary.items()):
     for x, (side, values) in enumerate((("official", s["official"]), ("ours", s["ours"]))):
       ax.scatter([x] * len(values), values, alpha=0.7, label=side)
       ax.hlines(statistics.mean(values), x - 0.2, x + 0.2, color="black")
     ax.set_xticks([0, 1], ["official", "ours"])
     ax.set_xlim(-0.6, 1.6)
-    ax.set_title(f"{task} dev {s['metric']} ({len(s['ours'])} seeds a side)")
+    ax.set_title(f"{task} ({len(s['official'])} / {len(s['ours'])} seeds)", fontsize=10)
   fig.tight_layout()
   fig.savefig(os.path.join(args.work_dir, "finetune_parity.png"), dpi=110)
 
