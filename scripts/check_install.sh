@@ -14,11 +14,11 @@ export TF_CPP_MIN_LOG_LEVEL=3 CUDA_VISIBLE_DEVICES=""
 step() { echo "[check_install] $*"; }
 
 step "building the wheel"
-"$repo/.venv/bin/python" -m pip wheel -q --no-deps -w "$work/dist" "$repo"
+"$repo/.venv/bin/python" -m pip wheel -qq --no-deps -w "$work/dist" "$repo"
 step "installing it into a fresh environment ($work/venv)"
 "$PYTHON" -m venv "$work/venv"
-"$work/venv/bin/python" -m pip install -q --upgrade pip
-"$work/venv/bin/python" -m pip install -q "$work"/dist/electra_tf2-*.whl -c "$repo/constraints.txt"
+"$work/venv/bin/python" -m pip install -qq --upgrade pip
+"$work/venv/bin/python" -m pip install -qq "$work"/dist/electra_tf2-*.whl -c "$repo/constraints.txt"
 "$work/venv/bin/python" -m pip check
 
 mkdir -p "$work/empty" && cd "$work/empty"
@@ -50,7 +50,7 @@ PY
 electra build-vocab --corpus-dir corpus --vocab-size 200 --output data/vocab.txt
 vocab_size="$(wc -l < data/vocab.txt)"
 electra build-data --corpus-dir corpus --vocab-file data/vocab.txt \
-  --output-dir data/pretrain_tfrecords --max-seq-length 32 --num-shards 2 --no-progress
+  --output-dir data/pretrain_tfrecords --max-seq-length 32 --num-shards 8 --no-progress
 electra pretrain --data-dir data --model-name electra_small --hparams "{\"debug\": true, \
   \"vocab_size\": $vocab_size, \"max_seq_length\": 32, \"train_batch_size\": 8, \
   \"num_train_steps\": 4, \"num_warmup_steps\": 1, \"iterations_per_loop\": 2}"
