@@ -1,14 +1,15 @@
 """Fine-tuning parity with the official run_finetuning.py, on the same pre-trained weights.
 
-  PYTHONPATH=$PWD python bench/official_finetune_parity.py --official-dir ELECTRA_TREE \\
+  python bench/official_finetune_parity.py --official-dir ELECTRA_TREE \\
       --pretrained DIR/models/electra_small --work-dir /tmp/ftparity \\
       [--stages setup,equivalence,outcomes,report] [--seeds 0,1,2,3,4] [--tasks rte,mrpc]
 
 DIR/models/electra_small is one of our pre-trained model directories (run_pretraining.py);
 `setup` converts it with `electra_tf2.convert to-official` for the official side. The
 official code runs unmodified under TF 2.20 in a `tf.compat.v1` graph and session, in a
-subprocess (official dir on its PYTHONPATH), with the shims of bench/official_parity.py
-plus stand-ins for the `tf.estimator` names that `model_fn_builder` touches
+subprocess (parity.shims.official_env: the official tree first on its PYTHONPATH), with
+the shims of bench/parity/shims.py plus stand-ins for the `tf.estimator` names that
+`model_fn_builder` touches
 (`ModeKeys`, `tpu.TPUEstimatorSpec`): its `model_fn` builds `FinetuningModel`, loads the
 pre-trained weights (`init_from_checkpoint`) and builds the optimizer (`create_optimizer`)
 itself.
@@ -40,8 +41,10 @@ import sys
 import types
 from typing import Any, Dict
 
-from bench.official_parity import (REPO, _capture_learning_rate, effect, install_official_shims,
-                                   log, spread)
+from common import REPO, SHARED_DATA, log
+from parity.official import _capture_learning_rate
+from parity.report import effect, spread
+from parity.shims import install_official_shims, official_env
 
 NO_DROPOUT = {"hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0}
 GLUE = {"mrpc": "MRPC", "rte": "RTE", "sts": "STS-B", "cola": "CoLA", "sst": "SST-2"}
@@ -183,11 +186,8 @@ def _official_train_eval(tf1, spec, config, tasks, run_finetuning) -> None:
 def run_official(args, spec: Dict[str, Any]) -> None:
   """`official_worker(spec)` in a fresh process: legacy Keras, the official tree importable."""
   spec = dict(spec, official_dir=os.path.abspath(args.official_dir))
-  env = dict(os.environ, TF_USE_LEGACY_KERAS="1", TF_CPP_MIN_LOG_LEVEL="3",
-             CUDA_VISIBLE_DEVICES="",
-             PYTHONPATH=os.pathsep.join([REPO, spec["official_dir"]]))
-  subprocess.run([sys.executable, "-m", "bench.official_finetune_parity", "--official-worker",
-                  json.dumps(spec)], check=True, env=env, cwd=REPO)
+  subprocess.run([sys.executable, os.path.abspath(__file__), "--official-worker",
+                  json.dumps(spec)], check=True, env=official_env(args.official_dir), cwd=REPO)
 
 
 # ---------------------------------------------------------------------------
@@ -382,7 +382,7 @@ def _train_ours(args, task: str, seed: int, out: str) -> None:
                  results_json=results_json, results_txt=model_dir + "_results.txt")
   subprocess.run([sys.executable, "run_finetuning.py", "--data-dir", args.data_dir,
                   "--model-name", "ours", "--hparams", json.dumps(hparams)], check=True,
-                 cwd=REPO, env=dict(os.environ, PYTHONPATH=REPO))
+                 cwd=REPO)
   trials = json.load(open(results_json))["trials"]
   from electra_tf2.atomic_io import write_json_atomic
   write_json_atomic(out, {"results": trials[-1]["results"]})
@@ -458,8 +458,7 @@ def main(argv=None) -> int:
   parser.add_argument("--official-dir", help="extracted google-research/electra tree")
   parser.add_argument("--pretrained", help="our pre-trained model directory")
   parser.add_argument("--work-dir", default="/tmp/electra_finetune_parity")
-  parser.add_argument("--shared-data", default=os.path.join(os.path.dirname(REPO), "shared",
-                                                            "data"))
+  parser.add_argument("--shared-data", default=SHARED_DATA)
   parser.add_argument("--seeds", default="0,1,2,3,4")
   parser.add_argument("--tasks", default="rte,mrpc")
   parser.add_argument("--sides", default="ours,official",
