@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import struct
 from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
@@ -191,6 +192,19 @@ class HuggingFaceDirectory:
     value = self.tensors[hf_name]
     return value.T if official.endswith("/kernel") else value
 
+  def official_tensors(self) -> Dict[str, np.ndarray]:
+    """Every tensor under its official name in our layout; names outside hf_export's rule
+    (and the ignored buffers) are kept as stored."""
+    tensors = {}
+    for name, value in self.tensors.items():
+      if convert.is_ignored(name, HF_IGNORE):
+        continue
+      official = official_name(name)
+      if hf_export.hf_parameter_name(official, "electra") != name:
+        official = name
+      tensors[official] = self.value(official, name) if official != name else value
+    return tensors
+
   def match(self, variable_map: Mapping[str, Any], names: Mapping[str, str]
             ) -> convert.ConversionReport:
     """convert.py's report of `variable_map` against this directory's tensors."""
@@ -211,6 +225,21 @@ class HuggingFaceDirectory:
     for official in report.loaded:
       variable_map[official].assign(self.value(official, names[official]))
     return report
+
+
+def official_name(hf_name: str) -> str:
+  """The official name of a PyTorch parameter name: `hf_export.hf_parameter_name` undone.
+
+  Callers check `hf_parameter_name(official_name(n), "electra") == n`, so a name
+  outside the rule (a fine-tuned head's, say) is never renamed by accident.
+  """
+  name = re.sub(r"\.layer\.(\d+)\.", r".layer_\1.", hf_name).replace(".", "/")
+  name = re.sub(r"_embeddings/weight$", "_embeddings", name)
+  name = re.sub(r"LayerNorm/weight$", "LayerNorm/gamma", name)
+  name = re.sub(r"LayerNorm/bias$", "LayerNorm/beta", name)
+  name = re.sub(r"/weight$", "/kernel", name)
+  name = name.replace("/dense_prediction/", "/dense_1/")
+  return name.replace("generator_lm_head/bias", "generator_predictions/output_bias")
 
 
 def read_directory(path: str) -> HuggingFaceDirectory:
