@@ -23,7 +23,7 @@ import tensorflow as tf
 
 from electra_tf2.finetune.heads import ClassificationHead, RegressionHead, TaskHead
 from electra_tf2.layers.activations import gelu
-from electra_tf2.models import sources
+from electra_tf2.models import sources, text_model
 from electra_tf2.models.text_model import TextModel, VariableMap
 
 HEADS = ("official", "hf")
@@ -130,28 +130,13 @@ class TextClassifier(TextModel):
     """Head and classes default to the source's fine-tuned head, if it has one."""
     if options.get("head") is None:
       options["head"] = "hf" if source.architecture == HF_ARCHITECTURE else "official"
-    found = _source_head(source, options["head"])
-    if found is not None:
-      task, names = found
-      units = source.tensors[names[-1]].shape[-1]
-      options.setdefault("num_classes", units)
-      labels = source.label_lists.get(task)
-      if labels and len(labels) == options["num_classes"]:
-        options.setdefault("label_list", labels)
-    if "num_classes" not in options:
-      raise sources.SourceError(f"{source.path} has no classification head: pass num_classes")
+    found = _source_head(source, options["head"], options.get("task"))
+    options = text_model.head_options(source, found, options, "classification")
     return super().from_source(source, **options)
 
   def source_head(self, source: sources.Source) -> Tuple[VariableMap, Dict[str, str]]:
-    found = _source_head(source, self.head_kind if self.num_classes > 1 else "official")
-    if found is None:
-      return {}, {}
-    ours = self.head_variable_map()
-    _, names = found
-    rename = dict(zip(sorted(ours), sorted(names)))
-    if any(tuple(ours[k].shape) != source.tensors[v].shape for k, v in rename.items()):
-      return {}, {}  # another number of classes: the notice names the unused head
-    return ours, rename
+    head = self.head_kind if self.num_classes > 1 else "official"
+    return text_model.head_to_load(self, source, _source_head(source, head, self.head.task))
 
   def get_config(self) -> Dict[str, Any]:
     config = super().get_config()
@@ -161,8 +146,10 @@ class TextClassifier(TextModel):
     return config
 
 
-def _source_head(source: sources.Source, head: str) -> Optional[Tuple[str, List[str]]]:
-  """`(task, its tensor names sorted, out layer last)` of the source's head of this kind."""
+def _source_head(source: sources.Source, head: str, task: Optional[str] = None
+                 ) -> Optional[Tuple[str, List[str]]]:
+  """`(task, its tensor names sorted, out layer last)` of the source's head of this kind:
+  the head of `task`, else the only one."""
   if head == "hf":
     names = [f"classifier/{layer}/{v}" for layer in ("dense", "out_proj")
              for v in ("bias", "kernel")]
@@ -171,6 +158,7 @@ def _source_head(source: sources.Source, head: str) -> Optional[Tuple[str, List[
            if source.head_kinds.get(t, "classification") in ("classification", "regression")
            and f"task_specific/{t}/dense/kernel" in source.tensors
            and f"task_specific/{t}/dense_1/kernel" not in source.tensors]
+  tasks = [task] if task in tasks else tasks
   if len(tasks) != 1:
     return None
   return tasks[0], [f"task_specific/{tasks[0]}/dense/bias", f"task_specific/{tasks[0]}/dense/kernel"]

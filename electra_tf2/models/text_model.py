@@ -30,7 +30,6 @@ from electra_tf2.layers.text_inputs import TextInputs
 from electra_tf2.models import sources
 from electra_tf2.networks.encoder import Encoder
 
-TEXT = tf.TensorSpec([None], tf.string)
 VariableMap = Dict[str, keras.Variable]
 
 
@@ -177,6 +176,9 @@ class TextModel(keras.Model):
   def export_saved_model(self, path: str) -> str:
     """Writes a SavedModel whose `serving_default` takes raw strings; returns `path`.
 
+    Its inputs are `text` (and `text_b` for a TextClassifier with text_pairs),
+    tf.string `[batch]`; its outputs the model's `serve` dict.
+
     Serving needs tensorflow and tensorflow-text only (`import tensorflow_text`
     registers the tokenizer's ops before `tf.saved_model.load`).
     """
@@ -184,7 +186,13 @@ class TextModel(keras.Model):
     # The TensorFlow variables under the Keras ones, as export.ServingModule does.
     root.weights = [v.value for v in self.variables]
     root.tokenizer = self.text_inputs.tokenizer
-    root.serve = tf.function(self.serve, input_signature=[TEXT] * self.serving_inputs())
+    if self.serving_inputs() == 1:
+      root.serve = tf.function(lambda text: self.serve(text),
+                               input_signature=[tf.TensorSpec([None], tf.string, "text")])
+    else:
+      root.serve = tf.function(lambda text, text_b: self.serve(text, text_b),
+                               input_signature=[tf.TensorSpec([None], tf.string, "text"),
+                                                tf.TensorSpec([None], tf.string, "text_b")])
     with atomic_directory(path) as tmp:
       tf.saved_model.save(root, tmp,
                           signatures={"serving_default": root.serve.get_concrete_function()})
@@ -205,8 +213,8 @@ class TextModel(keras.Model):
       texts = [tf.constant([row[i] for row in chunk]) for i in range(columns)]
       batches.append({k: v.numpy() for k, v in self.serve(*texts).items()})
       progress.add(len(chunk))
-    outputs = {k: np.concatenate([b[k] for b in batches]) for k in batches[0]} if batches \
-        else {}
+    outputs = {k: _concatenate_padded([b[k] for b in batches]) for k in batches[0]} \
+        if batches else {}
     if output_path is not None:
       write_text_atomic(output_path, "".join(json.dumps(row) + "\n"
                                              for row in _rows(outputs, len(rows))))
@@ -219,6 +227,43 @@ class TextModel(keras.Model):
                   do_lower_case=self.text_inputs.do_lower_case,
                   max_seq_length=self.max_seq_length)
     return config
+
+
+def head_options(source: sources.Source, found: Optional[Tuple[str, List[str]]],
+                 options: Dict[str, Any], what: str) -> Dict[str, Any]:
+  """`options` with num_classes (and label_list) of the source's head `found`
+  (`(task, [..., out kernel name])`), unless given; what: "classification" or "tagging"."""
+  if found is not None:
+    task, names = found
+    options.setdefault("num_classes", source.tensors[names[-1]].shape[-1])
+    labels = source.label_lists.get(task)
+    if labels and len(labels) == options["num_classes"]:
+      options.setdefault("label_list", labels)
+  if "num_classes" not in options:
+    raise sources.SourceError(f"{source.path} has no {what} head: pass num_classes")
+  return options
+
+
+def head_to_load(model: TextModel, source: sources.Source,
+                 found: Optional[Tuple[str, List[str]]]) -> Tuple[VariableMap, Dict[str, str]]:
+  """The model's head variables and their names in `source` (its head `found`, names
+  sorted), or nothing when there is none or it has other shapes (the notice names it)."""
+  if found is None:
+    return {}, {}
+  ours = model.head_variable_map()
+  rename = dict(zip(sorted(ours), found[1]))
+  if any(tuple(ours[k].shape) != source.tensors[v].shape for k, v in rename.items()):
+    return {}, {}
+  return ours, rename
+
+
+def _concatenate_padded(arrays: List[np.ndarray]) -> np.ndarray:
+  """Batches concatenated; per-token outputs padded with zeros to the longest batch."""
+  if arrays[0].ndim > 1:
+    length = max(a.shape[1] for a in arrays)
+    arrays = [np.pad(a, [(0, 0), (0, length - a.shape[1])] + [(0, 0)] * (a.ndim - 2))
+              for a in arrays]
+  return np.concatenate(arrays)
 
 
 def _rows(outputs: Dict[str, np.ndarray], n: int) -> Iterator[Dict[str, Any]]:

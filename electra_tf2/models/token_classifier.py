@@ -22,7 +22,7 @@ import keras
 import tensorflow as tf
 
 from electra_tf2.finetune.heads import TaggingHead
-from electra_tf2.models import sources
+from electra_tf2.models import sources, text_model
 from electra_tf2.models.text_model import TextModel, VariableMap
 
 HF_ARCHITECTURE = "ElectraForTokenClassification"
@@ -64,26 +64,12 @@ class TokenClassifier(TextModel):
   @classmethod
   def from_source(cls, source: sources.Source, **options) -> "TokenClassifier":
     """The number of tags defaults to the source's tagging head, if it has one."""
-    found = _source_head(source)
-    if found is not None:
-      task, names = found
-      options.setdefault("num_classes", source.tensors[names[-1]].shape[-1])
-      labels = source.label_lists.get(task)
-      if labels and len(labels) == options["num_classes"]:
-        options.setdefault("label_list", labels)
-    if "num_classes" not in options:
-      raise sources.SourceError(f"{source.path} has no tagging head: pass num_classes")
+    options = text_model.head_options(source, _source_head(source, options.get("task")),
+                                      options, "tagging")
     return super().from_source(source, **options)
 
   def source_head(self, source: sources.Source) -> Tuple[VariableMap, Dict[str, str]]:
-    found = _source_head(source)
-    if found is None:
-      return {}, {}
-    ours = self.head_variable_map()
-    rename = dict(zip(sorted(ours), found[1]))
-    if any(tuple(ours[k].shape) != source.tensors[v].shape for k, v in rename.items()):
-      return {}, {}  # another number of tags: the notice names the unused head
-    return ours, rename
+    return text_model.head_to_load(self, source, _source_head(source, self.head.task))
 
   def get_config(self) -> Dict[str, Any]:
     config = super().get_config()
@@ -92,12 +78,14 @@ class TokenClassifier(TextModel):
     return config
 
 
-def _source_head(source: sources.Source):
-  """`(task, [bias name, kernel name])` of the source's tagging head, or None."""
+def _source_head(source: sources.Source, task: Optional[str] = None):
+  """`(task, [bias name, kernel name])` of the source's tagging head (that of `task`,
+  else the only one), or None."""
   if source.architecture == HF_ARCHITECTURE:
     return "classifier", ["classifier/bias", "classifier/kernel"]
   tasks = [t for t in source.task_names() if source.head_kinds.get(t, "tagging") == "tagging"
            and f"task_specific/{t}/dense_1/kernel" not in source.tensors]
+  tasks = [task] if task in tasks else tasks
   if len(tasks) != 1:
     return None
   return tasks[0], [f"task_specific/{tasks[0]}/dense/bias",
