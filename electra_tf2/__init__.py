@@ -1,11 +1,62 @@
-"""ELECTRA in TensorFlow 2 / Keras 3."""
+"""ELECTRA for TensorFlow 2 and Keras 3.
 
-_KERAS_MODELS = {"Discriminator": "discriminator", "TextClassifier": "text_classifier",
-                 "TokenClassifier": "token_classifier"}
+    import electra_tf2
+
+    config = electra_tf2.PretrainingConfig.from_preset(
+        "electra_small", data_dir="DATA", num_train_steps=1000)
+    electra_tf2.pretrain(config)                      # = electra pretrain --data-dir DATA ...
+    model = electra_tf2.load_pretrainer("DATA/models/electra_small")
+    electra_tf2.finetune(electra_tf2.FinetuningConfig.from_preset(
+        "electra_small", "DATA", "rte"))              # = electra finetune ... --task rte
+    scorer = electra_tf2.TextScorer.load("DATA/models/electra_small")
+    print(scorer.score(["The chef drank the meal."])[0].words)
+
+Each public class's docstring has a runnable example (tests/test_public_api.py runs them).
+
+The names below are imported on first use, so `import electra_tf2` (and the
+`electra` command's start-up) does not load TensorFlow.
+"""
+
+import importlib
+
+# Public name -> the module that defines it.
+_EXPORTS = {
+    # configs
+    "PretrainingConfig": "electra_tf2.config",
+    "FinetuningConfig": "electra_tf2.finetune.config",
+    "BertConfig": "electra_tf2.encoder_config",
+    "RunOptions": "electra_tf2.training.driver",
+    # models
+    "Encoder": "electra_tf2.networks.encoder",
+    "ElectraPretrainer": "electra_tf2.models.pretrainer",
+    "load_pretrainer": "electra_tf2.model_directory",
+    # running
+    "pretrain": "electra_tf2.training.pretraining",
+    "finetune": "electra_tf2.finetune.runner",
+    # Keras models on raw text (docs/keras.md)
+    "Discriminator": "electra_tf2.models.discriminator",
+    "TextClassifier": "electra_tf2.models.text_classifier",
+    "TokenClassifier": "electra_tf2.models.token_classifier",
+    # scoring text
+    "TextScorer": "electra_tf2.scoring.scorer",
+    # errors
+    "ElectraError": "electra_tf2.errors",
+}
+# Public names that are another name of a module's function.
+_ALIASES = {"load_pretrainer": "restore_pretrainer", "pretrain": "run_pretraining",
+            "finetune": "run_finetuning"}
+
+__all__ = sorted(_EXPORTS)
+__version__ = "0.1.0"
 
 
-def __getattr__(name):  # the Keras models import TensorFlow: only on first use
-  if name in _KERAS_MODELS:
-    import importlib
-    return getattr(importlib.import_module(f"electra_tf2.models.{_KERAS_MODELS[name]}"), name)
-  raise AttributeError(f"module 'electra_tf2' has no attribute {name!r}")
+def __getattr__(name):
+  if name not in _EXPORTS:
+    raise AttributeError(f"module 'electra_tf2' has no attribute {name!r}")
+  value = getattr(importlib.import_module(_EXPORTS[name]), _ALIASES.get(name, name))
+  globals()[name] = value
+  return value
+
+
+def __dir__():
+  return sorted(set(globals()) | set(__all__))

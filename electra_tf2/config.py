@@ -20,129 +20,21 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import json
 import os
-from typing import Any, Dict, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, Mapping, Optional, Union
 
-from electra_tf2 import atomic_io, vocab as vocab_lib
-from electra_tf2.errors import ElectraError
+from electra_tf2 import vocab as vocab_lib
+from electra_tf2.encoder_config import BertConfig, get_bert_config, get_generator_config
+from electra_tf2.hparams import (ConfigError, ResolvedConfig, check_hparams, check_optimizer_hparams,
+                                 check_seed, check_tpu_hparams, load_preset, parse_hparams,
+                                 read_config)
 
-CONFIG_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "configs")
-# The resolved pre-training config, saved next to the checkpoints of every model.
-PRETRAIN_CONFIG_FILE = "pretrain_config.json"
-# Seeds become int32 stateless-op seeds as `seed * 65536 + shard` (training/pretraining.py).
-MAX_SEED = 32768
-_NON_PRESETS = ("pretraining_defaults", "model_sizes", "debug", "finetuning_defaults",
-                "finetuning_rules")
-_TYPES = {"int": (int,), "float": (int, float), "bool": (bool,), "str": (str,),
-          "dict": (dict,), "list": (list,)}
-
-
-class ConfigError(ElectraError, ValueError):
-  """An unknown, mistyped or inconsistent hyperparameter; the message names it."""
-
-
-def _read_json(path: str) -> Dict[str, Any]:
-  try:
-    if atomic_io.is_remote(path):  # gs://... model directories: TensorFlow's file system
-      import tensorflow as tf  # pylint: disable=g-import-not-at-top
-      with tf.io.gfile.GFile(path) as f:
-        data = json.loads(f.read())
-    else:
-      with open(path, encoding="utf-8") as f:
-        data = json.load(f)
-  except OSError as e:
-    raise ConfigError(f"cannot read config file {path}: {e.strerror}") from None
-  except json.JSONDecodeError as e:
-    raise ConfigError(f"config file {path} is not valid JSON (line {e.lineno} column {e.colno}): "
-                      f"{e.msg}") from None
-  except UnicodeDecodeError as e:
-    raise ConfigError(f"config file {path} is not UTF-8 text (byte {e.start})") from None
-  if not isinstance(data, dict):
-    raise ConfigError(f"config file {path} must hold a JSON object")
-  data.pop("_doc", None)
-  return data
-
-
-def available_models() -> list[str]:
-  """Names accepted as --model-name: the presets in configs/."""
-  return sorted(f[:-5] for f in os.listdir(CONFIG_DIR)
-                if f.endswith(".json") and f[:-5] not in _NON_PRESETS)
-
-
-def load_preset(model_name: str) -> Dict[str, Any]:
-  """The preset values of configs/<model_name>.json (or of a JSON file path)."""
-  if model_name.endswith(".json"):
-    return _read_json(model_name)
-  path = os.path.join(CONFIG_DIR, model_name + ".json")
-  if model_name in _NON_PRESETS or not os.path.isfile(path):
-    raise ConfigError(f"unknown model name {model_name!r}: use one of "
-                      f"{', '.join(available_models())} or a path to a preset .json file")
-  return _read_json(path)
-
-
-def parse_hparams(hparams: Union[None, str, Mapping[str, Any]]) -> Dict[str, Any]:
-  """--hparams as given by a user: a JSON string, a .json file path, or a dict."""
-  if hparams is None or hparams == "":
-    return {}
-  if isinstance(hparams, Mapping):
-    return dict(hparams)
-  if hparams.strip().endswith(".json") and not hparams.strip().startswith("{"):
-    return _read_json(hparams.strip())
-  try:
-    value = json.loads(hparams)
-  except json.JSONDecodeError as e:
-    raise ConfigError(f"--hparams is neither a JSON object nor a .json file path: {e.msg} "
-                      f"at character {e.pos}") from None
-  if not isinstance(value, dict):
-    raise ConfigError("--hparams must be a JSON object such as '{\"num_train_steps\": 1000}'")
-  return value
-
-
-# ---------------------------------------------------------------------------
-# Encoder configuration
-# ---------------------------------------------------------------------------
-
-
-@dataclasses.dataclass(frozen=True)
-class BertConfig:
-  """Shapes and regularisation of one BERT-style encoder (model/modeling.py:36-70)."""
-  vocab_size: int
-  hidden_size: int = 768
-  num_hidden_layers: int = 12
-  num_attention_heads: int = 12
-  intermediate_size: int = 3072
-  hidden_act: str = "gelu"  # gelu (exact erf), relu, tanh, linear; "" or null: linear
-  hidden_dropout_prob: float = 0.1
-  attention_probs_dropout_prob: float = 0.1
-  max_position_embeddings: int = 512
-  type_vocab_size: int = 2
-  initializer_range: float = 0.02
-
-  def to_dict(self) -> Dict[str, Any]:
-    return dataclasses.asdict(self)
-
-  def replace(self, **kwargs) -> "BertConfig":
-    return dataclasses.replace(self, **kwargs)
-
-  def validate(self, where: str) -> None:
-    for field in ("hidden_size", "num_hidden_layers", "num_attention_heads",
-                  "intermediate_size", "vocab_size"):
-      if getattr(self, field) < 1:
-        raise ConfigError(f"{where}: {field} must be >= 1, got {getattr(self, field)}")
-    if self.hidden_size % self.num_attention_heads:
-      raise ConfigError(f"{where}: hidden_size {self.hidden_size} is not a multiple of "
-                        f"num_attention_heads {self.num_attention_heads}")
-    from electra_tf2.layers.activations import get_activation  # imports TensorFlow
-    try:
-      get_activation(self.hidden_act)
-    except ValueError as e:
-      raise ConfigError(f"{where}: hidden_act: {e}") from None
-
-
-# ---------------------------------------------------------------------------
-# Pre-training configuration
-# ---------------------------------------------------------------------------
+# The saved hparams that define the discriminator encoder's shape (`get_bert_config`).
+ENCODER_HPARAMS = ("model_size", "model_hparam_overrides", "debug", "vocab_size",
+                   "embedding_size")
+_DERIVED = {"max_predictions_per_seq":
+                "derived as int((mask_prob + 0.005) * max_seq_length); "
+                "set mask_prob or max_seq_length instead"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -179,34 +71,6 @@ class ObjectiveConfig:
 
 
 @dataclasses.dataclass(frozen=True)
-class ResolvedConfig:
-  """What both resolved configs share: the official TPU settings (configure_pretraining.py
-  :87-92, configure_finetuning.py:95-100), kept for parity, and the dict form."""
-  use_tpu: bool
-  num_tpu_cores: int
-  tpu_job_name: Optional[str]
-  tpu_name: Optional[str]
-  tpu_zone: Optional[str]
-  gcp_project: Optional[str]
-
-  def replace(self, **kwargs):
-    """A copy with some values changed; resolved parts are not recomputed."""
-    return dataclasses.replace(self, **kwargs)
-
-  def to_dict(self) -> Dict[str, Any]:
-    """Every field as JSON-ready values (nested configs and named tuples as dicts)."""
-    values = {}
-    for field in dataclasses.fields(self):
-      value = getattr(self, field.name)
-      if dataclasses.is_dataclass(value):
-        value = value.to_dict()
-      elif isinstance(value, tuple) and hasattr(value, "_asdict"):
-        value = value._asdict()
-      values[field.name] = copy.deepcopy(value)
-    return values
-
-
-@dataclasses.dataclass(frozen=True)
 class PretrainingConfig(ResolvedConfig):
   """The resolved pre-training configuration, frozen.
 
@@ -216,8 +80,14 @@ class PretrainingConfig(ResolvedConfig):
   files once, when the config is built: the discriminator encoder
   `bert_config`, the `generator_bert_config` (None without a generator encoder) and
   the vocab's `special_ids`. `to_dict` is what pretrain_config.json holds, so a
-  saved model is rebuilt from it alone. Build one with
-  `resolve_pretraining_config`.
+  saved model is rebuilt from it alone. Build one with `from_preset` (or
+  `resolve_pretraining_config`).
+
+  >>> config = PretrainingConfig.from_preset("electra_small", debug=True, learning_rate=1e-3)
+  >>> config.bert_config.num_hidden_layers, config.generator_bert_config.hidden_size
+  (3, 36)
+  >>> config.max_predictions_per_seq  # derived: int((0.15 + 0.005) * 128)
+  19
   """
   # configure_pretraining.py:29-101
   debug: bool
@@ -284,6 +154,13 @@ class PretrainingConfig(ResolvedConfig):
                               for f in dataclasses.fields(ObjectiveConfig)})
 
   @classmethod
+  def from_preset(cls, model_name: str, data_dir: Optional[str] = None, **hparams
+                  ) -> "PretrainingConfig":
+    """The preset `model_name` (configs/<name>.json or a .json path) with `hparams` on top,
+    resolved as `resolve_pretraining_config` does; `data_dir` sets the default paths."""
+    return resolve_pretraining_config(model_name, data_dir, hparams)
+
+  @classmethod
   def from_dict(cls, values: Mapping[str, Any]) -> "PretrainingConfig":
     """Rebuilds a saved config. Files written before the resolved parts were saved
     (no `bert_config`) get them derived, from configs/ and the vocab, once."""
@@ -325,108 +202,9 @@ def _resolved_parts(values: Mapping[str, Any]) -> Dict[str, Any]:
           "special_ids": special._asdict()}
 
 
-def _schema() -> Dict[str, Dict[str, Any]]:
-  return _read_json(os.path.join(CONFIG_DIR, "pretraining_defaults.json"))
-
-
-# The saved hparams that define the discriminator encoder's shape (`get_bert_config`).
-ENCODER_HPARAMS = ("model_size", "model_hparam_overrides", "debug", "vocab_size",
-                   "embedding_size")
-
-
-_SHAPE_FIELDS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
-                 "intermediate_size", "max_position_embeddings", "type_vocab_size")
-
-
-def architecture(config: "PretrainingConfig") -> Dict[str, Any]:
-  """What the variables of a pre-training checkpoint and their shapes depend on.
-
-  Flat {description: value}; two configs with equal architectures can resume
-  each other's checkpoints (dropout, initializers, the schedule may differ).
-  """
-  bert = config.bert_config
-  arch: Dict[str, Any] = {f"encoder {field}": getattr(bert, field) for field in _SHAPE_FIELDS}
-  arch["embedding_size"] = config.resolved_embedding_size
-  arch["discriminator head"] = bool(config.electra_objective or config.electric_objective)
-  arch["MLM head"] = ("cloze" if config.two_tower_generator
-                      else "none" if config.uniform_generator else "masked LM")
-  if config.uses_generator_encoder:
-    generator = config.generator_bert_config
-    arch["generator"] = "two towers" if config.two_tower_generator else "one encoder"
-    arch["generator embeddings"] = (f"untied, {generator.hidden_size} wide"
-                                    if config.untied_generator_embeddings else "shared")
-    arch.update({f"generator {field}": getattr(generator, field) for field in
-                 ("hidden_size", "num_hidden_layers", "num_attention_heads",
-                  "intermediate_size")})
-  else:
-    arch["generator"] = "uniform" if config.uniform_generator else "the encoder itself"
-  return arch
-
-
-def check_same_architecture(config: "PretrainingConfig", saved_values: Mapping[str, Any]
-                            ) -> None:
-  """Raises ConfigError if config.model_dir holds a checkpoint of another architecture.
-
-  Call it only when the directory holds a checkpoint. Compares `architecture`
-  with that of `saved_values` (the directory's pretrain_config.json), naming
-  every difference, so that resuming does not fail deep inside checkpoint
-  restoring.
-  """
-  try:
-    saved = architecture(PretrainingConfig.from_dict(saved_values))
-  except (AttributeError, KeyError, TypeError):
-    return  # not a complete config of this version: restoring will tell
-  current = architecture(config)
-  differ = [key for key in current if saved.get(key) != current[key]]
-  if differ:
-    details = ", ".join(f"{key} {saved.get(key)} there, {current[key]} now" for key in differ)
-    raise ConfigError(f"{config.model_dir} holds a model of another shape ({details}): pass the "
-                      f"hparams it was pre-trained with (see its {PRETRAIN_CONFIG_FILE}), or set "
-                      "\"model_dir\" in --hparams to start a new model elsewhere")
-
-
-def read_saved_pretraining_config(model_dir: str, required: Optional[Sequence[str]] = None
-                                  ) -> Dict[str, Any]:
-  """The resolved hparams in `model_dir`/pretrain_config.json.
-
-  Args:
-    model_dir: a pre-trained model directory.
-    required: the hparams that must be present; default all of them.
-  """
-  path = os.path.join(model_dir, PRETRAIN_CONFIG_FILE)
-  values = _read_json(path)
-  missing = [key for key in (required or _schema()) if key not in values]
-  if missing:
-    raise ConfigError(f"{path} lacks {', '.join(missing)}: it was edited or written by another "
-                      "tool; re-create it with run_pretraining.py or python -m electra_tf2.convert")
-  return values
-
-
-_DERIVED = {"max_predictions_per_seq":
-                "derived as int((mask_prob + 0.005) * max_seq_length); "
-                "set mask_prob or max_seq_length instead"}
-
-
-def check_hparams(values: Mapping[str, Any], schema: Mapping[str, Dict[str, Any]],
-                  source: str, derived: Mapping[str, str], schema_file: str) -> None:
-  """Rejects derived, unknown, null-but-not-nullable and mistyped values, naming the key.
-
-  derived: keys that cannot be set, with why; schema_file: where the known keys are listed.
-  """
-  for key, value in values.items():
-    if key in derived:
-      raise ConfigError(f"{source}: {key} is {derived[key]}")
-    if key not in schema:
-      raise ConfigError(f"{source}: unknown hparam {key!r}; known hparams are listed in "
-                        f"{schema_file}")
-    entry = schema[key]
-    if value is None:
-      if not entry.get("nullable"):
-        raise ConfigError(f"{source}: {key} may not be null")
-      continue
-    allowed = _TYPES[entry["type"]]
-    if (isinstance(value, bool) and bool not in allowed) or not isinstance(value, allowed):
-      raise ConfigError(f"{source}: {key} must be of type {entry['type']}, got {value!r}")
+def schema() -> Dict[str, Dict[str, Any]]:
+  """Every pre-training hyperparameter: default, type, nullable, doc."""
+  return read_config("pretraining_defaults.json")
 
 
 def _check_types(values: Mapping[str, Any], schema: Mapping[str, Dict[str, Any]],
@@ -447,19 +225,19 @@ def resolve_pretraining_config(model_name: str, data_dir: Optional[str] = None,
   Raises:
     ConfigError: unknown model name or hparam, wrong type, inconsistent values.
   """
-  schema = _schema()
+  spec = schema()
   user = parse_hparams(hparams)
   preset = load_preset(model_name)
   preset_source = f"configs/{model_name}.json" if not model_name.endswith(".json") else model_name
-  _check_types(preset, schema, preset_source)
-  _check_types(user, schema, "--hparams")
+  _check_types(preset, spec, preset_source)
+  _check_types(user, spec, "--hparams")
 
-  values = {k: copy.deepcopy(v["default"]) for k, v in schema.items()}
+  values = {k: copy.deepcopy(v["default"]) for k, v in spec.items()}
   values.update(preset)
   values.update(user)
   values["max_predictions_per_seq"] = int((values["mask_prob"] + 0.005) * values["max_seq_length"])
   if values["debug"]:
-    values.update(_read_json(os.path.join(CONFIG_DIR, "debug.json"))["training"])
+    values.update(read_config("debug.json")["training"])
   if values["model_size"] == "small":
     values["embedding_size"] = 128
   if values["electric_objective"]:
@@ -478,29 +256,15 @@ def resolve_pretraining_config(model_name: str, data_dir: Optional[str] = None,
     if values["model_dir"] is None:
       values["model_dir"] = os.path.join(data_dir, "models", model_name_only)
   _check_consistency(values)
+  check_tpu_hparams(values, spec, "--hparams")
   config = PretrainingConfig.from_dict(dict(values, **_resolved_parts(values)))
   _check_encoders(config)
   return config
 
 
-def check_optimizer_hparams(values: Mapping[str, Any]) -> None:
-  """learning_rate > 0; weight_decay_rate and (if present) lr_decay_power >= 0."""
-  if values["learning_rate"] <= 0:
-    raise ConfigError(f"learning_rate must be > 0, got {values['learning_rate']}")
-  for key in ("weight_decay_rate", "lr_decay_power"):
-    if key in values and values[key] < 0:
-      raise ConfigError(f"{key} must be >= 0, got {values[key]}")
-
-
-def check_seed(seed: int) -> None:
-  """Seeds feed int32 stateless-op seeds (`seed * 65536 + shard`) and Keras' global seed."""
-  if not 0 <= seed < MAX_SEED:
-    raise ConfigError(f"seed must be in [0, {MAX_SEED}), got {seed}")
-
-
 def _check_consistency(values: Mapping[str, Any]) -> None:
   """Rejects hparams that the official code would silently misuse."""
-  sizes = _read_json(os.path.join(CONFIG_DIR, "model_sizes.json"))["sizes"]
+  sizes = read_config("model_sizes.json")["sizes"]
   if values["model_size"] not in sizes:
     raise ConfigError(f"model_size {values['model_size']!r} is unknown: use one of "
                       f"{', '.join(sizes)} (and model_hparam_overrides for other shapes)")
@@ -558,47 +322,3 @@ def _check_encoders(config: PretrainingConfig) -> None:
     config.generator_bert_config.validate("generator config (generator_hidden_size)")
 
 
-def check_model_overrides(overrides: Mapping[str, Any]) -> None:
-  """Rejects unknown keys and mistyped values in model_hparam_overrides (BertConfig fields)."""
-  types = {f.name: f.type for f in dataclasses.fields(BertConfig)}
-  for key, value in overrides.items():
-    if key == "hidden_act" and value is None:  # official get_activation(None): linear
-      continue
-    if key not in types:
-      raise ConfigError(f"model_hparam_overrides: unknown key {key!r}; known keys: "
-                        f"{', '.join(sorted(types))}")
-    allowed = _TYPES[types[key]]
-    if isinstance(value, bool) or not isinstance(value, allowed):
-      raise ConfigError(f"model_hparam_overrides: {key} must be of type {types[key]}, "
-                        f"got {value!r}")
-
-
-def get_bert_config(values: Mapping[str, Any]) -> BertConfig:
-  """Discriminator encoder config from hparams (model_size, model_hparam_overrides,
-  debug, vocab_size): size table, overrides, then the debug shrink.
-
-  Mirrors util/training_utils.py:96-112 (get_bert_config) plus run_pretraining.py:45-49.
-  """
-  sizes = _read_json(os.path.join(CONFIG_DIR, "model_sizes.json"))
-  shape: Dict[str, Any] = dict(sizes["bert_defaults"], vocab_size=values["vocab_size"])
-  overrides = dict(values["model_hparam_overrides"])
-  check_model_overrides(overrides)
-  shape.update(sizes["sizes"][values["model_size"]])
-  shape.update(overrides)
-  shape["num_attention_heads"] = max(1, shape["hidden_size"] // 64)
-  shape["intermediate_size"] = 4 * shape["hidden_size"]
-  shape.update(overrides)
-  if values["debug"]:
-    shape.update(_read_json(os.path.join(CONFIG_DIR, "debug.json"))["model"])
-  return BertConfig(**shape)
-
-
-def get_generator_config(values: Mapping[str, Any], bert_config: BertConfig) -> BertConfig:
-  """The generator: width and depth as fractions of the discriminator
-  (run_pretraining.py:338-348)."""
-  hidden = int(round(bert_config.hidden_size * values["generator_hidden_size"]))
-  return bert_config.replace(
-      hidden_size=hidden,
-      num_attention_heads=max(1, hidden // 64),
-      intermediate_size=4 * hidden,
-      num_hidden_layers=int(round(bert_config.num_hidden_layers * values["generator_layers"])))

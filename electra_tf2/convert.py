@@ -1,12 +1,12 @@
 r"""Official TF1 ELECTRA checkpoints in and out.
 
-  python -m electra_tf2.convert to-tf2 --checkpoint electra_small/ \
+  electra convert to-tf2 --checkpoint electra_small/ \
       --model-name electra_small_released --output-dir DATA/models/electra_small
-  python -m electra_tf2.convert to-tf2-finetuned --checkpoint mnli_ckpt/ \
+  electra convert to-tf2-finetuned --checkpoint mnli_ckpt/ \
       --data-dir DATA --model-name electra_small --task mnli
-  python -m electra_tf2.convert to-official --model-dir DATA/models/electra_small \
+  electra convert to-official --model-dir DATA/models/electra_small \
       --output-dir electra_small_tf1
-  python -m electra_tf2.convert from-hf --hf-dir electra-small-discriminator \
+  electra convert from-hf --hf-dir electra-small-discriminator \
       --output-dir DATA/models/electra_small_hf
 
 Variables are matched by their official names (variable_names.py), strictly by
@@ -32,8 +32,8 @@ import tensorflow as tf  # noqa: E402
 from electra_tf2 import checkpoint_files, model_directory, variable_names  # noqa: E402
 from electra_tf2.atomic_io import (copy_file_atomic, write_json_atomic,  # noqa: E402
                                    write_text_atomic)
-from electra_tf2.config import (ConfigError, PretrainingConfig,  # noqa: E402
-                                resolve_pretraining_config)
+from electra_tf2.config import PretrainingConfig, resolve_pretraining_config
+from electra_tf2.hparams import ConfigError
 from electra_tf2.errors import ElectraError, run_command  # noqa: E402
 
 # Checkpoint variables that are never model weights: the step, Adam's slots, and the
@@ -280,7 +280,7 @@ def _config_hint(checkpoint_path: str, config: PretrainingConfig) -> str:
   shapes = checkpoint_shapes(checkpoint_path)
   if checkpoint_layout(list(shapes)) == "finetuning":
     return ("hint: this is a fine-tuning checkpoint (task_specific/...): convert it with "
-            "`python -m electra_tf2.convert to-tf2-finetuned`")
+            "`electra convert to-tf2-finetuned`")
   parts = []
   for scope in ("electra", "generator"):
     key = f"{scope}/encoder/layer_0/attention/self/query/kernel"
@@ -428,7 +428,7 @@ def export_official_finetuned(model_dir: str, output_dir: str,
 
 
 def _parser() -> argparse.ArgumentParser:
-  parser = argparse.ArgumentParser(prog="python -m electra_tf2.convert",
+  parser = argparse.ArgumentParser(
                                    description="\n\n".join(__doc__.split("\n\n")[:2]),
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
   sub = parser.add_subparsers(dest="command", required=True)

@@ -2,9 +2,10 @@
 
 Every error a user can cause (a bad flag value, config, file or model
 directory) is an `ElectraError`; its message is one line that names the file,
-flag or field and says what to do. Every entry point (run_pretraining.py,
-run_finetuning.py, data_prep/*, python -m electra_tf2.*) runs its main through
-`run_command`, which prints such errors as `error: <message>` and exits:
+flag or field and says what to do. Every command (the `electra` subcommands and
+the scripts that are the same commands) runs its main through `run_command`
+(argparse commands) or `training.cli.run` (the absl ones, pretrain and
+finetune), which print such errors as `error: <message>` and exit:
 
   0    done;
   2    a usage error (argparse/absl) or an `ElectraError`, an OSError or a
@@ -23,7 +24,15 @@ EXIT_INTERRUPTED = 130
 
 
 class ElectraError(Exception):
-  """An error in the user's input; the message is one line saying what to change."""
+  """An error in the user's input; the message is one line saying what to change.
+
+  >>> import electra_tf2
+  >>> try:
+  ...   electra_tf2.PretrainingConfig.from_preset("electra_small", num_steps=10)
+  ... except electra_tf2.ElectraError as error:
+  ...   print(error)
+  --hparams: unknown hparam 'num_steps'; known hparams are listed in configs/pretraining_defaults.json
+  """
 
 
 # What a command reports in one line: ours, the file system's, and a run whose loss diverged.

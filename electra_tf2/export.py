@@ -1,6 +1,6 @@
 r"""TF SavedModels with serving signatures on token ids and on raw text.
 
-  python -m electra_tf2.export --model-dir DATA/models/electra_small \
+  electra export --model-dir DATA/models/electra_small \
       --kind discriminator --output-dir export/electra_small_discriminator
 
   import tensorflow as tf, tensorflow_text  # tensorflow_text registers the tokenizer ops
@@ -24,7 +24,8 @@ if __name__ == "__main__":  # the command's quiet default; importing sets nothin
 
 import tensorflow as tf  # noqa: E402
 
-from electra_tf2 import model_directory, scoring, vocab as vocab_lib  # noqa: E402
+from electra_tf2 import model_directory, vocab as vocab_lib  # noqa: E402
+from electra_tf2.scoring import graph as scoring_graph  # noqa: E402
 from electra_tf2.atomic_io import atomic_directory  # noqa: E402
 from electra_tf2.errors import ElectraError, run_command  # noqa: E402
 
@@ -112,15 +113,12 @@ class ServingModule(tf.Module):
     self.text_pair = tf.function(self._predict_text_pair, input_signature=[_TEXT, _TEXT])
     self.score = None
     if score_logits is not None:
-      stride = window_stride or scoring.default_stride(max_seq_length)
-      if not 1 <= stride <= max_seq_length - 2:
-        raise ExportError(f"window stride must be between 1 and max_seq_length - 2 = "
-                          f"{max_seq_length - 2}, got {stride}")
+      stride = scoring_graph.check_stride(max_seq_length, window_stride)
       self.window_stride = stride
       self.score = tf.function(
-          lambda text: scoring.score_text_graph(self.tokenizer, score_logits, text,
-                                                max_seq_length, stride, self._cls_id,
-                                                self._sep_id),
+          lambda text: scoring_graph.score_text_graph(self.tokenizer, score_logits, text,
+                                                      max_seq_length, stride, self._cls_id,
+                                                      self._sep_id),
           input_signature=[_TEXT])
       settings = {"max_seq_length": max_seq_length, "window_stride": stride,
                   "do_lower_case": bool(do_lower_case)}
@@ -233,23 +231,12 @@ def serving_module(model, kind: str, vocab_file: Optional[str] = None,
     return ServingModule(encoder_outputs(encoder), encoder.variables, **options)
   if kind == "finetuned":
     return ServingModule(finetuned_outputs(model), model.variables, **options)
+  model.check_electra_discriminator("--kind discriminator", "export --kind encoder")
   head = model.discriminator_head
-  if head is None or model.objective.electric_objective:
-    raise ExportError("--kind discriminator needs an ELECTRA discriminator head; this model "
-                      "is ELECTRIC (whose scores also need the cloze generator) or MLM-only: "
-                      "export --kind encoder")
   outputs = discriminator_outputs(encoder, head)
   return ServingModule(outputs, encoder.variables + head.variables,
                        score_logits=lambda *features: outputs(*features)["logits"],
                        window_stride=window_stride, **options)
-
-
-def find_vocab(model_dir: str, config) -> Optional[str]:
-  """`model_dir/vocab.txt`, else the config's `vocab_file`, if either exists."""
-  for path in (os.path.join(model_dir, "vocab.txt"), config.vocab_file):
-    if path and tf.io.gfile.exists(path):
-      return path
-  return None
 
 
 def _load(model_dir: str, kind: Optional[str], checkpoint_path: Optional[str]):
@@ -266,12 +253,12 @@ def _load(model_dir: str, kind: Optional[str], checkpoint_path: Optional[str]):
     return model, kind, vocab_file, lower, config.max_seq_length
   config = model_directory.load_pretraining_config(model_dir)
   model = model_directory.restore_pretrainer(model_dir, checkpoint_path, config)
-  return (model, kind, find_vocab(model_dir, config), config.do_lower_case,
+  return (model, kind, model_directory.find_vocab(model_dir, config), config.do_lower_case,
           config.max_seq_length)
 
 
 def _main(argv: Optional[Sequence[str]] = None) -> int:
-  parser = argparse.ArgumentParser(prog="python -m electra_tf2.export",
+  parser = argparse.ArgumentParser(
                                    description=__doc__,
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument("--model-dir", required=True,

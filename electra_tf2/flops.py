@@ -8,7 +8,7 @@ lookups as dense one-hot multiplies, and the MLM softmax only on
 out (an attention-output LayerNorm counted as 5 FLOPs per token, not per value;
 `s + 2` rows for the token-type and position embeddings).
 
-    python -m electra_tf2.flops [MODEL_NAME ...] [--hparams JSON]
+    electra flops [MODEL_NAME ...] [--hparams JSON]
 """
 
 from __future__ import annotations
@@ -138,7 +138,7 @@ def pretraining_flops_per_step(config) -> float:
 
 
 def _main(argv: Optional[Sequence[str]] = None) -> int:
-  parser = argparse.ArgumentParser(prog="python -m electra_tf2.flops",
+  parser = argparse.ArgumentParser(
                                    description=__doc__.split("\n\n")[0])
   parser.add_argument("models", nargs="*", default=["electra_small", "electra_base",
                                                     "electra_large"])

@@ -1,8 +1,8 @@
 r"""Hugging Face directories (config.json + model.safetensors) for users who move to PyTorch.
 
-  python -m electra_tf2.hf_export --model-dir DATA/models/electra_small \
+  electra hf-export --model-dir DATA/models/electra_small \
       --output-dir hf/electra-small-discriminator
-  python -m electra_tf2.hf_export --model-dir DATA/models/electra_small \
+  electra hf-export --model-dir DATA/models/electra_small \
       --output-dir hf/electra-small-generator --generator
 
   # in PyTorch:
@@ -37,10 +37,10 @@ if __name__ == "__main__":  # the command's quiet default; importing sets nothin
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from electra_tf2 import export, model_directory, variable_names  # noqa: E402
+from electra_tf2 import model_directory, variable_names  # noqa: E402
 from electra_tf2.atomic_io import (atomic_path, copy_file_atomic,  # noqa: E402
                                    write_json_atomic)
-from electra_tf2.config import BertConfig  # noqa: E402
+from electra_tf2.encoder_config import BertConfig
 from electra_tf2.errors import ElectraError, run_command  # noqa: E402
 
 WEIGHTS_FILE = "model.safetensors"
@@ -133,11 +133,8 @@ def hf_state_dict(model, generator: bool = False) -> Dict[str, np.ndarray]:
     prefixes = (embeddings, f"{scope}/embeddings_project/", f"{scope}/encoder/",
                 "generator_predictions/")
   else:
-    if model.discriminator_head is None or model.objective.electric_objective:
-      raise HuggingFaceExportError(
-          "ElectraForPreTraining needs the ELECTRA discriminator head; this model "
-          f"({'ELECTRIC' if model.objective.electric_objective else 'MLM only'}) has no "
-          "counterpart (export the generator with --generator, if any)")
+    model.check_electra_discriminator("ElectraForPreTraining",
+                                      "export the generator with --generator, if any")
     scope = "electra"
     prefixes = ("electra/", "discriminator_predictions/")
   state = {}
@@ -169,7 +166,7 @@ def export_hugging_face(model, output_dir: str, generator: bool = False,
 
 
 def _main(argv: Optional[Sequence[str]] = None) -> int:
-  parser = argparse.ArgumentParser(prog="python -m electra_tf2.hf_export",
+  parser = argparse.ArgumentParser(
                                    description="\n\n".join(__doc__.split("\n\n")[:2]),
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument("--model-dir", required=True,
@@ -184,7 +181,7 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
   args = parser.parse_args(argv)
   config = model_directory.load_pretraining_config(args.model_dir)
   model = model_directory.restore_pretrainer(args.model_dir, args.checkpoint, config)
-  vocab_file = args.vocab_file or export.find_vocab(args.model_dir, config)
+  vocab_file = args.vocab_file or model_directory.find_vocab(args.model_dir, config)
   export_hugging_face(model, args.output_dir, args.generator, vocab_file,
                       config.do_lower_case)
   print(f"wrote {args.output_dir} (config.json, {WEIGHTS_FILE}"

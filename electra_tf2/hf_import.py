@@ -1,6 +1,6 @@
 r"""Hugging Face ELECTRA directories in: the inverse of electra_tf2/hf_export.py.
 
-  python -m electra_tf2.convert from-hf --hf-dir electra-small-discriminator \
+  electra convert from-hf --hf-dir electra-small-discriminator \
       --output-dir DATA/models/electra_small_hf
 
 A directory holds `config.json` (model_type "electra"), the weights
@@ -30,7 +30,9 @@ import numpy as np
 
 from electra_tf2 import convert, hf_export, variable_names
 from electra_tf2.atomic_io import copy_file_atomic, write_json_atomic
-from electra_tf2.config import BertConfig, ConfigError, resolve_pretraining_config
+from electra_tf2.config import resolve_pretraining_config
+from electra_tf2.encoder_config import BertConfig
+from electra_tf2.hparams import ConfigError
 from electra_tf2.errors import ElectraError
 
 CONFIG_FILE = "config.json"

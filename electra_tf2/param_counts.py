@@ -1,6 +1,6 @@
 """Parameter counts of the pre-training models, by official scope.
 
-    python -m electra_tf2.param_counts [electra_small electra_base ...]
+    electra params [electra_small electra_base ...]
 
 Prints, per model, the discriminator (`electra/*` + `discriminator_predictions/*`),
 the generator's own parameters (`generator*/*` + `generator_predictions/*` or
@@ -10,8 +10,9 @@ the discriminator) and the total.
 
 from __future__ import annotations
 
+import argparse
 import sys
-from typing import Dict, Sequence
+from typing import Dict, Optional, Sequence
 
 import numpy as np
 
@@ -38,12 +39,13 @@ def model_param_counts(model_name: str) -> Dict[str, int]:
   return count_by_part(shapes)
 
 
-def _main(argv: Sequence[str]) -> int:
+def _main(argv: Optional[Sequence[str]] = None) -> int:
   """Prints the table for the model names in argv (default: small, base, large)."""
-  if any(arg.startswith("-") for arg in argv):
-    print(__doc__.strip())
-    return 0 if set(argv) & {"-h", "--help"} else 2
-  names = list(argv) or ["electra_small", "electra_base", "electra_large"]
+  parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+  parser.add_argument("models", nargs="*", default=["electra_small", "electra_base",
+                                                    "electra_large"],
+                      help="presets or preset .json paths")
+  names = parser.parse_args(argv).models
   print(f"{'model':<24}{'discriminator':>16}{'generator':>14}{'total':>14}")
   for name in names:
     counts = model_param_counts(name)
@@ -52,10 +54,10 @@ def _main(argv: Sequence[str]) -> int:
   return 0
 
 
-def main(argv: Sequence[str]) -> int:
+def main(argv: Optional[Sequence[str]] = None) -> int:
   """The command; errors as one line (electra_tf2/errors.py)."""
   return run_command(_main, argv)
 
 
 if __name__ == "__main__":
-  sys.exit(main(sys.argv[1:]))
+  sys.exit(main())

@@ -8,12 +8,12 @@ cd "$(dirname "$0")/.."
 DATA_DIR="${1:-runs/default}"
 bash scripts/setup.sh
 export TF_CPP_MIN_LOG_LEVEL=2
-.venv/bin/python data_prep/default_corpus.py --data-dir "$DATA_DIR" --vocab-size 8000
+.venv/bin/electra default-data --data-dir "$DATA_DIR" --vocab-size 8000
 HPARAMS='{"debug": true, "vocab_size": 8000, "train_batch_size": 32, "num_train_steps": 300,
           "num_warmup_steps": 30, "learning_rate": 1e-3, "iterations_per_loop": 25,
           "save_checkpoints_steps": 100}'
-.venv/bin/python run_pretraining.py --data-dir "$DATA_DIR" --model-name electra_small \
+.venv/bin/electra pretrain --data-dir "$DATA_DIR" --model-name electra_small \
   --hparams "$HPARAMS"
-.venv/bin/python run_pretraining.py --data-dir "$DATA_DIR" --model-name electra_small \
+.venv/bin/electra pretrain --data-dir "$DATA_DIR" --model-name electra_small \
   --hparams "$(echo "$HPARAMS" | sed 's/"debug": true/"debug": true, "do_train": false, "do_eval": true, "num_eval_steps": 20, "eval_batch_size": 32/')"
 echo "model, checkpoints, TensorBoard logs and results: $DATA_DIR/models/electra_small"

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Creates .venv (Python 3.11) with the pinned dependency set. Idempotent: a
-# second run only checks that everything is installed.
-#   bash scripts/setup.sh            # run-time dependencies (requirements.txt)
-#   bash scripts/setup.sh test       # plus Beam and the test-only ones (pytest, hypothesis, torch, transformers)
-#   bash scripts/setup.sh beam       # plus Apache Beam (data_prep/beam_pretraining.py, local files)
+# Creates .venv (Python 3.11) with electra_tf2 installed from this clone (editable) and the
+# pinned dependency set of constraints.txt. Idempotent: a second run only checks that
+# everything is installed.
+#   bash scripts/setup.sh            # the library and its run-time dependencies
+#   bash scripts/setup.sh test       # plus the test tools and every optional feature (extra "test")
+#   bash scripts/setup.sh beam       # plus Apache Beam (electra build-data --runner ..., local files)
 #   bash scripts/setup.sh beam-gcp   # plus Beam's Google Cloud extras (gs://, DataflowRunner)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,22 +12,22 @@ PYTHON="${PYTHON:-python3.11}"
 command -v "$PYTHON" >/dev/null || PYTHON=python3
 "$PYTHON" -c 'import sys; assert sys.version_info[:2] == (3, 11), "electra_tf2 needs Python 3.11"' \
   || { echo "error: $PYTHON is not Python 3.11; set PYTHON=/path/to/python3.11" >&2; exit 2; }
-# Each set, the file listing it, and the sets it includes (so installing the test set
+# Each set, the extra it installs, and the sets it includes (so installing the test set
 # stamps the run-time one too, and quickstart after the tests reinstalls nothing).
 case "${1:-}" in
-  "") requirements=requirements.txt; sets="run" ;;
-  test) requirements=requirements-test.txt; sets="test beam run" ;;
-  beam) requirements=requirements-beam.txt; sets="beam run" ;;
-  beam-gcp) requirements=requirements-beam-gcp.txt; sets="beam-gcp beam run" ;;
+  "") extra=""; sets="run" ;;
+  test) extra="[test]"; sets="test beam run" ;;
+  beam) extra="[beam]"; sets="beam run" ;;
+  beam-gcp) extra="[beam-gcp]"; sets="beam-gcp beam run" ;;
   *) echo "error: unknown set '$1': give none, test, beam or beam-gcp" >&2; exit 2 ;;
 esac
 if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
-pins="$(cat requirements*.txt constraints.txt | sha1sum | cut -c1-12)"
+pins="$(cat pyproject.toml constraints.txt | sha1sum | cut -c1-12)"
 stamp_for() { echo ".venv/.installed-$1-$pins"; }
 if [ ! -f "$(stamp_for "${sets%% *}")" ]; then
   .venv/bin/python -m pip install -q --upgrade pip
-  .venv/bin/python -m pip install -q -r "$requirements" -c constraints.txt
+  .venv/bin/python -m pip install -q -e ".$extra" -c constraints.txt
   for set in $sets; do touch "$(stamp_for "$set")"; done
 fi

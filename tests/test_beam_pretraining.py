@@ -23,10 +23,10 @@ tf = pytest.importorskip("tensorflow")
 
 from test_data_prep import (build, random_line, read_records, read_shards,  # noqa: E402
                             reference_build, vocab_file, write_bad_files, write_corpus)
-from data_prep import beam_pretraining  # noqa: E402
-from data_prep.common import DataPrepError  # noqa: E402
-from data_prep.input_examples import InputExamples  # noqa: E402
-from data_prep.builder import BuildConfig, read_info  # noqa: E402
+from electra_tf2.data_prep import beam_pretraining  # noqa: E402
+from electra_tf2.data_prep.common import DataPrepError  # noqa: E402
+from electra_tf2.data_prep.input_examples import InputExamples  # noqa: E402
+from electra_tf2.data_prep.builder import BuildConfig, read_info  # noqa: E402
 from electra_tf2.vocab import VocabError  # noqa: E402
 
 assert vocab_file  # a fixture, used by name

@@ -6,7 +6,9 @@ import re
 
 import pytest
 
-from electra_tf2.config import available_models, ConfigError, resolve_pretraining_config
+from electra_tf2.config import resolve_pretraining_config
+
+from electra_tf2.hparams import available_models, ConfigError
 
 
 def test_presets_have_the_paper_settings():
@@ -151,7 +153,8 @@ def test_typed_configs_cover_exactly_the_json_hparams():
   derived ones), so the two cannot drift apart."""
   import dataclasses
   import json
-  from electra_tf2.config import CONFIG_DIR, PretrainingConfig
+  from electra_tf2.config import PretrainingConfig
+  from electra_tf2.hparams import config_path
   from electra_tf2.finetune.config import FinetuningConfig
   for cls, name, derived in (
       (PretrainingConfig, "pretraining_defaults.json",
@@ -159,10 +162,43 @@ def test_typed_configs_cover_exactly_the_json_hparams():
         "generator_bert_config", "special_ids"}),
       (FinetuningConfig, "finetuning_defaults.json",
        {"model_name", "data_dir", "pretrained_model_dir", "encoder_config"})):
-    with open(os.path.join(CONFIG_DIR, name)) as f:
+    with open(config_path(name)) as f:
       hparams = set(json.load(f)) - {"_doc"}
     assert {field.name for field in dataclasses.fields(cls)} == hparams | derived, name
   config = resolve_pretraining_config("electra_small", None, {"debug": True})
   with pytest.raises(dataclasses.FrozenInstanceError):
     config.learning_rate = 1.0
   assert type(config).from_dict(config.to_dict()) == config  # the saved form round-trips
+
+
+@pytest.mark.parametrize("key, value", [("tpu_name", "my-tpu"), ("tpu_zone", "us-central1-a"),
+                                        ("gcp_project", "p"), ("num_tpu_cores", 8),
+                                        ("tpu_job_name", "tpu_worker")])
+def test_official_tpu_hparams_are_refused_without_use_tpu(key, value):
+  """The official code reads these only with use_tpu (configure_pretraining.py:87-92); a user
+  bringing an official hparams file without it would train on the wrong device unwarned."""
+  from electra_tf2.finetune.config import resolve_finetuning_config
+  with pytest.raises(ConfigError, match=f"--hparams: {key} set but use_tpu is false: set "
+                                        "\"use_tpu\": true"):
+    resolve_pretraining_config("electra_small", None, {"debug": True, key: value})
+  with pytest.raises(ConfigError, match=f"{key} set but use_tpu is false"):
+    resolve_finetuning_config("electra_small", "/nonexistent", {key: value}, "rte")
+
+
+def test_use_tpu_selects_the_tpu_strategy_and_conflicts_are_one_line(monkeypatch):
+  """use_tpu picks the TPU named by tpu_name, with its zone and project (the official
+  TPUClusterResolver arguments); a contradicting flag is refused before any connection."""
+  from electra_tf2.training import distribution
+  from electra_tf2.training.driver import RunOptions
+  config = resolve_pretraining_config("electra_small", None, {
+      "debug": True, "use_tpu": True, "tpu_name": "my-tpu", "num_tpu_cores": 8})
+  with pytest.raises(distribution.DistributionError, match="--distribution-strategy is mirrored"):
+    distribution.strategy_for(config, RunOptions(distribution_strategy="mirrored"))
+  with pytest.raises(distribution.DistributionError, match="--tpu other and \"tpu_name\": my-tpu"):
+    distribution.strategy_for(config, RunOptions(tpu="other"))
+  calls = []
+  monkeypatch.setattr(distribution, "get_strategy",
+                      lambda *args, **kwargs: calls.append((args, kwargs)))
+  distribution.strategy_for(config, RunOptions())
+  assert calls == [(("tpu", "my-tpu"), {"zone": None, "project": None, "job_name": None,
+                                        "num_cores": 8})]

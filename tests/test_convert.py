@@ -15,7 +15,8 @@ import tensorflow as tf
 
 from electra_tf2 import convert, model_directory, variable_names
 from electra_tf2.checkpoint_files import ModelDirectoryError
-from electra_tf2.config import BertConfig, resolve_pretraining_config
+from electra_tf2.config import resolve_pretraining_config
+from electra_tf2.encoder_config import BertConfig
 from electra_tf2.finetune import config as finetune_config, model as finetune_model
 from electra_tf2.networks.encoder import Encoder
 from fixtures import write_vocab

@@ -28,11 +28,11 @@ tf = pytest.importorskip("tensorflow")
 pytest.importorskip("tensorflow_text")
 oracle_lib = pytest.importorskip("official.nlp.tools.tokenization")
 
-from data_prep import common  # noqa: E402
-from data_prep.builder import BuildConfig, build_pretraining_data, read_info  # noqa: E402
-from data_prep.common import DataPrepError  # noqa: E402
-from data_prep.example_encoding import ExampleEncoder  # noqa: E402
-from data_prep.packing import ExampleBuilder  # noqa: E402
+from electra_tf2.data_prep import common  # noqa: E402
+from electra_tf2.data_prep.builder import BuildConfig, build_pretraining_data, read_info  # noqa: E402
+from electra_tf2.data_prep.common import DataPrepError  # noqa: E402
+from electra_tf2.data_prep.example_encoding import ExampleEncoder  # noqa: E402
+from electra_tf2.data_prep.packing import ExampleBuilder  # noqa: E402
 from electra_tf2.vocab import VocabError  # noqa: E402
 
 SCRIPT = os.path.join(REPO_ROOT, "data_prep", "build_pretraining_dataset.py")
@@ -492,7 +492,7 @@ def test_openwebtext_archives_equal_the_reference(tmp_path, vocab_file):
         path.write_text("\n\n".join(random_line(rng, rng.randint(1, 60)) for _ in range(rng.randint(1, 8))))
         tar.add(path, arcname=path.name)
   (data / "vocab.txt").write_text(open(vocab_file, encoding="utf-8").read(), encoding="utf-8")
-  from data_prep import build_openwebtext_pretraining_dataset as owt
+  from electra_tf2.data_prep import build_openwebtext_pretraining_dataset as owt
   assert owt.main(["--data-dir", str(data), "--num-shards", "6", "--seed", "2",
                    "--max-seq-length", "20", "--no-progress"]) == 0
   archives = sorted(str(p) for p in (data / "openwebtext").iterdir())
@@ -627,7 +627,7 @@ def test_unreadable_file_is_skipped(tmp_path, vocab_file, monkeypatch):
       raise common.SkipFile("unreadable", "permission denied")
     return real_open(path, *args)
 
-  monkeypatch.setattr("data_prep.input_examples.open_input", flaky_open)
+  monkeypatch.setattr("electra_tf2.data_prep.input_examples.open_input", flaky_open)
   summary = build(files, vocab_file, tmp_path / "out")
   assert summary.stats.skipped == {"unreadable": [str(tmp_path / "corpus" / "doc0.txt")]}
   assert summary.stats.files_read == len(files) - 1 and summary.stats.examples > 0
@@ -680,7 +680,7 @@ def test_command_line_errors_are_one_line(tmp_path, vocab_file):
 
 
 def test_blanks_separate_docs_is_a_real_boolean():
-  from data_prep.build_pretraining_dataset import build_parser
+  from electra_tf2.data_prep.build_pretraining_dataset import build_parser
   parse = lambda *a: build_parser().parse_args(["--vocab-file", "v", "--output-dir", "o", *a])
   assert parse().blanks_separate_docs is True
   assert parse("--blanks-separate-docs").blanks_separate_docs is True

@@ -7,7 +7,7 @@ from electra_tf2 import errors
 
 def test_every_user_error_is_an_electra_error():
   from electra_tf2.checkpoint_files import ModelDirectoryError
-  from electra_tf2.config import ConfigError
+  from electra_tf2.hparams import ConfigError
   from electra_tf2.convert import ConversionError
   from electra_tf2.export import ExportError
   from electra_tf2.finetune.task import FinetuningDataError

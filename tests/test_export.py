@@ -14,7 +14,7 @@ from conftest import REPO_ROOT, shared_data_path
 from electra_tf2 import convert, export
 from electra_tf2.config import resolve_pretraining_config
 from electra_tf2.finetune import config as finetune_config, model as finetune_model
-from electra_tf2.models.pretrainer import ElectraPretrainer
+from electra_tf2.models.pretrainer import ElectraPretrainer, NoDiscriminatorError
 from electra_tf2.tokenization import FullTokenizer
 from fixtures import noisy_pretrainer
 
@@ -241,7 +241,9 @@ def test_finetuned_export(exported):
 def test_export_errors(exported, tmp_path, capsys):
   electric = ElectraPretrainer.from_pretraining_config(resolve_pretraining_config(
       "electra_small", None, dict(TINY, electric_objective=True)))
-  with pytest.raises(export.ExportError, match="ELECTRIC"):
+  with pytest.raises(NoDiscriminatorError, match="--kind discriminator needs an ELECTRA "
+                                                 "discriminator; this model was pre-trained as "
+                                                 "ELECTRIC: export --kind encoder"):
     export.serving_module(electric, "discriminator")
   with pytest.raises(export.ExportError, match="exceeds max_position_embeddings"):
     export.serving_module(exported["model"], "encoder", max_seq_length=513)

@@ -10,7 +10,7 @@ import tensorflow as tf
 
 from electra_tf2 import optimization, variable_names
 from electra_tf2.checkpoint_files import ModelDirectoryError
-from electra_tf2.config import BertConfig
+from electra_tf2.encoder_config import BertConfig
 from electra_tf2.finetune import model as model_lib
 
 BERT = BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,

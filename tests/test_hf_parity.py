@@ -9,7 +9,7 @@ vocab. Logits must agree within 1e-4 (float32). The Hugging Face directory of
 `electra_tf2.hf_export` must load with `from_pretrained` and agree too.
 
 torch (the CPU build) and transformers 4.57 are test-only dependencies
-(requirements-test.txt). `pytest -s tests/test_hf_parity.py` shows the differences.
+(the `test` extra). `pytest -s tests/test_hf_parity.py` shows the differences.
 """
 
 import contextlib
@@ -29,7 +29,7 @@ from transformers.models.electra import modeling_electra  # noqa: E402
 
 from conftest import shared_data_path  # noqa: E402
 from electra_tf2 import convert, hf_export, variable_names  # noqa: E402
-from electra_tf2.config import resolve_pretraining_config  # noqa: E402
+from electra_tf2.config import resolve_pretraining_config
 from electra_tf2.models.pretrainer import ElectraPretrainer  # noqa: E402
 from electra_tf2.tokenization import FullTokenizer  # noqa: E402
 

@@ -6,7 +6,8 @@ import tensorflow as tf
 import keras
 
 from electra_tf2 import variable_names
-from electra_tf2.config import BertConfig, resolve_pretraining_config
+from electra_tf2.config import resolve_pretraining_config
+from electra_tf2.encoder_config import BertConfig
 from electra_tf2.layers import DiscriminatorHead, EmbeddingBlock, MaskedLMHead, TransformerLayer
 from electra_tf2.models.pretrainer import ElectraPretrainer
 from electra_tf2.networks.encoder import Encoder

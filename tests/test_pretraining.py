@@ -21,7 +21,8 @@ import tensorflow as tf
 
 from electra_tf2 import input_pipeline
 from electra_tf2.checkpoint_files import ModelDirectoryError
-from electra_tf2.config import ConfigError, resolve_pretraining_config
+from electra_tf2.config import resolve_pretraining_config
+from electra_tf2.hparams import ConfigError
 from electra_tf2.training import driver, pretraining
 from electra_tf2.vocab import VocabError
 from tests.conftest import REPO_ROOT
@@ -84,7 +85,7 @@ def batch_spread(data_dir: str, num_shards: int, num_batches: int = 40) -> float
   reads it through the official pipeline and returns the mixing statistic: the mean
   standard deviation of the source positions within a batch, relative to that of
   positions drawn uniformly from the whole corpus (1: fully mixed, 0: in order)."""
-  from data_prep.builder import BuildConfig, build_pretraining_data
+  from electra_tf2.data_prep.builder import BuildConfig, build_pretraining_data
   n_docs = 3000
   os.makedirs(data_dir, exist_ok=True)
   words = [f"w{i}" for i in range(n_docs)]

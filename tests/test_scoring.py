@@ -12,6 +12,7 @@ import tensorflow as tf
 
 from conftest import REPO_ROOT
 from electra_tf2 import convert, export, scoring, variable_names
+from electra_tf2.scoring import cli as scoring_cli, graph as scoring_graph
 from electra_tf2.config import resolve_pretraining_config
 from electra_tf2.models.pretrainer import ElectraPretrainer
 from fixtures import noisy_pretrainer
@@ -89,12 +90,12 @@ def models(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def random_scorer(models):
-  return scoring.Scorer.load(models["random_dir"], batch_size=3)
+  return scoring.TextScorer.load(models["random_dir"], batch_size=3)
 
 
 @pytest.fixture(scope="module")
 def planted_scorer(models):
-  return scoring.Scorer.load(models["planted_dir"])
+  return scoring.TextScorer.load(models["planted_dir"])
 
 
 # ---------------------------------------------------------------------------
@@ -126,7 +127,7 @@ def test_window_layout_matches_the_rule():
   cases = [(n, w, s) for w in (1, 2, 5, 6, 9) for s in range(1, w + 1) for n in range(0, 30)]
   for width, stride in {(w, s) for _, w, s in cases}:
     lengths = [n for n, w, s in cases if (w, s) == (width, stride)]
-    layout = {k: v.numpy() for k, v in scoring.window_layout(
+    layout = {k: v.numpy() for k, v in scoring_graph.window_layout(
         tf.constant(lengths, tf.int64), width, stride).items()}
     w = 0
     for row, n in enumerate(lengths):
@@ -151,7 +152,7 @@ def test_each_token_is_read_from_its_window():
   rows = [list(range(10, 10 + n)) for n in (0, 3, 6, 7, 20, 41)]
   ids = tf.ragged.constant(rows, dtype=tf.int64)
   width, stride = 6, 4
-  logits, num_windows = scoring.windowed_token_logits(ids, fake, width + 2, stride, 2, 3)
+  logits, num_windows = scoring_graph.windowed_token_logits(ids, fake, width + 2, stride, 2, 3)
   for row, got, windows in zip(rows, logits.to_list(), num_windows.numpy()):
     starts = oracle_windows(len(row), width, stride)
     assert windows == len(starts)
@@ -208,7 +209,7 @@ def test_scores_match_the_model_with_and_without_windows(models, random_scorer):
   for text, result in zip(texts, results):
     ids = [index[t] for t in result.tokens]
     n = len(ids)
-    starts = oracle_windows(n, MAX_LEN - 2, scoring.default_stride(MAX_LEN))
+    starts = oracle_windows(n, MAX_LEN - 2, scoring_graph.default_stride(MAX_LEN))
     assert result.num_windows == len(starts)
     windows = [model_logits(model, ids[s:s + MAX_LEN - 2]) for s in starts]
     expected = np.array([windows[j][p - starts[j]] for p in range(n)
@@ -289,7 +290,7 @@ def test_score_signature_with_tensorflow_and_tensorflow_text_only(models, random
   assert result.returncode == 0, result.stderr[-3000:]
   out = dict(np.load(str(models["root"] / "out.npz")))
   assert int(out["setting_max_seq_length"]) == MAX_LEN
-  assert int(out["setting_window_stride"]) == scoring.default_stride(MAX_LEN)
+  assert int(out["setting_window_stride"]) == scoring_graph.default_stride(MAX_LEN)
   assert bool(out["setting_do_lower_case"])
   expected = random_scorer.raw_scores(texts)
   assert sorted(k for k in out if not k.startswith("setting_")) == sorted(expected)
@@ -297,12 +298,12 @@ def test_score_signature_with_tensorflow_and_tensorflow_text_only(models, random
     np.testing.assert_allclose(out[name], value, atol=1e-5, err_msg=name)
   assert out["num_windows"].tolist()[1:] == [1, 6]
   # the Python API on the SavedModel gives the records of the model directory
-  loaded = scoring.Scorer.load(path)
+  loaded = scoring.TextScorer.load(path)
   for a, b in zip(loaded.score(texts), random_scorer.score(texts)):
     assert a.tokens == b.tokens and [w.text for w in a.words] == [w.text for w in b.words]
     np.testing.assert_allclose(a.token_log_odds, b.token_log_odds, atol=1e-5)
   with pytest.raises(scoring.ScoringError, match="fixed at export"):
-    scoring.Scorer.load(path, max_seq_length=16)
+    scoring.TextScorer.load(path, max_seq_length=16)
 
 
 # ---------------------------------------------------------------------------
@@ -317,7 +318,7 @@ def run(args, capsys=None):
   """
   if capsys is not None:
     capsys.readouterr()
-    code = scoring.main(args + (["--quiet"] if args[0] != "show" else []))
+    code = scoring_cli.main(args + (["--quiet"] if args[0] != "show" else []))
     out, err = capsys.readouterr()
   else:
     result = subprocess.run([sys.executable, "-m", "electra_tf2.scoring"] + args,
@@ -420,7 +421,7 @@ def test_cli_model_errors(models, tmp_path, capsys):
   source = tmp_path / "in.txt"
   source.write_text("a dog\n", encoding="utf-8")
   for model_dir, message in [
-      (mlm_dir, "has no ELECTRA discriminator (it was pre-trained as MLM only)"),
+      (mlm_dir, "needs an ELECTRA discriminator; this model was pre-trained as MLM only"),
       (str(tmp_path / "missing"), "does not exist"),
       (str(tmp_path), "is not a pre-trained model directory")]:
     code, _, stderr = run(["score", "--model-dir", model_dir, "--input", str(source),

@@ -30,11 +30,15 @@ import dataclasses
 import os
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
-from electra_tf2.config import (CONFIG_DIR, ENCODER_HPARAMS, PRETRAIN_CONFIG_FILE, BertConfig,
-                                ConfigError, ResolvedConfig, check_hparams, check_model_overrides,
-                                check_optimizer_hparams, check_seed, get_bert_config,
-                                parse_hparams, read_saved_pretraining_config, saved_bert_config)
-from electra_tf2.config import _read_json as read_config_json
+from electra_tf2.config import ENCODER_HPARAMS, saved_bert_config
+
+from electra_tf2.encoder_config import BertConfig, check_model_overrides, get_bert_config
+
+from electra_tf2.hparams import (ConfigError, ResolvedConfig, check_hparams, check_optimizer_hparams,
+                                 check_seed, check_tpu_hparams, parse_hparams, read_config)
+
+from electra_tf2.model_directory import (PRETRAIN_CONFIG_FILE, model_dir_of,
+                                         read_saved_pretraining_config)
 
 _DERIVED = ("encoder_config", "bert_config", "model_name", "data_dir", "pretrained_model_dir")
 LOSS_REDUCTIONS = ("sum", "mean")
@@ -44,12 +48,12 @@ QA_TASKS = ("squad", "squadv1", "newsqa", "naturalqs", "triviaqa", "searchqa")
 
 def schema() -> Dict[str, Dict[str, Any]]:
   """Every hyperparameter: default, type, nullable, path, doc."""
-  return read_config_json(os.path.join(CONFIG_DIR, "finetuning_defaults.json"))
+  return read_config("finetuning_defaults.json")
 
 
 def rules() -> Dict[str, Any]:
   """Per-task, per-size and debug defaults (configs/finetuning_rules.json)."""
-  return read_config_json(os.path.join(CONFIG_DIR, "finetuning_rules.json"))
+  return read_config("finetuning_rules.json")
 
 
 def known_tasks() -> List[str]:
@@ -71,6 +75,10 @@ class FinetuningConfig(ResolvedConfig):
   `from_dict` rebuilds a saved one. Path attributes are templates:
   `raw_data_dir` holds "{task}", the QA files "{task}", `test_predictions`
   "{task}", "{split}" and "{trial}"; the methods below fill them in.
+
+  >>> config = FinetuningConfig.from_preset("electra_small", "DATA", "rte", num_trials=3)
+  >>> config.learning_rate, config.layerwise_lr_decay, config.init_checkpoint
+  (0.0001, 0.8, 'DATA/models/electra_small')
   """
   debug: bool
   log_examples: bool
@@ -131,6 +139,13 @@ class FinetuningConfig(ResolvedConfig):
   encoder_config: BertConfig
 
   @classmethod
+  def from_preset(cls, model_name: str, data_dir: str, tasks: Union[str, Sequence[str]],
+                  **hparams) -> "FinetuningConfig":
+    """Fine-tuning `DATA/models/<model_name>` on `tasks` (e.g. "rte" or ["cola", "mrpc"]),
+    with `hparams` on top, resolved as `resolve_finetuning_config` does."""
+    return resolve_finetuning_config(model_name, data_dir, hparams, tasks)
+
+  @classmethod
   def from_dict(cls, values: Mapping[str, Any]) -> "FinetuningConfig":
     """Rebuilds a saved config (older files call the encoder `bert_config`)."""
     values = dict(values)
@@ -177,15 +192,6 @@ def _check_types(values: Mapping[str, Any], spec: Mapping[str, Dict[str, Any]],
   derived = {key: "derived (from --model-name, --data-dir or the pre-trained model) and "
                   "cannot be set" for key in _DERIVED}
   check_hparams(values, spec, source, derived, "configs/finetuning_defaults.json")
-
-
-def _pretrained_source(init_checkpoint: Optional[str]) -> Optional[str]:
-  """The directory holding pretrain_config.json for an init_checkpoint (dir or ckpt prefix)."""
-  if not init_checkpoint:
-    return None
-  if os.path.isfile(init_checkpoint + ".index"):
-    return os.path.dirname(init_checkpoint)
-  return init_checkpoint
 
 
 def read_pretrained_config(model_dir: Optional[str]) -> Optional[Dict[str, Any]]:
@@ -257,7 +263,8 @@ def resolve_finetuning_config(model_name: str, data_dir: str,
   if not os.path.isfile(values["vocab_file"]):
     values["vocab_file"] = os.path.join(data_dir, "vocab.txt")
   # 3. the pre-trained model's size
-  source = _pretrained_source(user.get("init_checkpoint", values["init_checkpoint"]))
+  init_checkpoint = user.get("init_checkpoint", values["init_checkpoint"])
+  source = model_dir_of(init_checkpoint) if init_checkpoint else None
   pretrained = read_pretrained_config(source)
   if pretrained is not None:
     values["model_size"] = pretrained["model_size"]
@@ -280,6 +287,7 @@ def resolve_finetuning_config(model_name: str, data_dir: str,
   values["data_dir"] = data_dir
   values["pretrained_model_dir"] = source if pretrained is not None else None
   _check_consistency(values, pretrained, source)
+  check_tpu_hparams(values, spec, "--hparams")
   values["encoder_config"] = _encoder_config(values, pretrained).to_dict()
   config = FinetuningConfig.from_dict(values)
   if config.max_seq_length > config.encoder_config.max_position_embeddings:
@@ -320,7 +328,7 @@ def _check_consistency(values: Mapping[str, Any], pretrained: Optional[Mapping[s
       raise ConfigError(f"unknown task {name!r}: use one of {', '.join(known)}")
   if len(set(names)) != len(names):
     raise ConfigError(f"task_names {names} names a task twice")
-  sizes = read_config_json(os.path.join(CONFIG_DIR, "model_sizes.json"))["sizes"]
+  sizes = read_config("model_sizes.json")["sizes"]
   if values["model_size"] not in sizes:
     raise ConfigError(f"model_size {values['model_size']!r} is unknown: use one of "
                       f"{', '.join(sizes)}")

@@ -27,7 +27,8 @@ import tensorflow as tf
 
 from electra_tf2 import checkpoint_files, variable_names
 from electra_tf2.atomic_io import write_json_atomic
-from electra_tf2.config import BertConfig, ConfigError
+from electra_tf2.encoder_config import BertConfig
+from electra_tf2.hparams import ConfigError, read_json
 from electra_tf2.finetune import config as finetune_config
 from electra_tf2.finetune.config import FinetuningConfig
 from electra_tf2.finetune.heads import ClassificationHead, QAHead, RegressionHead, TaggingHead
@@ -139,7 +140,7 @@ def build_model(config: FinetuningConfig, head_specs: Sequence[Mapping[str, Any]
 
 
 def load_pretrained_encoder(model: FinetuningModel, init_checkpoint: str) -> str:
-  """Copies the pre-trained discriminator of `init_checkpoint` into `model.encoder`.
+  """Reads the pre-trained discriminator of `init_checkpoint` into `model.encoder`.
 
   Args:
     init_checkpoint: a model directory written by run_pretraining.py (its
@@ -149,13 +150,7 @@ def load_pretrained_encoder(model: FinetuningModel, init_checkpoint: str) -> str
     The checkpoint path that was read.
   """
   from electra_tf2 import model_directory  # pylint: disable=g-import-not-at-top
-  if os.path.isdir(init_checkpoint):
-    model_dir, checkpoint_path = init_checkpoint, checkpoint_files.latest_checkpoint(init_checkpoint)
-  else:
-    model_dir, checkpoint_path = os.path.dirname(init_checkpoint), init_checkpoint
-  pretrainer = model_directory.restore_pretrainer(model_dir, checkpoint_path)  # raises if None
-  model_directory.copy_encoder_weights(pretrainer.discriminator, model.encoder)
-  return checkpoint_path
+  return model_directory.restore_encoder(model.encoder, model_directory.locate(init_checkpoint))
 
 
 def save_model_files(model: FinetuningModel, config: FinetuningConfig, model_dir: str) -> None:
@@ -208,6 +203,6 @@ def load_finetuned_model(model_dir: str, checkpoint_path: Optional[str] = None
 def _read_model_file(path: str) -> Dict[str, Any]:
   """A JSON object of a fine-tuned model directory; ModelDirectoryError if unreadable."""
   try:
-    return finetune_config.read_config_json(path)
+    return read_json(path)
   except ConfigError as e:
     raise checkpoint_files.ModelDirectoryError(f"{e}; fine-tune again to re-create it") from None

@@ -69,11 +69,8 @@ def compute_softmax(scores: Sequence[float]) -> List[float]:
 
 @functools.lru_cache(maxsize=2)
 def _basic_tokenizer(do_lower_case: bool):
-  """BERT's BasicTokenizer (our tensorflow-text tokenizer has no word-level stage).
-
-  tf-models-official's copy equals the official one with strip_accents=True,
-  the default get_final_text uses.
-  """
+  """BERT's BasicTokenizer in Python, as the official get_final_text builds it
+  (`tokenization.BasicTokenizer(do_lower_case=...)`): tf-models-official's copy."""
   from official.nlp.tools import tokenization  # pylint: disable=g-import-not-at-top
   return tokenization.BasicTokenizer(do_lower_case=do_lower_case)
 

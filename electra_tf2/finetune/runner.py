@@ -31,7 +31,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from electra_tf2 import checkpoint_files, optimization, variable_names
+from electra_tf2 import checkpoint_files, model_directory, optimization, variable_names
 from electra_tf2 import vocab as vocab_lib
 from electra_tf2.atomic_io import write_json_atomic, write_text_atomic
 from electra_tf2.finetune import classification, model as model_lib
@@ -334,17 +334,18 @@ def write_results(config: FinetuningConfig, trials: List[Dict[str, TaskResults]]
 
 def check_pretrained_model(config: FinetuningConfig) -> None:
   """Fails before any heavy work on a missing pre-trained model."""
-  if config.init_checkpoint and config.do_train:
-    source = config.pretrained_model_dir or config.init_checkpoint
-    if not os.path.isfile(os.path.join(source, PRETRAIN_CONFIG_FILE)):
-      raise PretrainedModelError(
-          f"no pre-trained model at {config.init_checkpoint} ({PRETRAIN_CONFIG_FILE} missing): "
-          f"pre-train one with run_pretraining.py --data-dir {config.data_dir} --model-name "
-          f"{config.model_name}, or fine-tune from random initialisation with --hparams "
-          "'{\"init_checkpoint\": null}'")
-    if os.path.isdir(config.init_checkpoint) and \
-        checkpoint_files.latest_checkpoint(config.init_checkpoint) is None:
-      raise PretrainedModelError(f"{config.init_checkpoint} holds no checkpoint (ckpt-N.index)")
+  if not (config.init_checkpoint and config.do_train):
+    return
+  try:
+    source = model_directory.locate(config.init_checkpoint)
+  except PretrainedModelError:
+    raise PretrainedModelError(
+        f"no pre-trained model at {config.init_checkpoint} ({PRETRAIN_CONFIG_FILE} missing): "
+        f"pre-train one with run_pretraining.py --data-dir {config.data_dir} --model-name "
+        f"{config.model_name}, or fine-tune from random initialisation with --hparams "
+        "'{\"init_checkpoint\": null}'") from None
+  if source.checkpoint_path is None:
+    raise PretrainedModelError(f"{config.init_checkpoint} holds no checkpoint (ckpt-N.index)")
 
 
 def check_task_files(config: FinetuningConfig, tasks: List[Task]) -> None:
@@ -367,7 +368,7 @@ def run_finetuning(config: FinetuningConfig, options: RunOptions = RunOptions()
     raise FinetuningDataError(f"--data-dir {config.data_dir} does not exist")
   check_pretrained_model(config)  # before the vocab: a missing model is the likelier cause
   vocab_lib.load_vocab(config.vocab_file, expected_size=config.vocab_size)
-  strategy = distribution.get_strategy(options.distribution_strategy, options.tpu)
+  strategy = distribution.strategy_for(config, options)
   tasks = get_tasks(config)
   check_task_files(config, tasks)
   results: List[Dict[str, TaskResults]] = []

@@ -23,7 +23,18 @@ from electra_tf2.models.text_model import TextModel, VariableMap
 @keras.saving.register_keras_serializable(package="electra_tf2")
 class Discriminator(TextModel):
   """Texts `[batch]` -> `logits` and `replaced_probability` `[batch, tokens]` (float32),
-  with the `input_ids` and `input_mask` `[batch, tokens]` they were computed on."""
+  with the `input_ids` and `input_mask` `[batch, tokens]` they were computed on.
+
+  Load one with `Discriminator.from_pretrained(path)`; a random one:
+
+  >>> from electra_tf2 import BertConfig, Discriminator
+  >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "fine", "film", "."]
+  >>> bert = BertConfig(len(vocab), hidden_size=16, num_hidden_layers=1,
+  ...                   num_attention_heads=2, intermediate_size=32)
+  >>> out = Discriminator(bert, None, vocab).predict(["a fine film ."], verbose=0)
+  >>> out["input_ids"].tolist(), out["replaced_probability"].shape
+  ([[2, 5, 6, 7, 8, 3]], (1, 6))
+  """
 
   def __init__(self, bert_config, embedding_size, vocab, do_lower_case: bool = True,
                max_seq_length: int = 128, **kwargs):

@@ -21,7 +21,9 @@ import keras
 import tensorflow as tf
 
 from electra_tf2 import objectives, pretrain_helpers
-from electra_tf2.config import BertConfig, ObjectiveConfig, PretrainingConfig
+from electra_tf2.config import ObjectiveConfig, PretrainingConfig
+from electra_tf2.encoder_config import BertConfig
+from electra_tf2.errors import ElectraError
 from electra_tf2.input_pipeline import features_to_inputs
 from electra_tf2.layers import DiscriminatorHead, EmbeddingBlock, MaskedLMHead
 from electra_tf2.networks.encoder import Encoder
@@ -58,6 +60,10 @@ class PretrainerConfig:
                ObjectiveConfig.from_dict(values["objective"]), values["embedding_size"])
 
 
+class NoDiscriminatorError(ElectraError, ValueError):
+  """A use that needs the ELECTRA discriminator, asked of an ELECTRIC or MLM-only model."""
+
+
 @keras.saving.register_keras_serializable(package="electra_tf2")
 class ElectraPretrainer(keras.Model):
   """Generator + discriminator with the ELECTRA, ELECTRIC or BERT (MLM) objective.
@@ -71,6 +77,16 @@ class ElectraPretrainer(keras.Model):
   the masking and sampling draws, and returns a dict with `total_loss`,
   `mlm_loss` (and `cloze_loss`, `disc_loss` when used) and the per-slot /
   per-token tensors that `objectives.metric_statistics` consumes.
+
+  >>> import tensorflow as tf
+  >>> from electra_tf2 import PretrainingConfig
+  >>> config = PretrainingConfig.from_preset("electra_small", debug=True, max_seq_length=16)
+  >>> model = ElectraPretrainer.from_pretraining_config(config)
+  >>> ids = tf.random.stateless_uniform([2, 16], [1, 2], 1000, 2000, tf.int32)
+  >>> outputs = model({"input_ids": ids, "input_mask": tf.ones_like(ids),
+  ...                  "segment_ids": tf.zeros_like(ids)}, seed=tf.constant([3, 4]))
+  >>> [name for name in ("total_loss", "mlm_loss", "disc_loss") if outputs[name].shape == []]
+  ['total_loss', 'mlm_loss', 'disc_loss']
   """
 
   def __init__(self, config: PretrainerConfig | Mapping[str, Any], **kwargs):
@@ -168,6 +184,19 @@ class ElectraPretrainer(keras.Model):
                              training=training)
     states = tf.concat([tf.roll(ltr, shift=1, axis=1), tf.roll(rtl, shift=-1, axis=1)], -1)
     return self.cloze_head(states, self.generator_ltr.embedding_table)
+
+  def check_electra_discriminator(self, needed_by: str, instead: str) -> None:
+    """Raises NoDiscriminatorError unless the model has an ELECTRA discriminator head.
+
+    ELECTRIC's noise-contrastive scores also need its cloze generator, and an
+    MLM-only model has no discriminator: `needed_by` names what asked, `instead`
+    what the user can do.
+    """
+    electric = self.objective.electric_objective
+    if self.discriminator_head is None or electric:
+      raise NoDiscriminatorError(f"{needed_by} needs an ELECTRA discriminator; this model was "
+                                 f"pre-trained as {'ELECTRIC' if electric else 'MLM only'}: "
+                                 f"{instead}")
 
   def call(self, features: Mapping[str, tf.Tensor], training: bool = False,
            seed: Optional[tf.Tensor] = None,

@@ -25,7 +25,9 @@ import numpy as np
 import tensorflow as tf
 
 from electra_tf2 import convert, hf_import, model_directory, variable_names
-from electra_tf2.config import PRETRAIN_CONFIG_FILE, BertConfig, resolve_pretraining_config
+from electra_tf2.config import resolve_pretraining_config
+from electra_tf2.encoder_config import BertConfig
+from electra_tf2.model_directory import PRETRAIN_CONFIG_FILE
 from electra_tf2.errors import ElectraError
 
 # Parts of pre-training checkpoints that a task model does not use: named in the
@@ -137,12 +139,11 @@ def _numpy(variable_map) -> Dict[str, np.ndarray]:
 
 
 def _pretrained(path: str) -> Source:
-  from electra_tf2 import export  # pylint: disable=g-import-not-at-top
   config = model_directory.load_pretraining_config(path)
   model = model_directory.restore_pretrainer(path, None, config)
   return Source(path, "pretrained", config.bert_config, config.resolved_embedding_size,
                 _numpy(variable_names.pretrainer_variable_map(model)),
-                export.find_vocab(path, config), config.do_lower_case)
+                model_directory.find_vocab(path, config), config.do_lower_case)
 
 
 def _finetuned(path: str) -> Source:

@@ -82,6 +82,18 @@ class TextClassifier(TextModel):
     dropout_rate: the head's dropout (official 0.1).
     task: the head's name (its variables: task_specific/<task>/...).
     text_pairs: the SavedModel and predict_file take pairs (`call` takes both always).
+
+  Load one with `TextClassifier.from_pretrained(path, num_classes=...)`; a random one:
+
+  >>> from electra_tf2 import BertConfig, TextClassifier
+  >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "fine", "film", "."]
+  >>> bert = BertConfig(len(vocab), hidden_size=16, num_hidden_layers=1,
+  ...                   num_attention_heads=2, intermediate_size=32)
+  >>> model = TextClassifier(bert, None, vocab, num_classes=3)
+  >>> model.predict(["a fine film", "film ."], verbose=0).shape
+  (2, 3)
+  >>> model.predict((["a fine film"], ["a film"]), verbose=0).shape  # pairs
+  (1, 3)
   """
 
   def __init__(self, bert_config, embedding_size, vocab, do_lower_case: bool = True,

@@ -25,7 +25,7 @@ import tensorflow as tf
 
 from electra_tf2 import optimization, variable_names
 from electra_tf2.atomic_io import atomic_directory, write_text_atomic
-from electra_tf2.config import BertConfig
+from electra_tf2.encoder_config import BertConfig
 from electra_tf2.layers.text_inputs import TextInputs
 from electra_tf2.models import sources
 from electra_tf2.networks.encoder import Encoder

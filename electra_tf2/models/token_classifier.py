@@ -36,6 +36,16 @@ class TokenClassifier(TextModel):
     num_classes: the number of tags.
     label_list: tag names (default "0", "1", ...), for `serve`'s `labels`.
     task: the head's name (its variables: task_specific/<task>/dense).
+
+  Load one with `TokenClassifier.from_pretrained(path, num_classes=...)`; a random one:
+
+  >>> from electra_tf2 import BertConfig, TokenClassifier
+  >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "fine", "film", "."]
+  >>> bert = BertConfig(len(vocab), hidden_size=16, num_hidden_layers=1,
+  ...                   num_attention_heads=2, intermediate_size=32)
+  >>> model = TokenClassifier(bert, None, vocab, max_seq_length=8, num_classes=4)
+  >>> model.predict(["a fine film."], verbose=0).shape  # 3 words in 8 slots
+  (1, 8, 4)
   """
 
   def __init__(self, bert_config, embedding_size, vocab, do_lower_case: bool = True,

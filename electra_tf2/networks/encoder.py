@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Optional
 import keras
 import tensorflow as tf
 
-from electra_tf2.config import BertConfig
+from electra_tf2.encoder_config import BertConfig
 from electra_tf2.layers import initializers
 from electra_tf2.layers.embeddings import EmbeddingBlock
 from electra_tf2.layers.transformer import attention_bias, TransformerLayer
@@ -33,6 +33,14 @@ class Encoder(keras.layers.Layer):
       reused by the generator). When None the encoder owns one. A shared block
       is not part of `get_config`: `from_config` builds an owned one, and the
       pre-trainer re-creates the sharing from its own config.
+
+  >>> import tensorflow as tf
+  >>> encoder = Encoder(BertConfig(vocab_size=100, hidden_size=64, num_hidden_layers=2,
+  ...                              num_attention_heads=1, intermediate_size=256),
+  ...                   embedding_size=32)
+  >>> ids = tf.constant([[2, 7, 9, 3, 0]])
+  >>> encoder(ids, tf.cast(ids > 0, tf.int32), tf.zeros_like(ids)).shape
+  TensorShape([1, 5, 64])
   """
 
   def __init__(self, bert_config: BertConfig | Dict[str, Any], embedding_size: Optional[int] = None,

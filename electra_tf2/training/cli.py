@@ -1,11 +1,13 @@
-"""The command-line flags shared by run_pretraining.py and run_finetuning.py."""
+"""The pre-training and fine-tuning commands (absl flags), shared by `electra pretrain`,
+`electra finetune`, run_pretraining.py and run_finetuning.py."""
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Callable, List, Sequence
 
-from absl import app, flags
+from absl import app, flags, logging
 
 from electra_tf2 import errors
 from electra_tf2.training import distribution
@@ -29,14 +31,30 @@ def define_run_flags(data_dir: str, model_name: str, defaults_file: str) -> None
                        "(default: iterations_per_loop).")
 
 
+class CommandLineError(errors.ElectraError, ValueError):
+  """A flag that is missing, unknown or malformed, or a stray argument."""
+
+
 def check_arguments(argv: List[str], required: Sequence[str] = ("data-dir", "model-name")
                     ) -> None:
   """Usage errors for stray arguments and missing required flags."""
   if len(argv) > 1:
-    raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+    raise CommandLineError(f"unexpected arguments: {' '.join(argv[1:])} (--help lists the flags)")
   for name in required:
     if not flags.FLAGS[name].value:
-      raise app.UsageError(f"--{name} is required")
+      raise CommandLineError(f"--{name} is required (--help lists the flags)")
+
+
+def _parse_flags(argv: List[str]) -> List[str]:
+  """absl's flag parsing, its errors as one line and exit 2 (electra_tf2/errors.py)."""
+  try:
+    return flags.FLAGS(argv)
+  except flags.Error as e:
+    sys.exit(errors.report(CommandLineError(f"{e} (--help lists the flags)")))
+  except SystemExit:  # absl exits 1 after printing --help; help asked for is no error
+    if set(argv[1:]) & {"--help", "-h", "-?", "--helpshort", "--helpfull"}:
+      sys.exit(0)
+    raise
 
 
 def run_options_from_flags():
@@ -49,11 +67,65 @@ def run_options_from_flags():
       log_every=values["log-every"].value)
 
 
-def run(main: Callable[[List[str]], None]) -> None:
-  """absl's `app.run(main)` under the exit-code rule of electra_tf2/errors.py: a
+_TASK_HELP = ("Task name(s), comma-separated (cola, sst, mrpc, sts, qqp, mnli, qnli, rte, wnli, "
+              "squad, squadv1, newsqa, naturalqs, triviaqa, searchqa, chunk); the same as "
+              "task_names in --hparams.")
+
+
+def pretrain(argv: Sequence[str], prog: str) -> None:
+  """`prog --data-dir DIR --model-name NAME [--hparams ...]`: pre-trains or evaluates."""
+  usage = (f"Pre-trains (or evaluates) ELECTRA.\n\n  {prog} --data-dir DIR --model-name "
+           "electra_small [--hparams JSON|FILE]\n\nDIR holds pretrain_tfrecords/ and vocab.txt; "
+           "the model goes to DIR/models/<model-name>.")
+  define_run_flags(
+      "Directory with pretrain_tfrecords/ and vocab.txt.",
+      "A preset (electra_small, electra_base, ... : electra_tf2/configs) or a path to a preset "
+      ".json; also names DIR/models/<model-name>.", "pretraining_defaults.json")
+
+  def main(args: List[str]) -> None:
+    logging.set_verbosity(logging.WARNING)  # progress lines are printed; TF's chatter is not
+    check_arguments(args)
+    from electra_tf2.config import resolve_pretraining_config  # pylint: disable=g-import-not-at-top
+    from electra_tf2.training import pretraining  # pylint: disable=g-import-not-at-top
+    config = resolve_pretraining_config(flags.FLAGS["model-name"].value,
+                                        flags.FLAGS["data-dir"].value, flags.FLAGS.hparams)
+    pretraining.run_pretraining(config, run_options_from_flags())
+  run(main, argv, prog, usage)
+
+
+def finetune(argv: Sequence[str], prog: str) -> None:
+  """`prog --data-dir DIR --model-name NAME --task TASKS`: fine-tunes and evaluates."""
+  usage = (f"Fine-tunes a pre-trained ELECTRA and evaluates it.\n\n  {prog} --data-dir DIR "
+           "--model-name NAME --task squad [--hparams JSON|FILE]\n\nDIR holds "
+           "finetuning_data/<task>/, vocab.txt and the pre-trained DIR/models/NAME.")
+  define_run_flags("Directory with finetuning_data/, vocab.txt and models/.",
+                   "The pre-trained model: DIR/models/<model-name>.", "finetuning_defaults.json")
+  flags.DEFINE_string("task", None, _TASK_HELP)
+
+  def main(args: List[str]) -> None:
+    check_arguments(args)
+    logging.set_verbosity(logging.WARNING)
+    from electra_tf2.finetune import config as config_lib, runner  # pylint: disable=g-import-not-at-top
+    config = config_lib.resolve_finetuning_config(
+        flags.FLAGS["model-name"].value, flags.FLAGS["data-dir"].value, flags.FLAGS.hparams,
+        flags.FLAGS.task)
+    runner.run_finetuning(config, run_options_from_flags())
+  run(main, argv, prog, usage)
+
+
+def run(main: Callable[[List[str]], None], argv: Sequence[str], prog: str, usage: str) -> None:
+  """absl's `app.run(main)` on `argv` under the exit-code rule of electra_tf2/errors.py: a
   reported error is one line (exit 2); a Ctrl-C that the training loop does not
-  handle itself (during start-up, or a second one) is one line and exit 130."""
+  handle itself (during start-up, or a second one) is one line and exit 130.
+
+  `prog` names the command in --help, which prints `usage` and the flags defined here.
+  """
+  os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # a command's quiet default
+  sys.argv[0] = prog
+  sys.modules["__main__"].__doc__ = usage  # what absl's --help prints first
+  for flag in flags.FLAGS.flags_by_module_dict().get(__name__, []):
+    flags.FLAGS.register_key_flag_for_module(prog, flag)
   try:
-    app.run(main)
+    app.run(main, argv=[prog, *argv], flags_parser=_parse_flags)
   except (*errors.REPORTED, KeyboardInterrupt) as e:
     sys.exit(errors.report(e, "interrupted (checkpoints saved before now are kept)"))

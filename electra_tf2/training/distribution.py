@@ -29,8 +29,33 @@ class DistributionError(ElectraError, ValueError):
   """A strategy that cannot be built here; the message says what to change."""
 
 
-def get_strategy(name: str = "auto", tpu: Optional[str] = None) -> tf.distribute.Strategy:
-  """Builds the strategy named by --distribution-strategy (see module docstring)."""
+def strategy_for(config, options) -> tf.distribute.Strategy:
+  """The strategy of a run: the flags, or the official TPU hparams when `use_tpu` is set.
+
+  Args:
+    config: a resolved config (its use_tpu, tpu_name, tpu_zone, gcp_project,
+      tpu_job_name and num_tpu_cores: configure_pretraining.py:87-92).
+    options: the run's `RunOptions` (--distribution-strategy, --tpu).
+  """
+  name, tpu = options.distribution_strategy, options.tpu
+  if not config.use_tpu:
+    return get_strategy(name, tpu)
+  if name not in ("auto", "tpu"):
+    raise DistributionError(f"\"use_tpu\": true in --hparams asks for a TPU but "
+                            f"--distribution-strategy is {name}: drop one of them")
+  if tpu and config.tpu_name and tpu != config.tpu_name:
+    raise DistributionError(f"--tpu {tpu} and \"tpu_name\": {config.tpu_name} name different "
+                            "TPUs: give one of them")
+  return get_strategy("tpu", tpu or config.tpu_name, zone=config.tpu_zone,
+                      project=config.gcp_project, job_name=config.tpu_job_name,
+                      num_cores=config.num_tpu_cores)
+
+
+def get_strategy(name: str = "auto", tpu: Optional[str] = None, *, zone: Optional[str] = None,
+                 project: Optional[str] = None, job_name: Optional[str] = None,
+                 num_cores: Optional[int] = None) -> tf.distribute.Strategy:
+  """Builds the strategy named by --distribution-strategy (see module docstring); zone,
+  project, job name and the expected core count only concern a TPU."""
   if name not in STRATEGIES:
     raise DistributionError(f"--distribution-strategy {name!r} is unknown: use one of "
                             f"{', '.join(STRATEGIES)}")
@@ -43,15 +68,21 @@ def get_strategy(name: str = "auto", tpu: Optional[str] = None) -> tf.distribute
       name = "one_device"
   if name == "tpu":
     try:
-      resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu or "")
+      resolver = tf.distribute.cluster_resolver.TPUClusterResolver(
+          tpu=tpu or "", zone=zone, project=project, job_name=job_name or "worker")
       tf.config.experimental_connect_to_cluster(resolver)
       tf.tpu.experimental.initialize_tpu_system(resolver)
-    except (ValueError, tf.errors.OpError) as e:
+    except (ValueError, OSError, ImportError, tf.errors.OpError) as e:
       where = f"--tpu {tpu!r}" if tpu else "no --tpu was given and this machine has no local TPU"
       raise DistributionError(f"--distribution-strategy tpu: cannot reach a TPU ({where}: "
                               f"{str(e).splitlines()[0]}); pass --tpu with a Cloud TPU name "
                               "or grpc:// address, or pick another strategy") from None
-    return tf.distribute.TPUStrategy(resolver)
+    strategy = tf.distribute.TPUStrategy(resolver)
+    if num_cores and strategy.num_replicas_in_sync != num_cores:
+      raise DistributionError(f"num_tpu_cores is {num_cores} but the TPU has "
+                              f"{strategy.num_replicas_in_sync} cores: set num_tpu_cores to "
+                              f"{strategy.num_replicas_in_sync}")
+    return strategy
   if name == "multi_worker_mirrored":
     if "TF_CONFIG" not in os.environ:
       raise DistributionError("--distribution-strategy multi_worker_mirrored needs the "

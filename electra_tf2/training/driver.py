@@ -22,7 +22,11 @@ from electra_tf2.training.progress import ProgressLogger
 
 @dataclasses.dataclass
 class RunOptions:
-  """Command-line choices that are not hyperparameters of the model."""
+  """Command-line choices that are not hyperparameters of the model.
+
+  >>> RunOptions(mixed_precision="mixed_bfloat16", jit_compile=True).distribution_strategy
+  'auto'
+  """
   distribution_strategy: str = "auto"
   tpu: Optional[str] = None
   mixed_precision: str = "float32"

@@ -32,8 +32,10 @@ import tensorflow as tf
 from electra_tf2 import checkpoint_files, input_pipeline, objectives, optimization, variable_names
 from electra_tf2 import vocab as vocab_lib
 from electra_tf2.atomic_io import write_json_atomic, write_text_atomic
-from electra_tf2.config import (PRETRAIN_CONFIG_FILE, ConfigError, PretrainingConfig,
-                                check_same_architecture, read_saved_pretraining_config)
+from electra_tf2.config import PretrainingConfig
+from electra_tf2.hparams import ConfigError
+from electra_tf2.model_directory import (PRETRAIN_CONFIG_FILE, check_same_architecture,
+                                         read_saved_pretraining_config)
 from electra_tf2.models.pretrainer import ElectraPretrainer
 from electra_tf2.training import distribution
 from electra_tf2.training.driver import (RunOptions, run_training_loop, scaled_loss,
@@ -55,8 +57,7 @@ class PretrainingRun:
                strategy: Optional[tf.distribute.Strategy] = None):
     self.config = config
     self.options = options
-    self.strategy = strategy or distribution.get_strategy(options.distribution_strategy,
-                                                          options.tpu)
+    self.strategy = strategy or distribution.strategy_for(config, options)
     self.is_chief = distribution.is_chief(self.strategy)
     self.accumulation = config.gradient_accumulation_steps
     self.num_replicas = self.strategy.num_replicas_in_sync
@@ -376,7 +377,7 @@ def run_pretraining(config: PretrainingConfig, options: RunOptions = RunOptions(
   """Trains or evaluates as the config says (exactly one of do_train / do_eval)."""
   start = time.time()
   # Multi-worker collectives must be set up before TensorFlow runs any op.
-  strategy = distribution.get_strategy(options.distribution_strategy, options.tpu)
+  strategy = distribution.strategy_for(config, options)
   validate_inputs(config)
   if config.do_train:
     warning = input_pipeline.mixing_warning(

@@ -24,9 +24,9 @@ import time
 import traceback
 from typing import Any, Callable, Dict, Iterator, List, Sequence, Tuple
 
-from data_prep.common import SHARD_PREFIX, DataPrepError, Progress
-from data_prep.input_examples import InputExamples
-from data_prep.summary import Stats
+from electra_tf2.data_prep.common import SHARD_PREFIX, DataPrepError, Progress
+from electra_tf2.data_prep.input_examples import InputExamples
+from electra_tf2.data_prep.summary import Stats
 from electra_tf2.atomic_io import temp_name_for
 from electra_tf2.vocab import VocabError
 

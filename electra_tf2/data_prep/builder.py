@@ -34,10 +34,10 @@ import tempfile
 import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from data_prep.common import INFO_FILE, SHARD_PREFIX, DataPrepError, Progress
-from data_prep.jobs import run_jobs, shard_names
-from data_prep.packing import input_names
-from data_prep.summary import Stats, Summary
+from electra_tf2.data_prep.common import INFO_FILE, SHARD_PREFIX, DataPrepError, Progress
+from electra_tf2.data_prep.jobs import run_jobs, shard_names
+from electra_tf2.data_prep.packing import input_names
+from electra_tf2.data_prep.summary import Stats, Summary
 from electra_tf2.atomic_io import temp_name_for, write_text_atomic
 from electra_tf2.vocab import load_vocab, special_token_ids
 

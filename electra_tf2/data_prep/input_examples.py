@@ -22,10 +22,10 @@ from typing import Any, Callable, Generator, Iterator, List, Tuple
 
 import numpy as np
 
-from data_prep.common import LineReader, RawOpener, SkipFile, human_bytes, open_input, open_local
-from data_prep.example_encoding import ExampleEncoder
-from data_prep.packing import ExampleBuilder, Segments, document_rng, sentence_token_cap
-from data_prep.summary import Stats
+from electra_tf2.data_prep.common import LineReader, RawOpener, SkipFile, human_bytes, open_input, open_local
+from electra_tf2.data_prep.example_encoding import ExampleEncoder
+from electra_tf2.data_prep.packing import ExampleBuilder, Segments, document_rng, sentence_token_cap
+from electra_tf2.data_prep.summary import Stats
 
 
 class InputExamples:

@@ -1,0 +1,7 @@
+"""`python -m electra_tf2`: the `electra` command."""
+
+import sys
+
+from electra_tf2.commands import main
+
+sys.exit(main())

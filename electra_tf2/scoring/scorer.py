@@ -1,0 +1,274 @@
+"""Replaced-token scores of raw texts, as Python objects: `TextScorer`.
+
+    scorer = TextScorer.load("DATA/models/electra_small")   # or a SavedModel directory
+    result = scorer.score(["The chef drank the meal."])[0]
+    print(result.words[2].text, result.words[2].probability)
+
+Each `SentenceScore` holds its WordPieces with their replaced probabilities and
+log-odds, its words (spans in the original text) and the sentence scores of
+`graph.SENTENCE_SCORES`; definitions and the windows of long texts: docs/scoring.md.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import unicodedata
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+
+import numpy as np
+import tensorflow as tf
+
+from electra_tf2 import model_directory
+from electra_tf2.scoring import graph
+from electra_tf2.scoring.graph import SENTENCE_SCORES, ScoringError
+
+DEFAULT_RANK_SCORE = "mean_log_odds"
+
+
+def _is_punctuation(char: str) -> bool:
+  """BERT's _is_punctuation: ASCII non-alphanumerics and Unicode category P."""
+  code = ord(char)
+  if 33 <= code <= 47 or 58 <= code <= 64 or 91 <= code <= 96 or 123 <= code <= 126:
+    return True
+  return unicodedata.category(char).startswith("P")
+
+
+def _normalized_chars(text: str, do_lower_case: bool) -> Tuple[str, List[int]]:
+  """BERT's normalisation character by character, and the source index of each output char."""
+  out, owner = [], []
+  for index, char in enumerate(text):
+    category = unicodedata.category(char)
+    if (category == "Cc" and char not in "\t\n\r") or category == "Cf" or char == "\ufffd":
+      continue
+    if do_lower_case:
+      char = "".join(c for c in unicodedata.normalize("NFD", char.lower())
+                     if unicodedata.category(c) != "Mn")
+    out.append(char)
+    owner.extend([index] * len(char))
+  return "".join(out), owner
+
+
+def word_spans(text: str, words: Sequence[Optional[str]], do_lower_case: bool
+               ) -> List[Optional[Tuple[int, int]]]:
+  """Character spans `(start, end)` of the tokenizer's words in the original `text`.
+
+  `words` are the normalised words in order (their WordPieces joined), None for a
+  word that became [UNK]. A word that cannot be found (a character whose Unicode
+  properties differ between Python and TensorFlow) leaves it and the rest None.
+  """
+  normal, owner = _normalized_chars(text, do_lower_case)
+  normal = normal.replace("\u03c2", "\u03c3")  # final sigma: str.lower of a lone char
+  spans: List[Optional[Tuple[int, int]]] = []
+  cursor = 0
+  for word in words:
+    while cursor < len(normal) and normal[cursor].isspace():
+      cursor += 1
+    if word is None:  # [UNK]: the run of characters up to a space or punctuation
+      end = cursor
+      while end < len(normal) and not normal[end].isspace() and not _is_punctuation(normal[end]):
+        end += 1
+      end = max(end, min(cursor + 1, len(normal)))
+    else:
+      word = word.replace("\u03c2", "\u03c3")
+      end = cursor + len(word) if normal.startswith(word, cursor) else cursor
+    if end == cursor:
+      return spans + [None] * (len(words) - len(spans))
+    spans.append((owner[cursor], owner[end - 1] + 1))
+    cursor = end
+  return spans
+
+
+# ---------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class WordScore:
+  """One word: its text in the input (or, without a span, as the tokenizer saw it)."""
+  text: str
+  probability: float  # max over its WordPieces
+  log_odds: float     # max over its WordPieces
+  first_token: int    # index of its first WordPiece in `SentenceScore.tokens`
+  num_tokens: int
+  start: Optional[int] = None  # character span in the input text
+  end: Optional[int] = None
+
+
+@dataclasses.dataclass
+class SentenceScore:
+  """The discriminator's view of one text."""
+  text: str
+  tokens: List[str]
+  token_probabilities: List[float]
+  token_log_odds: List[float]
+  words: List[WordScore]
+  scores: Dict[str, float]
+  num_windows: int
+
+  def to_record(self, digits: int = 5) -> Dict[str, Any]:
+    """A JSON-ready dict (NaN scores become null)."""
+    def r(x):
+      return None if math.isnan(x) else round(float(x), digits)
+    return {
+        "text": self.text,
+        "scores": {k: r(v) for k, v in self.scores.items()},
+        "num_tokens": len(self.tokens),
+        "windows": self.num_windows,
+        "tokens": self.tokens,
+        "token_probabilities": [r(p) for p in self.token_probabilities],
+        "words": [{"word": w.text, "probability": r(w.probability), "start": w.start,
+                   "end": w.end} for w in self.words],
+    }
+
+
+class TextScorer:
+  """Scores raw texts with a discriminator, in batches, through a `score` graph function.
+
+  Build it with `TextScorer.load(path)` (a model directory or a SavedModel) or
+  `TextScorer.from_pretrainer`. `score_fn` maps a string tensor `[batch]` to the
+  outputs of `graph.score_text_graph`.
+
+  >>> import os, tempfile
+  >>> from electra_tf2 import ElectraPretrainer, PretrainingConfig
+  >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "chef", "ate", "meal", "."]
+  >>> vocab_file = os.path.join(tempfile.mkdtemp(), "vocab.txt")
+  >>> _ = open(vocab_file, "w").write("\\n".join(vocab))
+  >>> model = ElectraPretrainer.from_pretraining_config(PretrainingConfig.from_preset(
+  ...     "electra_small", debug=True, vocab_size=len(vocab), max_seq_length=16))
+  >>> scorer = TextScorer.from_pretrainer(model, vocab_file, do_lower_case=True,
+  ...                                     max_seq_length=16)
+  >>> result = scorer.score(["The chef ate the meal."])[0]
+  >>> [word.text for word in result.words], sorted(result.scores)
+  (['The', 'chef', 'ate', 'the', 'meal', '.'], ['max_probability', 'mean_log_odds', 'mean_probability', 'sum_log_odds'])
+  """
+
+  def __init__(self, score_fn: Callable[[tf.Tensor], Dict[str, tf.Tensor]],
+               vocab_tokens: Sequence[str], do_lower_case: bool, max_seq_length: int,
+               window_stride: int, batch_size: int = 64):
+    if batch_size < 1:
+      raise ScoringError(f"batch_size must be >= 1, got {batch_size}")
+    self._score_fn = score_fn
+    self.vocab_tokens = list(vocab_tokens)
+    self.unk_id = self.vocab_tokens.index("[UNK]")
+    self.do_lower_case = bool(do_lower_case)
+    self.max_seq_length = int(max_seq_length)
+    self.window_stride = int(window_stride)
+    self.batch_size = int(batch_size)
+
+  @classmethod
+  def load(cls, path: str, checkpoint: Optional[str] = None, batch_size: int = 64,
+           max_seq_length: Optional[int] = None, window_stride: Optional[int] = None
+           ) -> "TextScorer":
+    """A model directory (latest or `checkpoint`), or a SavedModel with a `score` signature.
+
+    `max_seq_length` (default the config's) and `window_stride` (default half a
+    window) apply to model directories; a SavedModel keeps those it was exported with.
+    """
+    if tf.io.gfile.exists(os.path.join(path, "saved_model.pb")):
+      if checkpoint or max_seq_length or window_stride:
+        raise ScoringError(f"{path} is a SavedModel: its checkpoint, max_seq_length and "
+                           "window stride were fixed at export (score a model directory to "
+                           "choose them)")
+      return cls._from_saved_model(path, batch_size)
+    return cls._from_model_dir(path, checkpoint, batch_size, max_seq_length, window_stride)
+
+  @classmethod
+  def _from_model_dir(cls, model_dir, checkpoint, batch_size, max_seq_length, window_stride):
+    if not tf.io.gfile.isdir(model_dir):
+      raise ScoringError(f"--model-dir {model_dir} does not exist: give a pre-trained model "
+                         "directory, a converted official checkpoint or a SavedModel")
+    config = model_directory.load_pretraining_config(model_dir)
+    model = model_directory.restore_pretrainer(model_dir, checkpoint, config)
+    vocab_file = model_directory.find_vocab(model_dir, config)
+    if vocab_file is None:
+      raise ScoringError(f"{model_dir} has no vocab.txt and its config's vocab_file "
+                         f"{config.vocab_file} is missing: copy the vocabulary to "
+                         f"{os.path.join(model_dir, 'vocab.txt')}")
+    return cls.from_pretrainer(model, vocab_file, config.do_lower_case,
+                               max_seq_length or config.max_seq_length, batch_size,
+                               window_stride, model_dir)
+
+  @classmethod
+  def from_pretrainer(cls, model, vocab_file: str, do_lower_case: bool, max_seq_length: int,
+                      batch_size: int = 64, window_stride: Optional[int] = None,
+                      name: str = "the model") -> "TextScorer":
+    """A TextScorer on an `ElectraPretrainer` already in memory."""
+    model.check_electra_discriminator(f"scoring {name}", "scoring needs an ELECTRA model")
+    if max_seq_length > model.discriminator.bert_config.max_position_embeddings:
+      raise ScoringError(f"max_seq_length {max_seq_length} exceeds max_position_embeddings "
+                         f"{model.discriminator.bert_config.max_position_embeddings}")
+    function, tokens, stride = graph.score_function(model, vocab_file, do_lower_case,
+                                                    max_seq_length, window_stride)
+    return cls(function, tokens, do_lower_case, max_seq_length, stride, batch_size)
+
+  @classmethod
+  def _from_saved_model(cls, path, batch_size):
+    import tensorflow_text  # noqa: F401  registers the tokenizer ops
+    loaded = tf.saved_model.load(path)
+    if "score" not in loaded.signatures:
+      raise ScoringError(f"{path} has no score signature: export the discriminator again with "
+                         "electra export --kind discriminator")
+    settings = {k: v.numpy() for k, v in loaded.score_settings().items()}
+    with tf.io.gfile.GFile(loaded.vocab_file.asset_path.numpy().decode(), "r") as f:
+      tokens = f.read().split("\n")
+    score = loaded.signatures["score"]
+    return cls(lambda text: score(text=text), tokens[:-1] if tokens[-1] == "" else tokens,
+               bool(settings["do_lower_case"]), int(settings["max_seq_length"]),
+               int(settings["window_stride"]), batch_size)
+
+  # -- scoring ---------------------------------------------------------------
+
+  def raw_scores(self, texts: Sequence[str]) -> Dict[str, np.ndarray]:
+    """The graph's outputs for one batch of texts, as numpy arrays."""
+    outputs = self._score_fn(tf.constant([t.encode("utf-8", "replace") for t in texts],
+                                         tf.string))
+    return {name: value.numpy() for name, value in outputs.items()}
+
+  def score(self, texts: Sequence[str]) -> List[SentenceScore]:
+    """Every text's tokens, words and sentence scores, `batch_size` texts per call."""
+    results: List[SentenceScore] = []
+    for begin in range(0, len(texts), self.batch_size):
+      batch = texts[begin:begin + self.batch_size]
+      results.extend(self._sentences(batch, self.raw_scores(batch)))
+    return results
+
+  def _sentences(self, texts, raw) -> Iterator[SentenceScore]:
+    for i, text in enumerate(texts):
+      n = int(raw["num_tokens"][i])
+      ids = raw["token_ids"][i, :n]
+      probabilities = raw["replaced_probability"][i, :n].astype(float)
+      log_odds = raw["logits"][i, :n].astype(float)
+      starts = list(np.flatnonzero(raw["is_word_start"][i, :n])) + [n]
+      tokens = [self.vocab_tokens[t] for t in ids]
+      words = []
+      for a, b in zip(starts[:-1], starts[1:]):
+        joined = "".join(t[2:] if k > a else t for k, t in enumerate(tokens[a:b], a))
+        words.append(WordScore(None if ids[a] == self.unk_id else joined,
+                               float(probabilities[a:b].max()), float(log_odds[a:b].max()),
+                               int(a), int(b - a)))
+      for word, span in zip(words, word_spans(text, [w.text for w in words],
+                                              self.do_lower_case)):
+        if span is not None:
+          word.start, word.end = span
+          word.text = text[span[0]:span[1]]
+        elif word.text is None:
+          word.text = self.vocab_tokens[self.unk_id]
+      yield SentenceScore(text, tokens, probabilities.tolist(), log_odds.tolist(), words,
+                          {name: float(raw[name][i]) for name in SENTENCE_SCORES},
+                          int(raw["num_windows"][i]))
+
+  def rank(self, candidates: Sequence[str], by: str = DEFAULT_RANK_SCORE
+           ) -> List[Tuple[int, SentenceScore]]:
+    """`(index, score)` of the candidates, best (lowest `by`) first; ties keep input order."""
+    if by not in SENTENCE_SCORES:
+      raise ScoringError(f"unknown sentence score {by!r}: use one of {', '.join(SENTENCE_SCORES)}")
+    scored = self.score(candidates)
+    order = rank_order([s.scores[by] for s in scored])
+    return [(i, scored[i]) for i in order]
+
+
+def rank_order(values: Sequence[float]) -> List[int]:
+  """Indices by ascending value, ties in input order, NaN last."""
+  return sorted(range(len(values)),
+                key=lambda i: (math.isnan(values[i]), 0.0 if math.isnan(values[i]) else values[i]))
