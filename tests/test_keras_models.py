@@ -19,6 +19,7 @@ import tensorflow as tf
 from hf_models import TEXTS, hf_tokenizer, load_hf, save_hf_model  # noqa: E402 (USE_TF=0)
 from fixtures import make_config  # noqa: E402
 import torch  # noqa: E402
+import transformers  # noqa: E402
 import electra_tf2  # noqa: E402
 from electra_tf2 import convert, hf_import  # noqa: E402
 from electra_tf2.finetune import model as finetune_model  # noqa: E402
@@ -68,10 +69,14 @@ def test_discriminator_equals_transformers(hf, name):
   out = model.predict(TEXTS, verbose=0)
   encoded, ids, mask = torch_inputs(hf[name], TEXTS)
   np.testing.assert_array_equal(out["input_ids"], ids)
+  fast = transformers.ElectraTokenizerFast.from_pretrained(hf[name])
+  np.testing.assert_array_equal(out["input_ids"], fast(TEXTS, padding=True)["input_ids"])
   assert (ids != 1).sum() > 30  # mostly real words, not [UNK]
   with torch.no_grad():
     logits = load_hf(hf[name], "ElectraForPreTraining")(**encoded).logits.numpy()
-  assert max_diff(out["logits"], logits, mask) <= TOLERANCE
+  diff = max_diff(out["logits"], logits, mask)
+  print(f"\nDiscriminator ({name}) vs ElectraForPreTraining: max |diff| = {diff:.2g}")
+  assert diff <= TOLERANCE
   np.testing.assert_allclose(out["replaced_probability"], tf.sigmoid(out["logits"]), atol=1e-7)
 
 
@@ -96,7 +101,9 @@ def test_encoder_of_other_architectures_equals_transformers(hf, name, architectu
   base = torch_model if architecture == "ElectraModel" else torch_model.electra
   with torch.no_grad():
     hidden = base(**encoded).last_hidden_state.numpy()
-  assert max_diff(model.encode(features), hidden, mask) <= TOLERANCE
+  diff = max_diff(model.encode(features), hidden, mask)
+  print(f"\nencoder vs {architecture} (pairs): max |diff| = {diff:.2g}")
+  assert diff <= TOLERANCE
 
 
 def test_masked_lm_logits_equal_transformers(tmp_path, hf):
@@ -110,7 +117,9 @@ def test_masked_lm_logits_equal_transformers(tmp_path, hf):
                              pretrainer.discriminator.embedding_table)
   with torch.no_grad():
     theirs = load_hf(hf["masked_lm"], "ElectraForMaskedLM")(**encoded).logits.numpy()
-  assert max_diff(ours, theirs, mask) <= TOLERANCE
+  diff = max_diff(ours, theirs, mask)
+  print(f"\nMLM logits vs ElectraForMaskedLM: max |diff| = {diff:.2g}")
+  assert diff <= TOLERANCE
 
 
 def test_sequence_classification_head_loads_as_the_hf_head(hf, capsys):
@@ -120,7 +129,11 @@ def test_sequence_classification_head_loads_as_the_hf_head(hf, capsys):
   with torch.no_grad():
     theirs = load_hf(hf["sequence"], "ElectraForSequenceClassification")(**encoded).logits
   ours = model.predict((TEXTS, PAIRS_B), verbose=0)
-  assert float(np.abs(ours - theirs.numpy()).max()) <= TOLERANCE
+  diff = float(np.abs(ours - theirs.numpy()).max())
+  with capsys.disabled():
+    print(f"\nTextClassifier(head='hf') vs ElectraForSequenceClassification: max |diff| = "
+          f"{diff:.2g}")
+  assert diff <= TOLERANCE
   assert model.label_list == ["LABEL_0", "LABEL_1", "LABEL_2"]
   # The official head instead: the encoder loads, a notice names the unused HF head.
   official = electra_tf2.TextClassifier.from_pretrained(hf["sequence"], head="official",
@@ -305,6 +318,25 @@ def test_fit_lowers_the_loss_and_round_trips_keep_predictions(tmp_path, hf):
                                                                          text_b=texts_b)
   np.testing.assert_allclose(served["logits"], expected, atol=1e-6)
   assert [s.decode() for s in served["label"].numpy()] == [str(i) for i in expected.argmax(-1)]
+
+
+@pytest.mark.parametrize("fixed", [False, True])
+def test_official_optimizer_decays_by_layer_over_official_names(hf, fixed):
+  model = electra_tf2.TextClassifier.from_pretrained(hf["model"], num_classes=2)
+  optimizer = model.official_optimizer(1e-4, 10, layerwise_lr_decay=0.5,
+                                       fix_layerwise_lr_off_by_one=fixed)
+  optimizer.build(model.trainable_variables)
+  rates = dict(zip(optimizer._official_names, optimizer._lr_multipliers))
+  top = 3 if fixed else 4  # 2 layers: n + 2 (model/optimization.py:181-190), fixed n + 1
+  assert rates["task_specific/classifier/dense/kernel"] == 1.0
+  assert rates["electra/encoder/layer_1/output/dense/kernel"] == 0.5 ** (top - 2)
+  assert rates["electra/encoder/layer_0/attention/self/query/bias"] == 0.5 ** (top - 1)
+  assert rates["electra/embeddings/word_embeddings"] == 0.5 ** top
+  assert rates["electra/embeddings_project/kernel"] == 0.5 ** top
+  decayed = dict(zip(optimizer._official_names, optimizer._weight_decay_flags))
+  assert decayed["electra/encoder/layer_1/output/dense/kernel"]
+  assert not decayed["electra/encoder/layer_1/output/LayerNorm/gamma"]
+  assert not decayed["task_specific/classifier/dense/bias"]
 
 
 def test_regression_and_tagging_train_on_strings(hf):
