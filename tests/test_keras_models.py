@@ -320,6 +320,18 @@ def test_fit_lowers_the_loss_and_round_trips_keep_predictions(tmp_path, hf):
   assert [s.decode() for s in served["label"].numpy()] == [str(i) for i in expected.argmax(-1)]
 
 
+def test_keras_files_of_the_other_models_keep_predictions(tmp_path, hf):
+  for model, key in ((electra_tf2.Discriminator.from_pretrained(hf["pretraining"]), "logits"),
+                     (electra_tf2.TokenClassifier.from_pretrained(hf["token"]), None)):
+    expected = model.predict(TEXTS, verbose=0)
+    path = str(tmp_path / f"{model.name}.keras")
+    model.save(path)
+    loaded = keras.models.load_model(path).predict(TEXTS, verbose=0)
+    if key:
+      expected, loaded = expected[key], loaded[key]
+    np.testing.assert_array_equal(loaded, expected)
+
+
 @pytest.mark.parametrize("fixed", [False, True])
 def test_official_optimizer_decays_by_layer_over_official_names(hf, fixed):
   model = electra_tf2.TextClassifier.from_pretrained(hf["model"], num_classes=2)
