@@ -31,12 +31,12 @@ import sys
 import tempfile
 import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)
+from common import SHARED_DATA
+
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ["CUDA_VISIBLE_DEVICES"] = ""
 
-SHARED = os.environ.get("ELECTRA_SHARED_DATA", os.path.join(os.path.dirname(REPO), "shared", "data"))
+SHARED = os.environ.get("ELECTRA_SHARED_DATA", SHARED_DATA)
 
 
 def copy_corpus(source: str, repeat: int, into: str):
@@ -61,8 +61,8 @@ def multiset_digest(out_dir: str) -> str:
 
 
 def run(kind: str, files, vocab_file: str, args) -> dict:
-  from data_prep.beam_pretraining import build_with_beam  # pylint: disable=g-import-not-at-top
-  from data_prep.builder import BuildConfig, build_pretraining_data  # pylint: disable=g-import-not-at-top
+  from electra_tf2.data_prep.beam_pretraining import build_with_beam  # pylint: disable=g-import-not-at-top
+  from electra_tf2.data_prep.builder import BuildConfig, build_pretraining_data  # pylint: disable=g-import-not-at-top
   out_dir = tempfile.mkdtemp(prefix=f"bench-{kind}-")
   try:
     cfg = BuildConfig(inputs=list(files), vocab_file=vocab_file, output_dir=out_dir,

@@ -35,12 +35,12 @@ import sys
 import tempfile
 import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)
+from common import SHARED_DATA
+
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
 
-SHARED = os.environ.get("ELECTRA_SHARED_DATA", os.path.join(os.path.dirname(REPO), "shared", "data"))
+SHARED = os.environ.get("ELECTRA_SHARED_DATA", SHARED_DATA)
 
 
 # ---------------------------------------------------------------------------
@@ -171,7 +171,7 @@ def official_run(files, vocab_file, max_length, num_shards, processes, seed=1):
 # ---------------------------------------------------------------------------
 
 def ours_run(files, vocab_file, max_length, num_shards, processes, seed=1):
-  from data_prep.builder import BuildConfig, build_pretraining_data  # pylint: disable=g-import-not-at-top
+  from electra_tf2.data_prep.builder import BuildConfig, build_pretraining_data  # pylint: disable=g-import-not-at-top
   out_dir = tempfile.mkdtemp(prefix="bench-ours-")
   try:
     cfg = BuildConfig(inputs=list(files), vocab_file=vocab_file, output_dir=out_dir,
@@ -228,8 +228,8 @@ def main():
   files = sorted(p for p in glob.glob(args.corpus_glob, recursive=True) if os.path.isfile(p))
   if not files and not os.path.isdir(SHARED) and args.corpus_glob == parser.get_default("corpus_glob"):
     # No ../shared/data: use the embedded default corpus and a vocab learned from it.
-    from data_prep.build_vocab import learn_vocab_from_files  # pylint: disable=g-import-not-at-top
-    from data_prep.default_corpus import write_default_corpus  # pylint: disable=g-import-not-at-top
+    from electra_tf2.data_prep.build_vocab import learn_vocab_from_files  # pylint: disable=g-import-not-at-top
+    from electra_tf2.data_prep.default_corpus import write_default_corpus  # pylint: disable=g-import-not-at-top
     tmp = tempfile.mkdtemp(prefix="bench-default-")
     atexit.register(shutil.rmtree, tmp, True)
     write_default_corpus(os.path.join(tmp, "corpus"))

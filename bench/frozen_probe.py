@@ -23,8 +23,7 @@ import os
 import sys
 from typing import Dict, List, Tuple
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)
+from common import SHARED_DATA, text_inputs
 
 
 def read_task(path: str, limit: int) -> Tuple[List[str], List[int]]:
@@ -33,20 +32,14 @@ def read_task(path: str, limit: int) -> Tuple[List[str], List[int]]:
   return [r[0] for r in rows], [int(r[1]) for r in rows]
 
 
-def encode(encoder, tokenizer, special, texts: List[str], max_seq_length: int):
+def encode(encoder, tokenizer, texts: List[str], max_seq_length: int):
   """[n, hidden] last-layer [CLS] states and mean-pooled token states."""
   import numpy as np
   import tensorflow as tf
   cls_states, mean_states = [], []
   for start in range(0, len(texts), 64):
-    ids = tokenizer.tokenize_to_ids(tf.constant(texts[start:start + 64]))
-    ids = ids[:, :max_seq_length - 2]
-    cls = tf.fill([ids.nrows(), 1], tf.cast(special.cls, tf.int64))
-    sep = tf.fill([ids.nrows(), 1], tf.cast(special.sep, tf.int64))
-    pad = tf.cast(special.pad, tf.int64)
-    ids = tf.concat([cls, ids, sep], axis=1).to_tensor(pad)
-    mask = tf.cast(ids != pad, tf.int32)
-    hidden = encoder(tf.cast(ids, tf.int32), mask, tf.zeros_like(mask), training=False)
+    ids, mask = text_inputs(tokenizer, texts[start:start + 64], max_seq_length)
+    hidden = encoder(tf.constant(ids), tf.constant(mask), tf.zeros_like(mask), training=False)
     weights = tf.cast(mask, hidden.dtype)[:, :, None]
     cls_states.append(hidden[:, 0].numpy())
     mean_states.append((tf.reduce_sum(hidden * weights, 1) / tf.reduce_sum(weights, 1)).numpy())
@@ -87,11 +80,11 @@ def bag_of_words_accuracy(data) -> float:
   return probe_accuracy(counts(train_texts), train_y, counts(dev_texts), dev_y)
 
 
-def measure(encoder, tokenizer, special, data, max_seq_length: int) -> Dict[str, float]:
+def measure(encoder, tokenizer, data, max_seq_length: int) -> Dict[str, float]:
   import numpy as np
   (train_texts, train_y), (dev_texts, dev_y) = data
-  train_cls, train_mean = encode(encoder, tokenizer, special, train_texts, max_seq_length)
-  dev_cls, dev_mean = encode(encoder, tokenizer, special, dev_texts, max_seq_length)
+  train_cls, train_mean = encode(encoder, tokenizer, train_texts, max_seq_length)
+  dev_cls, dev_mean = encode(encoder, tokenizer, dev_texts, max_seq_length)
   unit = dev_cls / np.linalg.norm(dev_cls, axis=1, keepdims=True)
   n = len(unit)
   cosine = (float((unit @ unit.T).sum()) - n) / (n * (n - 1))
@@ -103,16 +96,15 @@ def measure(encoder, tokenizer, special, data, max_seq_length: int) -> Dict[str,
 def main(argv=None) -> int:
   parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
   parser.add_argument("--model", action="append", required=True, metavar="NAME=MODEL_DIR")
-  parser.add_argument("--task-dir", default=os.path.join(os.path.dirname(REPO), "shared",
-                                                         "data", "glue", "SST-2"))
+  parser.add_argument("--task-dir", default=os.path.join(SHARED_DATA, "glue", "SST-2"))
   parser.add_argument("--train-examples", type=int, default=2000)
   parser.add_argument("--max-seq-length", type=int, default=64)
   parser.add_argument("--seed", type=int, default=0)
   args = parser.parse_args(argv)
   import keras
-  from electra_tf2 import model_directory, vocab
+  from electra_tf2 import model_directory
   from electra_tf2.models.pretrainer import ElectraPretrainer
-  from electra_tf2.tokenization import TokenizerModule
+  from electra_tf2.tokenization import FullTokenizer
   data = (read_task(os.path.join(args.task_dir, "train.tsv"), args.train_examples),
           read_task(os.path.join(args.task_dir, "dev.tsv"), 10 ** 9))
   models = dict(m.split("=", 1) for m in args.model)
@@ -131,10 +123,8 @@ def main(argv=None) -> int:
       config = model_directory.load_pretraining_config(model_dir)
       first_config = first_config or config
       model = model_directory.restore_pretrainer(model_dir, config=config)
-    token_ids = vocab.load_vocab(config.vocab_file)
-    tokenizer = TokenizerModule(list(token_ids), do_lower_case=config.do_lower_case)
-    special = vocab.special_token_ids(token_ids)
-    row = measure(model.discriminator, tokenizer, special, data, args.max_seq_length)
+    tokenizer = FullTokenizer(config.vocab_file, config.do_lower_case)
+    row = measure(model.discriminator, tokenizer, data, args.max_seq_length)
     print(f"{name:<14} {row['cls_spread']:>10.4f} {row['cls_cosine']:>10.3f} "
           f"{row['probe_cls']:>9.3f} {row['probe_mean']:>10.3f}", flush=True)
   return 0

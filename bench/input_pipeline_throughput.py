@@ -14,18 +14,26 @@ must be far faster so that it is never the bottleneck.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
-import sys
 import tempfile
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)
 
+from common import REPO  # noqa: E402
 from electra_tf2 import input_pipeline  # noqa: E402
 from electra_tf2.config import resolve_pretraining_config  # noqa: E402
-from tests.fixtures import write_pretraining_data  # noqa: E402
+
+
+def write_pretraining_data(data_dir: str, **kwargs) -> str:
+  """The tests' synthetic TFRecords (tests/fixtures.py, loaded from its file: the tests
+  are not a package)."""
+  spec = importlib.util.spec_from_file_location(
+      "fixtures", os.path.join(REPO, "tests", "fixtures.py"))
+  fixtures = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(fixtures)
+  return fixtures.write_pretraining_data(data_dir, **kwargs)
 
 
 def main() -> None:

@@ -25,12 +25,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 from typing import Callable, Dict
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402

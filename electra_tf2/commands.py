@@ -20,6 +20,7 @@ rule of electra_tf2/errors.py: 0 done, 2 a usage or input error in one line,
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from typing import Callable, Dict, Optional, Sequence, Tuple
 
@@ -80,6 +81,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     print(_usage())
     return 0
   name, rest = argv[0], argv[1:]
+  os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # a command's quiet default
   if name not in SUBCOMMANDS:
     print(f"error: unknown subcommand {name!r}: use one of {', '.join(SUBCOMMANDS)} "
           "(electra --help)", file=sys.stderr)

@@ -20,21 +20,18 @@ import argparse
 import dataclasses
 import os
 import re
-import sys
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-if __name__ == "__main__":  # the command's quiet default; importing sets nothing
-  os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
+import numpy as np
+import tensorflow as tf
 
-from electra_tf2 import checkpoint_files, model_directory, variable_names  # noqa: E402
-from electra_tf2.atomic_io import (copy_file_atomic, write_json_atomic,  # noqa: E402
+from electra_tf2 import checkpoint_files, model_directory, variable_names
+from electra_tf2.atomic_io import (copy_file_atomic, write_json_atomic,
                                    write_text_atomic)
 from electra_tf2.config import PretrainingConfig, resolve_pretraining_config
 from electra_tf2.hparams import ConfigError
-from electra_tf2.errors import ElectraError, run_command  # noqa: E402
+from electra_tf2.errors import ElectraError, command
 
 # Checkpoint variables that are never model weights: the step, Adam's slots, and the
 # scalar `generator_predictions/temperature` of the released checkpoints (which the
@@ -496,7 +493,8 @@ def _parser() -> argparse.ArgumentParser:
   return parser
 
 
-def _main(argv: Optional[Sequence[str]] = None) -> int:
+@command
+def main(argv: Optional[Sequence[str]] = None) -> int:
   args = _parser().parse_args(argv)
   if args.command == "to-tf2":
     config = resolve_pretraining_config(args.model_name, args.data_dir, args.hparams)
@@ -533,13 +531,3 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
     prefix = export(args.model_dir, args.output_dir, args.checkpoint)
     print(f"wrote {prefix} ({len(tf.train.list_variables(prefix))} variables)")
   return 0
-
-
-
-def main(argv: Optional[Sequence[str]] = None) -> int:
-  """The command: converts checkpoints; errors as one line (electra_tf2/errors.py)."""
-  return run_command(_main, argv)
-
-
-if __name__ == "__main__":
-  sys.exit(main())

@@ -16,6 +16,7 @@ finetune), which print such errors as `error: <message>` and exit:
 
 from __future__ import annotations
 
+import functools
 import sys
 from typing import Callable, Optional, Sequence
 
@@ -57,3 +58,12 @@ def run_command(main: Callable[[Optional[Sequence[str]]], Optional[int]],
     return main(argv) or 0
   except (*REPORTED, KeyboardInterrupt) as e:
     return report(e)
+
+
+def command(main: Callable[[Optional[Sequence[str]]], Optional[int]]
+            ) -> Callable[[Optional[Sequence[str]]], int]:
+  """Decorates a command's `main(argv)` so that it runs under the exit-code rule."""
+  @functools.wraps(main)
+  def run(argv: Optional[Sequence[str]] = None) -> int:
+    return run_command(main, argv)
+  return run

@@ -16,18 +16,15 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from typing import Callable, Dict, Optional, Sequence, Tuple
 
-if __name__ == "__main__":  # the command's quiet default; importing sets nothing
-  os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import tensorflow as tf  # noqa: E402
+import tensorflow as tf
 
-from electra_tf2 import model_directory, vocab as vocab_lib  # noqa: E402
-from electra_tf2.scoring import graph as scoring_graph  # noqa: E402
-from electra_tf2.atomic_io import atomic_directory  # noqa: E402
-from electra_tf2.errors import ElectraError, run_command  # noqa: E402
+from electra_tf2 import model_directory, vocab as vocab_lib
+from electra_tf2.scoring import graph as scoring_graph
+from electra_tf2.atomic_io import atomic_directory
+from electra_tf2.errors import ElectraError, command
 
 KINDS = ("encoder", "discriminator", "finetuned")
 _IDS = tf.TensorSpec([None, None], tf.int32)
@@ -257,7 +254,8 @@ def _load(model_dir: str, kind: Optional[str], checkpoint_path: Optional[str]):
           config.max_seq_length)
 
 
-def _main(argv: Optional[Sequence[str]] = None) -> int:
+@command
+def main(argv: Optional[Sequence[str]] = None) -> int:
   parser = argparse.ArgumentParser(
                                    description=__doc__,
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -294,13 +292,3 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
   module.save(args.output_dir)
   print(f"wrote {args.output_dir} ({kind}; signatures: {', '.join(sorted(module.signatures()))})")
   return 0
-
-
-
-def main(argv: Optional[Sequence[str]] = None) -> int:
-  """The command: exports a SavedModel; errors as one line (electra_tf2/errors.py)."""
-  return run_command(_main, argv)
-
-
-if __name__ == "__main__":
-  sys.exit(main())

@@ -15,10 +15,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import sys
 from typing import Optional, Sequence
 
-from electra_tf2.errors import run_command
+from electra_tf2.errors import command
 
 DROPOUT_FLOPS = 4
 LAYER_NORM_FLOPS = 5
@@ -137,7 +136,8 @@ def pretraining_flops_per_step(config) -> float:
   return flops + towers * gen.train_flops(batch, 1)
 
 
-def _main(argv: Optional[Sequence[str]] = None) -> int:
+@command
+def main(argv: Optional[Sequence[str]] = None) -> int:
   parser = argparse.ArgumentParser(
                                    description=__doc__.split("\n\n")[0])
   parser.add_argument("models", nargs="*", default=["electra_small", "electra_base",
@@ -152,12 +152,3 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
     print(f"{name:<24}{per_step:>14.3e}{config.num_train_steps:>12,}"
           f"{per_step * config.num_train_steps:>22.3e}")
   return 0
-
-
-def main(argv: Optional[Sequence[str]] = None) -> int:
-  """The command; errors as one line (electra_tf2/errors.py)."""
-  return run_command(_main, argv)
-
-
-if __name__ == "__main__":
-  sys.exit(main())

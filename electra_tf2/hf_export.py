@@ -28,20 +28,17 @@ import json
 import os
 import re
 import struct
-import sys
 from typing import Any, Dict, Mapping, Optional, Sequence
 
-if __name__ == "__main__":  # the command's quiet default; importing sets nothing
-  os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
+import numpy as np
+import tensorflow as tf
 
-from electra_tf2 import model_directory, variable_names  # noqa: E402
-from electra_tf2.atomic_io import (atomic_path, copy_file_atomic,  # noqa: E402
+from electra_tf2 import model_directory, variable_names
+from electra_tf2.atomic_io import (atomic_path, copy_file_atomic,
                                    write_json_atomic)
 from electra_tf2.encoder_config import BertConfig
-from electra_tf2.errors import ElectraError, run_command  # noqa: E402
+from electra_tf2.errors import ElectraError, command
 
 WEIGHTS_FILE = "model.safetensors"
 LAYER_NORM_EPS = 1e-12  # the official layer_norm's (model/modeling.py:392-395)
@@ -165,7 +162,8 @@ def export_hugging_face(model, output_dir: str, generator: bool = False,
   return output_dir
 
 
-def _main(argv: Optional[Sequence[str]] = None) -> int:
+@command
+def main(argv: Optional[Sequence[str]] = None) -> int:
   parser = argparse.ArgumentParser(
                                    description="\n\n".join(__doc__.split("\n\n")[:2]),
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -187,13 +185,3 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
   print(f"wrote {args.output_dir} (config.json, {WEIGHTS_FILE}"
         f"{', vocab.txt, tokenizer_config.json' if vocab_file else ''})")
   return 0
-
-
-
-def main(argv: Optional[Sequence[str]] = None) -> int:
-  """The command: writes a Hugging Face directory; errors as one line (electra_tf2/errors.py)."""
-  return run_command(_main, argv)
-
-
-if __name__ == "__main__":
-  sys.exit(main())

@@ -11,14 +11,13 @@ the discriminator) and the total.
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Dict, Optional, Sequence
 
 import numpy as np
 
 from electra_tf2 import variable_names
 from electra_tf2.config import resolve_pretraining_config
-from electra_tf2.errors import run_command
+from electra_tf2.errors import command
 
 DISCRIMINATOR_SCOPES = ("electra", "discriminator_predictions")
 
@@ -39,7 +38,8 @@ def model_param_counts(model_name: str) -> Dict[str, int]:
   return count_by_part(shapes)
 
 
-def _main(argv: Optional[Sequence[str]] = None) -> int:
+@command
+def main(argv: Optional[Sequence[str]] = None) -> int:
   """Prints the table for the model names in argv (default: small, base, large)."""
   parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
   parser.add_argument("models", nargs="*", default=["electra_small", "electra_base",
@@ -52,12 +52,3 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
     print(f"{name:<24}{counts['discriminator']:>16,}{counts['generator']:>14,}"
           f"{counts['total']:>14,}")
   return 0
-
-
-def main(argv: Optional[Sequence[str]] = None) -> int:
-  """The command; errors as one line (electra_tf2/errors.py)."""
-  return run_command(_main, argv)
-
-
-if __name__ == "__main__":
-  sys.exit(main())

@@ -4,20 +4,19 @@ passes against direct calls, and a whole run on a tiny model and tiny data writt
 import json
 import os
 import random
-import sys
 
 import numpy as np
 import pytest
 import tensorflow as tf
 from sklearn.metrics import matthews_corrcoef, roc_auc_score
 
-from conftest import REPO_ROOT
 from electra_tf2 import convert
 from electra_tf2.config import resolve_pretraining_config
 from fixtures import noisy_pretrainer
 
-sys.path.insert(0, os.path.join(REPO_ROOT, "bench"))
-import discriminator_analysis as analysis  # noqa: E402
+import discriminator_analysis as analysis
+from discriminator import metrics
+from discriminator.passes import Passes, corrupt, pseudo_log_likelihood, sample
 
 WORDS = ("the a cat dog sat ran on in was is big small red old house tree park city river "
          "man woman boy girl saw had made went").split()
@@ -28,7 +27,7 @@ TINY = {"model_hparam_overrides": {"hidden_size": 32, "num_hidden_layers": 2},
 
 
 def test_reliability_and_ece_by_hand():
-  stats = analysis.reliability([0.05, 0.15, 0.15, 0.95, 1.0], [0, 1, 0, 1, 1], bins=10)
+  stats = metrics.reliability([0.05, 0.15, 0.15, 0.95, 1.0], [0, 1, 0, 1, 1], bins=10)
   assert stats["count"] == [1, 2, 0, 0, 0, 0, 0, 0, 0, 2]
   np.testing.assert_allclose(stats["mean_probability"][:2], [0.05, 0.15])
   np.testing.assert_allclose(stats["replaced_fraction"][:2] + stats["replaced_fraction"][9:],
@@ -44,25 +43,25 @@ def test_auc_and_best_mcc_against_sklearn():
     labels = rng.uniform(size=n) < 0.4
     labels[:2] = [True, False]
     scores = np.round(rng.normal(size=n) + labels, 1)  # rounded: many ties
-    np.testing.assert_allclose(analysis.auc(scores, labels), roc_auc_score(labels, scores))
+    np.testing.assert_allclose(metrics.auc(scores, labels), roc_auc_score(labels, scores))
     best = max((matthews_corrcoef(labels, scores >= t), -t) for t in np.unique(scores))
-    mcc, threshold = analysis.best_threshold_mcc(scores, labels)
+    mcc, threshold = metrics.best_threshold_mcc(scores, labels)
     np.testing.assert_allclose(mcc, best[0], atol=1e-12)
     np.testing.assert_allclose(matthews_corrcoef(labels, scores >= threshold), best[0],
                                atol=1e-12)
-  assert np.isnan(analysis.auc([1.0, 2.0], [True, True]))
+  assert np.isnan(metrics.auc([1.0, 2.0], [True, True]))
 
 
 def test_top1_needs_the_original_strictly_best():
   groups = [[1.0, 2.0, 3.0], [2.0, 2.0, 3.0], [3.0, 1.0, 2.0]]
-  assert analysis.top1_accuracy(groups, higher_is_better=False) == pytest.approx(1 / 3)
-  assert analysis.top1_accuracy(groups, higher_is_better=True) == pytest.approx(1 / 3)
+  assert metrics.top1_accuracy(groups, higher_is_better=False) == pytest.approx(1 / 3)
+  assert metrics.top1_accuracy(groups, higher_is_better=True) == pytest.approx(1 / 3)
 
 
 def test_sampling_follows_the_restricted_softmax():
   log_probs = np.log(np.array([[0.5, 0.2, 0.2, 0.1]] * 20000))
   allowed = np.array([True, True, False, True])
-  draws = analysis.sample(log_probs, allowed, np.random.default_rng(1))
+  draws = sample(log_probs, allowed, np.random.default_rng(1))
   frequency = np.bincount(draws, minlength=4) / len(draws)
   np.testing.assert_allclose(frequency, [0.625, 0.25, 0.0, 0.125], atol=0.012)  # > 4 sigma
 
@@ -80,9 +79,9 @@ def tiny(tmp_path_factory):
 
 def test_pseudo_log_likelihood_masks_one_token_at_a_time(tiny):
   model, _ = tiny
-  passes = analysis.Passes(model, batch_size=3)
+  passes = Passes(model, batch_size=3)
   rows = [[2, 9, 10, 11, 3], [2, 12, 6, 3], [2, 3]]
-  got = analysis.pseudo_log_likelihood(passes, rows, mask_id=4)
+  got = pseudo_log_likelihood(passes, rows, mask_id=4)
   for row, value in zip(rows, got):
     expected = 0.0
     for p in range(1, len(row) - 1):
@@ -95,12 +94,12 @@ def test_pseudo_log_likelihood_masks_one_token_at_a_time(tiny):
 
 def test_corruption_touches_only_the_chosen_positions(tiny):
   model, _ = tiny
-  passes = analysis.Passes(model)
+  passes = Passes(model)
   rows = [[2] + list(range(9, 21)) + [3]] * 30
   chosen = [[1, 5, 9]] * 30
   allowed = np.array([i >= 9 for i in range(len(VOCAB))])
   for source in ("generator", "uniform"):
-    out = analysis.corrupt(passes, rows, chosen, source, allowed, 4, np.random.default_rng(2))
+    out = corrupt(passes, rows, chosen, source, allowed, 4, np.random.default_rng(2))
     for new, row in zip(out, rows):
       assert [i for i in range(len(row)) if new[i] != row[i]] == [
           p for p in (1, 5, 9) if new[p] != row[p]]

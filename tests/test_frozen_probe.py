@@ -1,13 +1,8 @@
 """bench/frozen_probe.py: the logistic-regression probe and its bag-of-words anchor."""
 
-import os
-import sys
-
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                                "bench"))
-import frozen_probe  # noqa: E402
+import frozen_probe
 
 
 def test_probe_separates_separable_classes_and_not_random_labels():

@@ -6,14 +6,12 @@ Slow (about a minute): it runs run_pretraining.py and run_finetuning.py as a use
 import json
 import os
 import random
-import sys
 
 import pytest
 
-from conftest import REPO_ROOT
-
-sys.path.insert(0, os.path.join(REPO_ROOT, "bench"))
-import pretraining_study as study  # noqa: E402
+import pretraining_study
+from study.pretrain import plan
+from study.report import table_cell
 
 pytestmark = pytest.mark.slow
 WORDS = "the a cat dog film movie good bad great awful plot actor sat ran on in was is".split()
@@ -50,19 +48,19 @@ def test_smallest_budget_then_resume(tmp_path, capsys):
                   "hidden_size": 32, "num_hidden_layers": 1}}),
           "--finetune-hparams", json.dumps({"num_train_epochs": 1.0, "train_batch_size": 8,
                                             "eval_batch_size": 8})]
-  study.main(argv + ["--stages", "data"])
-  args = study.parse_args(argv)
-  per_step = study.plan(args)["electra_0.5"]["flops_per_step"]
+  pretraining_study.main(argv + ["--stages", "data"])
+  args = pretraining_study.parse_args(argv)
+  per_step = plan(args)["electra_0.5"]["flops_per_step"]
   argv += ["--budget", str(10 * per_step)]  # ten steps: checkpoints at steps 5 and 10
   # A report before any fine-tuning says what it lacks instead of "complete".
-  assert study.main(argv + ["--stages", "report"]) == 0
+  assert pretraining_study.main(argv + ["--stages", "report"]) == 0
   report_only = capsys.readouterr().out
   assert "report written without 3 fine-tuning result(s) (random/sst, ...)" in report_only
   assert "the study is complete" not in report_only
   # A time limit stops the run (exit status 3); the same command then goes on.
-  assert study.main(argv + ["--time-limit", "0.02"]) == 3
+  assert pretraining_study.main(argv + ["--time-limit", "0.02"]) == 3
   assert "the --time-limit of 0.02 minutes is reached" in capsys.readouterr().out
-  assert study.main(argv) == 0
+  assert pretraining_study.main(argv) == 0
   first = capsys.readouterr().out
   assert first.count("+ ") == 4  # one pre-training, three fine-tunings (random, step 5, 10)
   assert "the study is complete" in first
@@ -92,7 +90,7 @@ def test_smallest_budget_then_resume(tmp_path, capsys):
     assert (tmp_path / "study" / png).read_bytes()[:4] == b"\x89PNG"
 
   # Rerunning skips everything that is done: no new run, the same scores.
-  assert study.main(argv) == 0
+  assert pretraining_study.main(argv) == 0
   assert "+ " not in capsys.readouterr().out
   again = json.load(open(tmp_path / "study" / "study.json"))
   assert [p["scores"] for p in again["points"]] == [p["scores"] for p in result["points"]]
@@ -100,14 +98,22 @@ def test_smallest_budget_then_resume(tmp_path, capsys):
 
 def test_bad_arguments_are_one_line(tmp_path, capsys):
   with pytest.raises(SystemExit):
-    study.parse_args(["--objectives", "electra_2"])
+    pretraining_study.parse_args(["--objectives", "electra_2"])
   assert "objectives are mlm or electra_<generator fraction>" in capsys.readouterr().err
   with pytest.raises(SystemExit):
-    study.main(["--shared-data", str(tmp_path)])
+    pretraining_study.main(["--shared-data", str(tmp_path)])
   assert f"--shared-data {tmp_path} has no corpus/ directory" in capsys.readouterr().err
 
 
 def test_table_marks_medians_of_fewer_seeds_than_asked():
-  assert study.table_cell({"median": 61.5, "trials": [60.0, 61.5, 70.0]}, 3) == "61.50"
-  assert study.table_cell({"median": 61.5, "trials": [61.5]}, 3) == "61.50 (1 of 3 seeds)"
-  assert study.table_cell(None, 3) == ""
+  assert table_cell({"median": 61.5, "trials": [60.0, 61.5, 70.0]}, 3) == "61.50"
+  assert table_cell({"median": 61.5, "trials": [61.5]}, 3) == "61.50 (1 of 3 seeds)"
+  assert table_cell(None, 3) == ""
+
+
+def test_pretrained_vs_random_is_a_mode_of_the_study_command(capsys):
+  with pytest.raises(SystemExit):
+    pretraining_study.main(["pretrained-vs-random", "--reinit", "encoder/(layer_"])
+  err = capsys.readouterr().err
+  assert err.startswith("usage: pretraining_study.py pretrained-vs-random")
+  assert "'encoder/(layer_' is not a regular expression" in err

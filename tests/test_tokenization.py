@@ -194,15 +194,16 @@ def test_lowercasing_ignores_the_process_locale(rich_vocab):
   """ICU lowercases "I" to dotless "ı" under a Turkish locale; Python never does."""
   texts = ["ISTANBUL İzmir JIJ Įį ÌÍĨ Ì\u0301x", "I\u0307 DIŞ ıI"]
   want = FullTokenizer(rich_vocab).encode_batch(texts)
-  code = ("import sys, json; sys.path.insert(0, sys.argv[1]);"
+  code = ("import sys, json;"
           "from electra_tf2.tokenization import FullTokenizer;"
           "print(json.dumps([FullTokenizer(sys.argv[2]).encode_batch(json.loads(sys.argv[3])),"
           " FullTokenizer(sys.argv[2], strip_accents=False).encode_batch(json.loads(sys.argv[3]))]))")
   import json
   no_strip = FullTokenizer(rich_vocab, strip_accents=False).encode_batch(texts)
   # Turkish (ICU: I -> ı, İ -> i); the Lithuanian rules (Ì -> i̇̀) are undone by the same code.
-  env = dict(os.environ, LC_ALL="tr_TR.UTF-8", LANG="tr_TR.UTF-8", TF_CPP_MIN_LOG_LEVEL="3")
-  out = subprocess.run([sys.executable, "-c", code, REPO_ROOT, rich_vocab, json.dumps(texts)],
+  env = dict(os.environ, LC_ALL="tr_TR.UTF-8", LANG="tr_TR.UTF-8", TF_CPP_MIN_LOG_LEVEL="3",
+             PYTHONPATH=REPO_ROOT)  # this checkout's electra_tf2
+  out = subprocess.run([sys.executable, "-c", code, "", rich_vocab, json.dumps(texts)],
                        env=env, capture_output=True, text=True, timeout=120, check=True)
   got = json.loads(out.stdout.strip().splitlines()[-1])
   assert got == [want, no_strip]

@@ -17,7 +17,7 @@ import os
 import sys
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
-from electra_tf2.errors import run_command
+from electra_tf2.errors import command
 from electra_tf2.scoring.graph import SENTENCE_SCORES, ScoringError
 from electra_tf2.scoring.render import render
 from electra_tf2.scoring.scorer import DEFAULT_RANK_SCORE, TextScorer, rank_order
@@ -233,7 +233,8 @@ def _parser() -> argparse.ArgumentParser:
   return parser
 
 
-def _main(argv: Optional[Sequence[str]] = None) -> int:
+@command
+def main(argv: Optional[Sequence[str]] = None) -> int:
   args = _parser().parse_args(argv)
   if args.command != "show" and not os.path.isfile(args.input):
     raise ScoringError(f"--input {args.input} is not a file")
@@ -259,8 +260,3 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
   if args.output != "-":
     print(f"wrote {count} {what} to {args.output}", file=sys.stderr)
   return 0
-
-
-def main(argv: Optional[Sequence[str]] = None) -> int:
-  """The command; errors as one line (electra_tf2/errors.py)."""
-  return run_command(_main, argv)

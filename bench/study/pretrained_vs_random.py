@@ -1,6 +1,8 @@
 """Does pre-training help? SST-2 dev accuracy of a debug-size ELECTRA, pre-trained vs random.
 
-  python bench/finetune_pretrained_vs_random.py [--work-dir /tmp/electra_sst_bench] \\
+The study's quick comparison (`pretrained-vs-random`, its own flags):
+
+  python bench/pretraining_study.py pretrained-vs-random [--work-dir /tmp/electra_sst_bench] \\
       [--shared-data ../shared/data] [--pretrain-steps 1500] [--train-examples 6000] \\
       [--trials 3] [--finetune-hparams '{"layerwise_lr_decay": 0}'] [--reinit 'encoder/layer_']
 
@@ -37,25 +39,24 @@ takes about 7 minutes on two shared CPU cores (4.5 of them pre-training).
 Results: docs/finetuning.md.
 """
 
+from __future__ import annotations
+
 import argparse
 import json
 import os
 import re
 import statistics
-import subprocess
 import sys
 import time
+from typing import Any, Dict, List, Tuple
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)
+from common import SHARED_DATA, text_inputs
+from electra_tf2.atomic_io import write_json_atomic, write_text_atomic
+from study.finetune import random_init_hparams
+from study.runs import run
 
-from electra_tf2.atomic_io import write_json_atomic, write_text_atomic  # noqa: E402
-from electra_tf2.config import PretrainingConfig  # noqa: E402
-
-
-def run(command, env=None):
-  print("+ " + " ".join(command), flush=True)
-  subprocess.run(command, check=True, cwd=REPO, env=env)
+COMMAND = "pretrained-vs-random"
+MODEL_NAME = "electra_small"
 
 
 def state_spread(model_dir: str, dev_tsv: str, vocab_file: str, n: int = 64):
@@ -72,15 +73,10 @@ def state_spread(model_dir: str, dev_tsv: str, vocab_file: str, n: int = 64):
   from electra_tf2.tokenization import FullTokenizer  # pylint: disable=g-import-not-at-top
   with open(dev_tsv, encoding="utf-8") as f:
     sentences = [line.split("\t")[0] for line in f.readlines()[1:n + 1]]
-  tokenizer = FullTokenizer(vocab_file)
-  cls, sep = tokenizer.vocab["[CLS]"], tokenizer.vocab["[SEP]"]
-  ids = [[cls] + tokenizer.encode(s)[:62] + [sep] for s in sentences]
-  width = max(map(len, ids))
-  input_ids = np.array([i + [0] * (width - len(i)) for i in ids], np.int32)
-  mask = (input_ids > 0).astype(np.int32)
+  input_ids, mask = text_inputs(FullTokenizer(vocab_file), sentences, 64)
   encoder = model_directory.restore_pretrainer(model_dir).discriminator
   states = encoder(tf.constant(input_ids), tf.constant(mask), tf.zeros_like(mask)).numpy()
-  within = [states[i, :mask[i].sum()].std(0).mean() for i in range(len(ids))]
+  within = [states[i, :mask[i].sum()].std(0).mean() for i in range(len(sentences))]
   return {"cls_std_across_sentences": float(states[:, 0].std(0).mean()),
           "token_std_within_sentence": float(np.mean(within))}
 
@@ -135,12 +131,11 @@ def regex(text: str) -> str:
   return text
 
 
-def main() -> int:
-  parser = argparse.ArgumentParser(description=__doc__,
+def parse_args(argv: List[str]) -> argparse.Namespace:
+  parser = argparse.ArgumentParser(prog=f"pretraining_study.py {COMMAND}", description=__doc__,
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument("--work-dir", default="/tmp/electra_sst_bench")
-  parser.add_argument("--shared-data", default=os.path.join(os.path.dirname(REPO), "shared",
-                                                            "data"))
+  parser.add_argument("--shared-data", default=SHARED_DATA)
   parser.add_argument("--vocab", choices=("bert", "corpus"), default="corpus",
                       help="bert: the BERT uncased vocab of <shared-data>/vocab; corpus: a "
                            "WordPiece vocab learned from the pre-training corpus "
@@ -168,14 +163,15 @@ def main() -> int:
   parser.add_argument("--reinit", type=regex, default=None, metavar="REGEX",
                       help="Ablation: reset the pre-trained discriminator variables whose "
                            "official name matches REGEX to their initial values.")
-  args = parser.parse_args()
+  args = parser.parse_args(argv)
+  args.work_dir, args.shared_data = os.path.abspath(args.work_dir), os.path.abspath(
+      args.shared_data)
+  return args
 
-  work, shared = os.path.abspath(args.work_dir), os.path.abspath(args.shared_data)
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
-  python = sys.executable
-  timings = {}
 
-  # 1. pre-training data and vocab
+def build_data(args, timings: Dict[str, float]) -> Tuple[str, int]:
+  """Step 1: the vocab and the pre-training TFRecords; returns the vocab and its size."""
+  work, shared, python = args.work_dir, args.shared_data, sys.executable
   os.makedirs(work, exist_ok=True)
   vocab = os.path.join(work, "vocab.txt")
   corpus = os.path.join(shared, "corpus")
@@ -186,7 +182,8 @@ def main() -> int:
       os.symlink(os.path.join(shared, "vocab", "vocab.txt"), vocab)
     else:
       run([python, "data_prep/build_vocab.py", "--vocab-size", str(args.vocab_size),
-           "--output", vocab] + [flag for d in dirs for flag in ("--corpus-dir", d)], env)
+           "--output", vocab] + [flag for d in dirs for flag in ("--corpus-dir", d)],
+          cpu_only=True)
   with open(vocab, encoding="utf-8") as f:
     vocab_size = sum(1 for _ in f)
   records = os.path.join(work, "pretrain_tfrecords")
@@ -195,70 +192,81 @@ def main() -> int:
     run([python, "data_prep/build_pretraining_dataset.py", "--vocab-file", vocab,
          "--output-dir", records, "--max-seq-length", str(args.pretrain_max_seq_length),
          "--num-shards", "1000", "--seed", str(args.seed), "--no-progress"]
-        + [flag for d in dirs for flag in ("--corpus-dir", d)], env)
+        + [flag for d in dirs for flag in ("--corpus-dir", d)], cpu_only=True)
   timings["build_tfrecords_s"] = time.time() - start
+  return vocab, vocab_size
 
-  # 2. pre-training
-  model_name = "electra_small"
+
+def pretrain(args, vocab_size: int, timings: Dict[str, float]) -> str:
+  """Step 2: the debug model for --pretrain-steps; returns its model directory."""
   start = time.time()
-  if not os.path.isdir(os.path.join(work, "models", model_name)):
-    run([python, "run_pretraining.py", "--data-dir", work, "--model-name", model_name,
-         "--hparams", json.dumps({"debug": True, "num_train_steps": args.pretrain_steps,
-                                  "train_batch_size": args.pretrain_batch_size,
-                                  "max_seq_length": args.pretrain_max_seq_length,
-                                  "learning_rate": args.pretrain_learning_rate,
-                                  "num_warmup_steps": args.pretrain_steps // 10,
-                                  "iterations_per_loop": 100, "save_checkpoints_steps": 10 ** 6,
-                                  "vocab_size": vocab_size, "seed": args.seed,
-                                  **args.pretrain_hparams})], env)
+  model_dir = os.path.join(args.work_dir, "models", MODEL_NAME)
+  if not os.path.isdir(model_dir):
+    run([sys.executable, "run_pretraining.py", "--data-dir", args.work_dir, "--model-name",
+         MODEL_NAME, "--hparams", json.dumps({
+             "debug": True, "num_train_steps": args.pretrain_steps,
+             "train_batch_size": args.pretrain_batch_size,
+             "max_seq_length": args.pretrain_max_seq_length,
+             "learning_rate": args.pretrain_learning_rate,
+             "num_warmup_steps": args.pretrain_steps // 10, "iterations_per_loop": 100,
+             "save_checkpoints_steps": 10 ** 6, "vocab_size": vocab_size, "seed": args.seed,
+             **args.pretrain_hparams})], cpu_only=True)
   timings["pretrain_s"] = time.time() - start
+  return model_dir
 
-  # 3. SST-2 in the official layout: a training subset, the whole dev set
-  sst = os.path.join(work, "finetuning_data", "sst")
+
+def sst_data(args) -> str:
+  """SST-2 in the official layout: a training subset, the whole dev set; returns dev.tsv."""
+  sst = os.path.join(args.work_dir, "finetuning_data", "sst")
   os.makedirs(sst, exist_ok=True)
-  with open(os.path.join(shared, "glue", "SST-2", "train.tsv"), encoding="utf-8") as f:
+  with open(os.path.join(args.shared_data, "glue", "SST-2", "train.tsv"), encoding="utf-8") as f:
     lines = f.readlines()[:args.train_examples + 1]
   write_text_atomic(os.path.join(sst, "train.tsv"), "".join(lines))
   dev = os.path.join(sst, "dev.tsv")
   if not os.path.exists(dev):
-    os.symlink(os.path.join(shared, "glue", "SST-2", "dev.tsv"), dev)
+    os.symlink(os.path.join(args.shared_data, "glue", "SST-2", "dev.tsv"), dev)
+  return dev
 
+
+def finetune(args, label: str, init: Dict[str, Any], timings: Dict[str, float]
+             ) -> Dict[str, Any]:
+  """Step 3: --trials fine-tunings on SST-2 from `init`; their dev accuracies and median."""
+  work = args.work_dir
+  hparams = {"num_train_epochs": args.epochs, "max_seq_length": args.max_seq_length,
+             "learning_rate": args.learning_rate, "num_trials": args.trials,
+             "seed": args.seed, "iterations_per_loop": 50,
+             **args.finetune_hparams,
+             "results_txt": os.path.join(work, "results", f"sst_{label}.txt"),
+             "results_json": os.path.join(work, "results", f"sst_{label}.json"),
+             "model_dir": os.path.join(work, "finetuning_models", f"sst_{label}"), **init}
+  start = time.time()
+  run([sys.executable, "run_finetuning.py", "--data-dir", work, "--model-name", MODEL_NAME,
+       "--task", "sst", "--hparams", json.dumps(hparams)], cpu_only=True)
+  timings[f"finetune_{label}_s"] = time.time() - start
+  with open(hparams["results_json"], encoding="utf-8") as f:
+    trials = [t["results"]["sst"]["accuracy"] for t in json.load(f)["trials"]]
+  return {"median": statistics.median(trials), "trials": trials}
+
+
+def main(argv: List[str]) -> int:
+  from electra_tf2 import model_directory
+  args = parse_args(argv)
+  timings: Dict[str, float] = {}
+  vocab, vocab_size = build_data(args, timings)
+  model_dir = pretrain(args, vocab_size, timings)
+  dev = sst_data(args)
   # random initialisation with the pre-trained model's shape (debug encoder, E = 128)
-  with open(os.path.join(work, "models", model_name, "pretrain_config.json"),
-            encoding="utf-8") as f:
-    pretraining = PretrainingConfig.from_dict(json.load(f))
-  shape = {k: v for k, v in pretraining.bert_config.to_dict().items() if k != "vocab_size"}
-  random_init = {"init_checkpoint": None, "model_size": pretraining.model_size,
-                 "embedding_size": pretraining.embedding_size, "vocab_size": vocab_size,
-                 "model_hparam_overrides": shape}
-
+  random_init = random_init_hparams(model_directory.load_pretraining_config(model_dir))
   pretrained_init, reset = {}, []
   if args.reinit:
-    reinit_dir = os.path.join(work, "models", model_name + "_reinit")
-    reset = reinitialised_copy(os.path.join(work, "models", model_name), reinit_dir,
-                               args.reinit, args.seed)
+    reinit_dir = model_dir + "_reinit"
+    reset = reinitialised_copy(model_dir, reinit_dir, args.reinit, args.seed)
     print(f"reset {len(reset)} pre-trained variables matching {args.reinit!r}", flush=True)
     pretrained_init = {"init_checkpoint": reinit_dir}
-
-  accuracy = {}
-  for label, extra in (("pretrained", pretrained_init), ("random_init", random_init)):
-    hparams = {"num_train_epochs": args.epochs, "max_seq_length": args.max_seq_length,
-               "learning_rate": args.learning_rate, "num_trials": args.trials,
-               "seed": args.seed, "iterations_per_loop": 50,
-               **args.finetune_hparams,
-               "results_txt": os.path.join(work, "results", f"sst_{label}.txt"),
-               "results_json": os.path.join(work, "results", f"sst_{label}.json"),
-               "model_dir": os.path.join(work, "finetuning_models", f"sst_{label}"), **extra}
-    start = time.time()
-    run([python, "run_finetuning.py", "--data-dir", work, "--model-name", model_name,
-         "--task", "sst", "--hparams", json.dumps(hparams)], env)
-    timings[f"finetune_{label}_s"] = time.time() - start
-    with open(hparams["results_json"], encoding="utf-8") as f:
-      trials = [t["results"]["sst"]["accuracy"] for t in json.load(f)["trials"]]
-    accuracy[label] = {"median": statistics.median(trials), "trials": trials}
-
-  spread = state_spread(os.path.join(work, "models", model_name), dev, vocab)
-  report = {"sst_dev_accuracy": accuracy, "pretrained_state_spread": spread,
+  accuracy = {label: finetune(args, label, init, timings)
+              for label, init in (("pretrained", pretrained_init), ("random_init", random_init))}
+  report = {"sst_dev_accuracy": accuracy,
+            "pretrained_state_spread": state_spread(model_dir, dev, vocab),
             "vocab": args.vocab, "vocab_size": vocab_size,
             "pretrain_steps": args.pretrain_steps,
             "pretrain_batch_size": args.pretrain_batch_size,
@@ -270,11 +278,7 @@ def main() -> int:
             "train_examples": args.train_examples, "epochs": args.epochs,
             "max_seq_length": args.max_seq_length, "learning_rate": args.learning_rate,
             "seed": args.seed, "timings": timings}
-  write_json_atomic(os.path.join(work, "sst_pretrained_vs_random.json"), report,
+  write_json_atomic(os.path.join(args.work_dir, "sst_pretrained_vs_random.json"), report,
                     sort_keys=False)
   print(json.dumps(report, indent=2))
   return 0
-
-
-if __name__ == "__main__":
-  sys.exit(main())

@@ -1,0 +1,1 @@
+"""The stages of bench/official_parity.py: training-curve parity with the official TF1 code."""

@@ -1,0 +1,1 @@
+"""The stages of bench/pretraining_study.py: ELECTRA against MLM and random initialisation."""
