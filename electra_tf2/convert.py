@@ -6,6 +6,8 @@ r"""Official TF1 ELECTRA checkpoints in and out.
       --data-dir DATA --model-name electra_small --task mnli
   electra convert to-official --model-dir DATA/models/electra_small \
       --output-dir electra_small_tf1
+  electra convert from-hf --hf-dir electra-small-discriminator \
+      --output-dir DATA/models/electra_small_hf
 
 Variables are matched by their official names (variable_names.py), strictly by
 default; what was loaded, ignored or missing goes to conversion_report.json.
@@ -81,6 +83,19 @@ class ConversionReport:
   def to_dict(self) -> Dict[str, Any]:
     return dataclasses.asdict(self)
 
+  def one_line(self, max_names: int = 3) -> str:
+    """The problems in one line: missing, misshapen and unused names (a few of each)."""
+    parts = []
+    if self.missing:
+      parts.append(f"{len(self.missing)} missing ({', '.join(self.missing[:max_names])})")
+    if self.shape_mismatches:
+      parts.append(f"{len(self.shape_mismatches)} of the wrong shape (" + ", ".join(
+          f"{name}: {list(ckpt)} instead of {list(model)}"
+          for name, ckpt, model in self.shape_mismatches[:max_names]) + ")")
+    if self.unused:
+      parts.append(f"{len(self.unused)} unused ({', '.join(self.unused[:max_names])})")
+    return f"{self.checkpoint}: " + "; ".join(parts or ["every tensor used"])
+
   def summary(self, max_names: int = 20) -> str:
     """A few lines for a person; names are listed for every problem."""
     def names(items: Sequence[str]) -> str:
@@ -142,7 +157,12 @@ def is_ignored(name: str, ignore: Sequence[str] = DEFAULT_IGNORE) -> bool:
 def match_variables(variable_map: Mapping[str, Any], checkpoint_path: str,
                     ignore: Sequence[str] = DEFAULT_IGNORE) -> ConversionReport:
   """Compares a `{official name: variable}` map with a checkpoint's names and shapes."""
-  shapes = checkpoint_shapes(checkpoint_path)
+  return match_shapes(variable_map, checkpoint_shapes(checkpoint_path), checkpoint_path, ignore)
+
+
+def match_shapes(variable_map: Mapping[str, Any], shapes: Mapping[str, Shape], source: str,
+                 ignore: Sequence[str] = DEFAULT_IGNORE) -> ConversionReport:
+  """Compares a `{official name: variable}` map with `{name: shape}` of a source's tensors."""
   loaded, missing, mismatches = [], [], []
   for name in sorted(variable_map):
     model_shape = tuple(variable_map[name].shape)
@@ -155,7 +175,7 @@ def match_variables(variable_map: Mapping[str, Any], checkpoint_path: str,
   rest = sorted(set(shapes) - set(variable_map))
   ignored = [name for name in rest if is_ignored(name, ignore)]
   unused = [name for name in rest if not is_ignored(name, ignore)]
-  return ConversionReport(checkpoint_path, loaded, missing, mismatches, ignored, unused)
+  return ConversionReport(source, loaded, missing, mismatches, ignored, unused)
 
 
 def assign_from_checkpoint(variable_map: Mapping[str, Any], checkpoint_path: str,
@@ -521,6 +541,15 @@ def _parser() -> argparse.ArgumentParser:
                          help="load what matches instead of failing")
   finetuned.add_argument("--ignore", action="append", default=[],
                          help="extra regex of checkpoint variables to ignore (repeatable)")
+  from_hf = sub.add_parser("from-hf", help="Hugging Face ELECTRA directory (config.json + "
+                           "safetensors or pytorch_model.bin) -> model dir")
+  from_hf.add_argument("--hf-dir", required=True,
+                       help="directory written by save_pretrained (ElectraForPreTraining, "
+                            "ElectraForMaskedLM, ElectraModel or a fine-tuned ELECTRA)")
+  from_hf.add_argument("--output-dir", required=True, help="model directory to write")
+  from_hf.add_argument("--no-strict", dest="strict", action="store_false",
+                       help="load what matches (a missing head stays random) instead of "
+                            "failing")
   to_official = sub.add_parser("to-official", help="model dir (pre-trained or fine-tuned) -> "
                                "official TF1 checkpoint")
   to_official.add_argument("--model-dir", required=True,
@@ -560,6 +589,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                                           ignore=tuple(DEFAULT_IGNORE) + tuple(args.ignore))
     print(report.summary())
     print(f"wrote {output_dir}")
+  elif args.command == "from-hf":
+    from electra_tf2 import hf_import
+    report = hf_import.convert_directory(args.hf_dir, args.output_dir, args.strict)
+    print(report.summary())
+    if hf_import.notice(report):
+      print(hf_import.notice(report))
+    print(f"wrote {args.output_dir}")
   else:
     export = (export_official_finetuned if is_finetuned_model_dir(args.model_dir)
               else export_official_checkpoint)
