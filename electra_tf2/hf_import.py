@@ -24,7 +24,7 @@ import json
 import os
 import re
 import struct
-from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Mapping, Optional, Tuple
 
 import numpy as np
 
