@@ -33,6 +33,10 @@ _EXPORTS = {
     # running
     "pretrain": "electra_tf2.training.pretraining",
     "finetune": "electra_tf2.finetune.runner",
+    # Keras models on raw text (docs/keras.md)
+    "Discriminator": "electra_tf2.models.discriminator",
+    "TextClassifier": "electra_tf2.models.text_classifier",
+    "TokenClassifier": "electra_tf2.models.token_classifier",
     # scoring text
     "TextScorer": "electra_tf2.scoring.scorer",
     # errors

@@ -105,6 +105,15 @@ def restore(checkpoint: tf.train.Checkpoint, path: str, *, partial: bool = False
         f"{os.path.dirname(path)}/checkpoint)") from None
 
 
+def holds_optimizer_state(path: str) -> bool:
+  """Whether our `ckpt-N` at `path` holds optimizer state (Adam slots, the step counter).
+
+  run_pretraining.py's checkpoints do; model directories written by `convert
+  to-tf2` hold the model and global_step only.
+  """
+  return any(name.startswith("optimizer/") for name, _ in tf.train.list_variables(path))
+
+
 def first_line(error: Exception) -> str:
   """An exception's first line, without TensorFlow's `{{function_node ...}}` and `[Op:...]`."""
   text = error.message if isinstance(error, tf.errors.OpError) else str(error)

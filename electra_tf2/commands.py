@@ -5,7 +5,7 @@
                         [--runner DirectRunner|DataflowRunner|...: the Apache Beam builder]
   electra pretrain      --data-dir DIR --model-name electra_small [--hparams ...]
   electra finetune      --data-dir DIR --model-name NAME --task squad
-  electra convert       to-tf2 | to-official ...
+  electra convert       to-tf2 | to-official | from-hf ...
   electra export        --model-dir DIR --kind discriminator --output-dir OUT
   electra hf-export     --model-dir DIR --output-dir OUT
   electra score         file | rerank | show --model-dir DIR ...
@@ -39,7 +39,8 @@ SUBCOMMANDS: Dict[str, Tuple[str, str]] = {
     "finetune": ("electra_tf2.training.cli",
                  "fine-tune on GLUE, SQuAD, MRQA or chunking, and evaluate"),
     "convert": ("electra_tf2.convert",
-                "official TF1 checkpoints <-> model directories"),
+                "official TF1 checkpoints <-> model directories; from-hf: a Hugging Face "
+                "directory -> model directory"),
     "export": ("electra_tf2.export", "a TF SavedModel that takes raw text"),
     "hf-export": ("electra_tf2.hf_export", "a Hugging Face directory (safetensors)"),
     "score": ("electra_tf2.scoring.cli",

@@ -32,6 +32,9 @@ from electra_tf2.hparams import (ConfigError, ResolvedConfig, check_hparams, che
 # The saved hparams that define the discriminator encoder's shape (`get_bert_config`).
 ENCODER_HPARAMS = ("model_size", "model_hparam_overrides", "debug", "vocab_size",
                    "embedding_size")
+# Hparams added after model directories were first saved: a saved config without one
+# means its default (the PretrainingConfig field's).
+ADDED_HPARAMS = ("init_checkpoint",)
 _DERIVED = {"max_predictions_per_seq":
                 "derived as int((mask_prob + 0.005) * max_seq_length); "
                 "set mask_prob or max_seq_length instead"}
@@ -137,6 +140,7 @@ class PretrainingConfig(ResolvedConfig):
   bert_config: BertConfig
   generator_bert_config: Optional[BertConfig]
   special_ids: vocab_lib.SpecialTokenIds
+  init_checkpoint: Optional[str] = None  # port; last, with a default: older saved configs lack it
 
   @property
   def uses_generator_encoder(self) -> bool:

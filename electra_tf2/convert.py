@@ -6,6 +6,8 @@ r"""Official TF1 ELECTRA checkpoints in and out.
       --data-dir DATA --model-name electra_small --task mnli
   electra convert to-official --model-dir DATA/models/electra_small \
       --output-dir electra_small_tf1
+  electra convert from-hf --hf-dir electra-small-discriminator \
+      --output-dir DATA/models/electra_small_hf
 
 Variables are matched by their official names (variable_names.py), strictly by
 default; what was loaded, ignored or missing goes to conversion_report.json.
@@ -40,6 +42,8 @@ GLOBAL_STEP = "global_step"
 # Key of the step in our checkpoints (run_pretraining.py and to-tf2 both save it).
 OUR_GLOBAL_STEP_KEY = "global_step/.ATTRIBUTES/VARIABLE_VALUE"
 REPORT_FILE = "conversion_report.json"
+# The presets of the released "++" checkpoints (their shapes differ from the paper's presets).
+RELEASED_PRESETS = ("electra_small_released", "electra_base_released", "electra_large_released")
 VOCAB_FILE = "vocab.txt"
 
 Shape = Tuple[int, ...]
@@ -78,6 +82,19 @@ class ConversionReport:
 
   def to_dict(self) -> Dict[str, Any]:
     return dataclasses.asdict(self)
+
+  def one_line(self, max_names: int = 3) -> str:
+    """The problems in one line: missing, misshapen and unused names (a few of each)."""
+    parts = []
+    if self.missing:
+      parts.append(f"{len(self.missing)} missing ({', '.join(self.missing[:max_names])})")
+    if self.shape_mismatches:
+      parts.append(f"{len(self.shape_mismatches)} of the wrong shape (" + ", ".join(
+          f"{name}: {list(ckpt)} instead of {list(model)}"
+          for name, ckpt, model in self.shape_mismatches[:max_names]) + ")")
+    if self.unused:
+      parts.append(f"{len(self.unused)} unused ({', '.join(self.unused[:max_names])})")
+    return f"{self.checkpoint}: " + "; ".join(parts or ["every tensor used"])
 
   def summary(self, max_names: int = 20) -> str:
     """A few lines for a person; names are listed for every problem."""
@@ -140,7 +157,12 @@ def is_ignored(name: str, ignore: Sequence[str] = DEFAULT_IGNORE) -> bool:
 def match_variables(variable_map: Mapping[str, Any], checkpoint_path: str,
                     ignore: Sequence[str] = DEFAULT_IGNORE) -> ConversionReport:
   """Compares a `{official name: variable}` map with a checkpoint's names and shapes."""
-  shapes = checkpoint_shapes(checkpoint_path)
+  return match_shapes(variable_map, checkpoint_shapes(checkpoint_path), checkpoint_path, ignore)
+
+
+def match_shapes(variable_map: Mapping[str, Any], shapes: Mapping[str, Shape], source: str,
+                 ignore: Sequence[str] = DEFAULT_IGNORE) -> ConversionReport:
+  """Compares a `{official name: variable}` map with `{name: shape}` of a source's tensors."""
   loaded, missing, mismatches = [], [], []
   for name in sorted(variable_map):
     model_shape = tuple(variable_map[name].shape)
@@ -153,7 +175,7 @@ def match_variables(variable_map: Mapping[str, Any], checkpoint_path: str,
   rest = sorted(set(shapes) - set(variable_map))
   ignored = [name for name in rest if is_ignored(name, ignore)]
   unused = [name for name in rest if not is_ignored(name, ignore)]
-  return ConversionReport(checkpoint_path, loaded, missing, mismatches, ignored, unused)
+  return ConversionReport(source, loaded, missing, mismatches, ignored, unused)
 
 
 def assign_from_checkpoint(variable_map: Mapping[str, Any], checkpoint_path: str,
@@ -239,18 +261,88 @@ def pretrainer_from_official(checkpoint_path: str, config: PretrainingConfig,
   """
   from electra_tf2.models.pretrainer import ElectraPretrainer  # TF-heavy; imported on use
   checkpoint_path = resolve_checkpoint_path(checkpoint_path)
+  if strict:
+    check_released_preset(checkpoint_path, config)
   model = ElectraPretrainer.from_pretraining_config(config)
+  return model, _assign_official(model, config, checkpoint_path, strict, ignore)
+
+
+def _assign_official(model, config: PretrainingConfig, checkpoint_path: str, strict: bool = True,
+                     ignore: Sequence[str] = DEFAULT_IGNORE) -> ConversionReport:
   try:
-    report = assign_from_checkpoint(variable_names.pretrainer_variable_map(model),
-                                    checkpoint_path, strict=strict, ignore=ignore)
+    return assign_from_checkpoint(variable_names.pretrainer_variable_map(model),
+                                  checkpoint_path, strict=strict, ignore=ignore)
   except ConversionError as e:
     raise ConversionError(f"{e}\n{_config_hint(checkpoint_path, config)}") from None
-  return model, report
+
+
+def load_pretrainer_weights(model, config: PretrainingConfig, path: str) -> str:
+  """Copies the weights at `path` into `model`, an `ElectraPretrainer` of `config`.
+
+  path: one of our model directories (its latest checkpoint) or a `ckpt-N`
+  prefix in one, or an official checkpoint (a released model's directory or a
+  `model.ckpt-N` prefix). Only weights are read: no step, no optimizer slots.
+  Returns the checkpoint prefix read.
+  """
+  prefix = resolve_checkpoint_path(path)
+  if any(name.endswith("/.ATTRIBUTES/VARIABLE_VALUE") for name in checkpoint_shapes(prefix)):
+    saved = os.path.join(os.path.dirname(prefix), model_directory.PRETRAIN_CONFIG_FILE)
+    hint = f": pass the --model-name and hparams of {saved}"
+    if tf.io.gfile.exists(saved):
+      name = model_directory.read_saved_pretraining_config(os.path.dirname(prefix),
+                                                           ("model_name",))["model_name"]
+      hint = f": it holds a {name} model (see {saved}); pass --model-name {name}"
+    checkpoint_files.restore(tf.train.Checkpoint(model=model), prefix, partial=True,
+                             match_existing=True, mismatch_hint=hint)
+  else:
+    check_released_preset(prefix, config)
+    _assign_official(model, config, prefix)
+  return prefix
 
 
 def checkpoint_layout(names: Sequence[str]) -> str:
   """The layout of a checkpoint's names: "finetuning" (`task_specific/...`) or "pretraining"."""
   return "finetuning" if any(n.startswith("task_specific/") for n in names) else "pretraining"
+
+
+def checkpoint_architecture(shapes: Mapping[str, Shape]) -> Dict[str, int]:
+  """The encoder sizes that an official pre-training checkpoint's shapes imply."""
+  arch = {}
+  for scope in ("electra", "generator"):
+    key = f"{scope}/encoder/layer_0/attention/self/query/kernel"
+    if key in shapes:
+      arch[f"{scope} hidden"] = shapes[key][-1]
+      arch[f"{scope} layers"] = len({n.split("/")[2] for n in shapes
+                                     if n.startswith(f"{scope}/encoder/layer_")})
+  if "electra/embeddings/word_embeddings" in shapes:
+    arch["vocab"], arch["embedding size"] = shapes["electra/embeddings/word_embeddings"]
+  return arch
+
+
+def config_architecture(config: PretrainingConfig) -> Dict[str, int]:
+  """`checkpoint_architecture` of the checkpoint a config's model writes."""
+  disc = config.bert_config
+  arch = {"electra hidden": disc.hidden_size, "electra layers": disc.num_hidden_layers}
+  if config.uses_generator_encoder:
+    gen = config.generator_bert_config
+    arch.update({"generator hidden": gen.hidden_size, "generator layers": gen.num_hidden_layers})
+  arch.update({"vocab": config.vocab_size, "embedding size": config.resolved_embedding_size})
+  return arch
+
+
+def check_released_preset(checkpoint_path: str, config: PretrainingConfig) -> None:
+  """One-line ConversionError when the checkpoint holds the shapes of a released model
+  (RELEASED_PRESETS) and the config another (a paper preset for a "++" model: electra#105)."""
+  found = checkpoint_architecture(checkpoint_shapes(checkpoint_path))
+  ours = config_architecture(config)
+  if found == ours:
+    return
+  for preset in RELEASED_PRESETS:
+    if found == config_architecture(resolve_pretraining_config(preset)):
+      differ = ", ".join(f"{key} {value} there, {ours.get(key)} in {config.model_name}"
+                         for key, value in found.items() if ours.get(key) != value)
+      raise ConversionError(f"{checkpoint_path} holds a released model with the shapes of the "
+                            f"{preset} preset ({differ}): use --model-name {preset}")
 
 
 def _config_hint(checkpoint_path: str, config: PretrainingConfig) -> str:
@@ -259,15 +351,11 @@ def _config_hint(checkpoint_path: str, config: PretrainingConfig) -> str:
   if checkpoint_layout(list(shapes)) == "finetuning":
     return ("hint: this is a fine-tuning checkpoint (task_specific/...): convert it with "
             "`electra convert to-tf2-finetuned`")
-  parts = []
-  for scope in ("electra", "generator"):
-    key = f"{scope}/encoder/layer_0/attention/self/query/kernel"
-    if key in shapes:
-      layers = len({n.split("/")[2] for n in shapes if n.startswith(f"{scope}/encoder/layer_")})
-      parts.append(f"{scope} hidden {shapes[key][-1]} x {layers} layers")
-  if "electra/embeddings/word_embeddings" in shapes:
-    vocab, embedding = shapes["electra/embeddings/word_embeddings"]
-    parts.append(f"embedding size {embedding}, vocab {vocab}")
+  arch = checkpoint_architecture(shapes)
+  parts = [f"{scope} hidden {arch[scope + ' hidden']} x {arch[scope + ' layers']} layers"
+           for scope in ("electra", "generator") if scope + " hidden" in arch]
+  if "vocab" in arch:
+    parts.append(f"embedding size {arch['embedding size']}, vocab {arch['vocab']}")
   disc = config.bert_config
   ours = (f"the config ({config.model_name}) has electra hidden {disc.hidden_size} x "
           f"{disc.num_hidden_layers} layers")
@@ -453,6 +541,15 @@ def _parser() -> argparse.ArgumentParser:
                          help="load what matches instead of failing")
   finetuned.add_argument("--ignore", action="append", default=[],
                          help="extra regex of checkpoint variables to ignore (repeatable)")
+  from_hf = sub.add_parser("from-hf", help="Hugging Face ELECTRA directory (config.json + "
+                           "safetensors or pytorch_model.bin) -> model dir")
+  from_hf.add_argument("--hf-dir", required=True,
+                       help="directory written by save_pretrained (ElectraForPreTraining, "
+                            "ElectraForMaskedLM, ElectraModel or a fine-tuned ELECTRA)")
+  from_hf.add_argument("--output-dir", required=True, help="model directory to write")
+  from_hf.add_argument("--no-strict", dest="strict", action="store_false",
+                       help="load what matches (a missing head stays random) instead of "
+                            "failing")
   to_official = sub.add_parser("to-official", help="model dir (pre-trained or fine-tuned) -> "
                                "official TF1 checkpoint")
   to_official.add_argument("--model-dir", required=True,
@@ -492,6 +589,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                                           ignore=tuple(DEFAULT_IGNORE) + tuple(args.ignore))
     print(report.summary())
     print(f"wrote {output_dir}")
+  elif args.command == "from-hf":
+    from electra_tf2 import hf_import
+    report = hf_import.convert_directory(args.hf_dir, args.output_dir, args.strict)
+    print(report.summary())
+    if hf_import.notice(report):
+      print(hf_import.notice(report))
+    print(f"wrote {args.output_dir}")
   else:
     export = (export_official_finetuned if is_finetuned_model_dir(args.model_dir)
               else export_official_checkpoint)

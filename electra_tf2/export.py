@@ -50,10 +50,21 @@ def truncated_pair_lengths(len_a, len_b, budget) -> Tuple:
   return new_a, new_b
 
 
-def _keep_first(ragged: tf.RaggedTensor, lengths: tf.Tensor) -> tf.RaggedTensor:
+def keep_first(ragged: tf.RaggedTensor, lengths: tf.Tensor) -> tf.RaggedTensor:
   """The first `lengths[i]` items of row i."""
   positions = tf.ragged.range(ragged.row_lengths())
   return tf.ragged.boolean_mask(ragged, positions < tf.expand_dims(lengths, 1))
+
+
+def bert_features(segments, cls_id: int, sep_id: int) -> Dict[str, tf.Tensor]:
+  """Ragged WordPiece ids per segment -> `[CLS] a [SEP] (b [SEP])`, padded int32
+  `input_ids`, `input_mask`, `segment_ids` `[batch, longest row]`."""
+  import tensorflow_text as tft
+  ids, segment_ids = tft.combine_segments(segments, start_of_sequence_id=cls_id,
+                                          end_of_segment_id=sep_id)
+  return {"input_ids": tf.cast(ids.to_tensor(), tf.int32),
+          "input_mask": tf.ones_like(ids, tf.int32).to_tensor(),
+          "segment_ids": tf.cast(segment_ids.to_tensor(), tf.int32)}
 
 
 class ServingModule(tf.Module):
@@ -113,13 +124,7 @@ class ServingModule(tf.Module):
           lambda: {k: tf.constant(v) for k, v in settings.items()}, input_signature=[])
 
   def _features(self, segments) -> Dict[str, tf.Tensor]:
-    """Ragged WordPiece ids per segment -> padded int32 BERT inputs."""
-    import tensorflow_text as tft
-    ids, segment_ids = tft.combine_segments(segments, start_of_sequence_id=self._cls_id,
-                                            end_of_segment_id=self._sep_id)
-    return {"input_ids": tf.cast(ids.to_tensor(), tf.int32),
-            "input_mask": tf.ones_like(ids, tf.int32).to_tensor(),
-            "segment_ids": tf.cast(segment_ids.to_tensor(), tf.int32)}
+    return bert_features(segments, self._cls_id, self._sep_id)
 
   def _with_features(self, features: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
     outputs = dict(self._predict(**features))
@@ -135,8 +140,8 @@ class ServingModule(tf.Module):
     ids_b = self.tokenizer.tokenize_to_ids(text_b)
     len_a, len_b = truncated_pair_lengths(ids_a.row_lengths(), ids_b.row_lengths(),
                                           tf.constant(self._max_seq_length - 3, tf.int64))
-    return self._with_features(self._features([_keep_first(ids_a, len_a),
-                                               _keep_first(ids_b, len_b)]))
+    return self._with_features(self._features([keep_first(ids_a, len_a),
+                                               keep_first(ids_b, len_b)]))
 
   def signatures(self) -> Dict[str, tf.types.experimental.ConcreteFunction]:
     functions = {"token_ids": self.token_ids.get_concrete_function()}

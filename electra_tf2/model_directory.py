@@ -17,7 +17,7 @@ from typing import Any, Dict, Mapping, Optional, Sequence
 import tensorflow as tf
 
 from electra_tf2 import checkpoint_files
-from electra_tf2.config import PretrainingConfig, schema
+from electra_tf2.config import ADDED_HPARAMS, PretrainingConfig, schema
 from electra_tf2.hparams import ConfigError, read_json
 from electra_tf2.models.pretrainer import ElectraPretrainer
 
@@ -69,7 +69,8 @@ def read_saved_pretraining_config(model_dir: str, required: Optional[Sequence[st
   """
   path = os.path.join(model_dir, PRETRAIN_CONFIG_FILE)
   values = read_json(path)
-  missing = [key for key in (required or schema()) if key not in values]
+  missing = [key for key in (required or schema()) if key not in values
+             and key not in ADDED_HPARAMS]
   if missing:
     raise ConfigError(f"{path} lacks {', '.join(missing)}: it was edited or written by another "
                       "tool; re-create it with run_pretraining.py or electra convert to-tf2")

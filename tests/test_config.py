@@ -1,7 +1,6 @@
 """Config resolution follows configure_pretraining.py (spec 2.1 and 2.2)."""
 
 import json
-import os
 import re
 
 import pytest

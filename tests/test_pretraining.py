@@ -367,7 +367,7 @@ def test_ctrl_c_outside_the_loop_is_one_line():
   second Ctrl-C) exits 130 with one line, not a traceback."""
   script = ("from electra_tf2.training import cli\n"
             "def main(argv):\n  raise KeyboardInterrupt\n"
-            "cli.run(main)\n")
+            "cli.run(main, [], 'run_pretraining.py', 'usage')\n")
   result = subprocess.run([sys.executable, "-c", script], env=env(), cwd=REPO_ROOT,
                           capture_output=True, text=True, timeout=120)
   assert result.returncode == 130

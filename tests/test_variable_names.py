@@ -177,8 +177,10 @@ def test_param_counts_match_official_shapes(model_name, V, E, H, L, h):
 
 def test_param_counts_command_line(capsys):
   from electra_tf2.param_counts import count_by_part, main
-  assert main(["--help"]) == 0
-  assert capsys.readouterr().out.startswith("Parameter counts of the pre-training models")
+  with pytest.raises(SystemExit) as exit_info:  # argparse's --help
+    main(["--help"])
+  assert exit_info.value.code == 0
+  assert "Parameter counts of the pre-training models" in capsys.readouterr().out
   assert main(["electra_tiny"]) == 2
   assert "error: unknown model name 'electra_tiny'" in capsys.readouterr().err
   assert main(["electra_small"]) == 0

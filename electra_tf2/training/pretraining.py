@@ -29,8 +29,8 @@ from typing import Any, Dict, List, Optional
 import keras
 import tensorflow as tf
 
-from electra_tf2 import (checkpoint_files, input_pipeline, objectives, optimization, run_lock,
-                         variable_names)
+from electra_tf2 import (checkpoint_files, convert, input_pipeline, objectives, optimization,
+                         run_lock, variable_names)
 from electra_tf2 import vocab as vocab_lib
 from electra_tf2.atomic_io import write_json_atomic, write_text_atomic
 from electra_tf2.config import PretrainingConfig
@@ -229,6 +229,20 @@ class PretrainingRun:
         mismatch_hint=f": pass the hparams it was written with (see {PRETRAIN_CONFIG_FILE}), or "
         "set \"model_dir\" in --hparams to start a new model elsewhere")
 
+  def _schedule_from_global_step(self, restored: str) -> None:
+    """Sets the optimizer's step counter, which the learning-rate schedule reads, to global_step.
+
+    port: the official schedule reads `global_step` (model/optimization.py:35-44).
+    A checkpoint without optimizer state (one converted by `convert to-tf2`,
+    such as a released model) leaves Keras' counter at 0 while global_step is,
+    say, 4,000,000: without this the schedule would warm up again.
+    """
+    step = int(self.global_step.numpy())
+    if not checkpoint_files.holds_optimizer_state(restored):
+      print(f"{restored} holds no optimizer state: Adam starts with fresh slots and the "
+            f"learning-rate schedule goes on from step {step}", flush=True)
+    self.base_optimizer.iterations.assign(step)
+
   # -------------------------------------------------------------------------
   # Train
   # -------------------------------------------------------------------------
@@ -260,9 +274,14 @@ class PretrainingRun:
         self._restore(self._checkpoint(), restored, partial=True)
       else:
         self._restore(manager.checkpoint, restored)
+    elif config.init_checkpoint:
+      path = convert.load_pretrainer_weights(self.model, config, config.init_checkpoint)
+      print(f"initialised the model from {path} (init_checkpoint): training starts at step 0 "
+            "with a fresh learning-rate schedule and fresh Adam slots", flush=True)
     start_step = int(self.global_step.numpy())
     if restored:
       print(f"resumed from {restored} at step {start_step}", flush=True)
+      self._schedule_from_global_step(restored)
     if start_step >= config.num_train_steps:
       print(f"nothing to train: the model is at step {start_step} and num_train_steps is "
             f"{config.num_train_steps}; raise num_train_steps to train on", flush=True)

@@ -1,0 +1,176 @@
+"""`TextClassifier`: raw texts (or pairs) -> class logits, or a score (regression).
+
+The official head (finetune/classification/classification_tasks.py:218-235,
+267-290, electra_tf2/finetune/heads.py): dropout on the `[CLS]` state, one
+dense. `head="hf"` is Hugging Face's `ElectraClassificationHead` instead
+(dropout, dense + GELU, dropout, `out_proj`), so an
+`ElectraForSequenceClassification` loads with its head; it is the default for
+such a directory.
+
+  model = TextClassifier.from_pretrained("electra-small-discriminator", num_classes=2)
+  model.compile(optimizer=model.official_optimizer(1e-4, 1000),
+                loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+  model.fit(tf.data.Dataset.from_tensor_slices((texts, labels)).batch(32))
+  model.predict(tf.constant(["a fine film"]))  # [1, 2] logits
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import keras
+import tensorflow as tf
+
+from electra_tf2.finetune.heads import ClassificationHead, RegressionHead, TaskHead
+from electra_tf2.layers.activations import gelu
+from electra_tf2.models import sources, text_model
+from electra_tf2.models.text_model import TextModel, VariableMap
+
+HEADS = ("official", "hf")
+HF_ARCHITECTURE = "ElectraForSequenceClassification"
+
+
+@keras.saving.register_keras_serializable(package="electra_tf2")
+class HuggingFaceClassificationHead(TaskHead):
+  """`ElectraClassificationHead`: `[CLS]` -> dropout -> dense(H) + GELU -> dropout -> out_proj."""
+
+  def __init__(self, task: str, units: int, hidden_size: int, dropout_rate: float = 0.1,
+               **kwargs):
+    super().__init__(task, **kwargs)
+    self.units, self.hidden_size, self.dropout_rate = units, hidden_size, dropout_rate
+    self.dropout = (keras.layers.Dropout(dropout_rate, dtype=self.dtype_policy)
+                    if dropout_rate else None)
+    self.dense = self.make_dense(hidden_size, "dense", gelu)
+    self.out_proj = self.make_dense(units, "out_proj")
+
+  def build(self, input_shape):
+    self.dense.build((None, self.hidden_size))
+    self.out_proj.build((None, self.hidden_size))
+    super().build(input_shape)
+
+  @property
+  def official_layers(self) -> List[keras.layers.Dense]:
+    return [self.dense, self.out_proj]
+
+  def call(self, hidden: tf.Tensor, features, training: bool = False) -> Dict[str, tf.Tensor]:
+    """hidden `[batch, seq_len, H]` -> logits `[batch, units]`, predictions `[batch]`."""
+    del features
+    reprs = hidden[:, 0]
+    for layer in (self.dense, self.out_proj):
+      if self.dropout is not None:
+        reprs = self.dropout(reprs, training=training)
+      reprs = layer(reprs)
+    logits = tf.cast(reprs, tf.float32)
+    return {"logits": logits, "predictions": tf.argmax(logits, -1, output_type=tf.int32)}
+
+  def get_config(self) -> Dict[str, Any]:
+    config = super().get_config()
+    config.update(units=self.units, hidden_size=self.hidden_size,
+                  dropout_rate=self.dropout_rate)
+    return config
+
+
+@keras.saving.register_keras_serializable(package="electra_tf2")
+class TextClassifier(TextModel):
+  """Texts `[batch]` (or a pair `(a, b)`) -> logits `[batch, num_classes]`, or for
+  num_classes=1 (regression, as STS-B) the score `[batch]`.
+
+  Args (besides TextModel's):
+    num_classes: classes; 1 for regression.
+    head: "official" or "hf" (see the module docstring).
+    label_list: class names (default "0", "1", ...), for `serve`'s `label`.
+    dropout_rate: the head's dropout (official 0.1).
+    task: the head's name (its variables: task_specific/<task>/...).
+    text_pairs: the SavedModel and predict_file take pairs (`call` takes both always).
+
+  Load one with `TextClassifier.from_pretrained(path, num_classes=...)`; a random one:
+
+  >>> from electra_tf2 import BertConfig, TextClassifier
+  >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "fine", "film", "."]
+  >>> bert = BertConfig(len(vocab), hidden_size=16, num_hidden_layers=1,
+  ...                   num_attention_heads=2, intermediate_size=32)
+  >>> model = TextClassifier(bert, None, vocab, num_classes=3)
+  >>> model.predict(["a fine film", "film ."], verbose=0).shape
+  (2, 3)
+  >>> model.predict((["a fine film"], ["a film"]), verbose=0).shape  # pairs
+  (1, 3)
+  """
+
+  def __init__(self, bert_config, embedding_size, vocab, do_lower_case: bool = True,
+               max_seq_length: int = 128, num_classes: int = 2, head: str = "official",
+               label_list: Optional[Sequence[str]] = None, dropout_rate: float = 0.1,
+               task: str = "classifier", text_pairs: bool = False, **kwargs):
+    kwargs.setdefault("name", "text_classifier")
+    super().__init__(bert_config, embedding_size, vocab, do_lower_case, max_seq_length,
+                     **kwargs)
+    if head not in HEADS:
+      raise ValueError(f"head must be one of {', '.join(HEADS)}, got {head!r}")
+    if num_classes < 1:
+      raise ValueError(f"num_classes must be >= 1, got {num_classes}")
+    self.num_classes, self.head_kind, self.dropout_rate = num_classes, head, dropout_rate
+    self.text_pairs = text_pairs
+    self.label_list = list(label_list or [str(i) for i in range(num_classes)])
+    if num_classes == 1:
+      self.head = RegressionHead(task, dropout_rate=dropout_rate, dtype=self.dtype_policy)
+    elif head == "hf":
+      self.head = HuggingFaceClassificationHead(task, num_classes, self.bert_config.hidden_size,
+                                                dropout_rate, dtype=self.dtype_policy)
+    else:
+      self.head = ClassificationHead(task, self.label_list, dropout_rate,
+                                     dtype=self.dtype_policy)
+    self.build()
+
+  def call(self, inputs, training: bool = False) -> tf.Tensor:
+    texts = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
+    features = self.text_inputs(*texts)
+    outputs = self.head(self.encode(features, training), features, training=training)
+    return outputs["predictions"] if self.num_classes == 1 else outputs["logits"]
+
+  def serve(self, *texts):
+    """`score` for regression; else `logits`, `probabilities` and the `label` string."""
+    outputs = self(texts if len(texts) > 1 else texts[0], training=False)
+    if self.num_classes == 1:
+      return {"score": outputs}
+    return {"logits": outputs, "probabilities": tf.nn.softmax(outputs),
+            "label": tf.gather(tf.constant(self.label_list), tf.argmax(outputs, -1))}
+
+  def serving_inputs(self) -> int:
+    return 2 if self.text_pairs else 1
+
+  @classmethod
+  def from_source(cls, source: sources.Source, **options) -> "TextClassifier":
+    """Head and classes default to the source's fine-tuned head, if it has one."""
+    if options.get("head") is None:
+      options["head"] = "hf" if source.architecture == HF_ARCHITECTURE else "official"
+    found = _source_head(source, options["head"], options.get("task"))
+    options = text_model.head_options(source, found, options, "classification")
+    return super().from_source(source, **options)
+
+  def source_head(self, source: sources.Source) -> Tuple[VariableMap, Dict[str, str]]:
+    head = self.head_kind if self.num_classes > 1 else "official"
+    return text_model.head_to_load(self, source, _source_head(source, head, self.head.task))
+
+  def get_config(self) -> Dict[str, Any]:
+    config = super().get_config()
+    config.update(num_classes=self.num_classes, head=self.head_kind,
+                  label_list=self.label_list, dropout_rate=self.dropout_rate,
+                  task=self.head.task, text_pairs=self.text_pairs)
+    return config
+
+
+def _source_head(source: sources.Source, head: str, task: Optional[str] = None
+                 ) -> Optional[Tuple[str, List[str]]]:
+  """`(task, its tensor names sorted, out layer last)` of the source's head of this kind:
+  the head of `task`, else the only one."""
+  if head == "hf":
+    names = [f"classifier/{layer}/{v}" for layer in ("dense", "out_proj")
+             for v in ("bias", "kernel")]
+    return ("classifier", names) if all(n in source.tensors for n in names) else None
+  tasks = [t for t in source.task_names()
+           if source.head_kinds.get(t, "classification") in ("classification", "regression")
+           and f"task_specific/{t}/dense/kernel" in source.tensors
+           and f"task_specific/{t}/dense_1/kernel" not in source.tensors]
+  tasks = [task] if task in tasks else tasks
+  if len(tasks) != 1:
+    return None
+  return tasks[0], [f"task_specific/{tasks[0]}/dense/bias", f"task_specific/{tasks[0]}/dense/kernel"]

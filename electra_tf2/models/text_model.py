@@ -1,0 +1,282 @@
+"""What the Keras task models on raw text share: tokeniser, encoder, loading, recipe, serving.
+
+A `TextModel` is a `keras.Model` whose inputs are tf.string tensors: its
+`TextInputs` layer tokenises in the graph, the `electra` `Encoder` runs, and a
+subclass's head (`self.head`, official variable names under
+`task_specific/<task>/`, or the discriminator's) gives the outputs. So
+`predict`, `fit` and `evaluate` take strings, with any Keras loss and metric.
+
+- `from_pretrained(path, ...)`: any source of electra_tf2/models/sources.py.
+- `official_optimizer(...)`: the official fine-tuning optimizer (AdamWeightDecay,
+  warm-up then linear decay, layer-wise learning-rate decay, clip 1.0).
+- `export_saved_model(path)`: a SavedModel on raw strings that needs only
+  tensorflow and tensorflow-text (import tensorflow_text before loading).
+- `predict_file(path)`: batch prediction over a text file, with a progress bar.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Dict, Iterator, List, Optional, Tuple
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from electra_tf2 import optimization, variable_names
+from electra_tf2.atomic_io import atomic_directory, write_text_atomic
+from electra_tf2.encoder_config import BertConfig
+from electra_tf2.layers.text_inputs import TextInputs
+from electra_tf2.models import sources
+from electra_tf2.networks.encoder import Encoder
+
+VariableMap = Dict[str, keras.Variable]
+
+
+class TextModel(keras.Model):
+  """Raw text -> TextInputs -> `electra` Encoder -> a subclass's head.
+
+  Args:
+    bert_config: the encoder's `BertConfig` (or its dict).
+    embedding_size: E (None: the hidden size).
+    vocab: the WordPiece tokens in id order.
+    do_lower_case: the tokenizer's lowercasing and accent stripping.
+    max_seq_length: WordPieces per text, [CLS] and [SEP] included.
+  """
+
+  def __init__(self, bert_config: BertConfig | Dict[str, Any], embedding_size: Optional[int],
+               vocab: List[str], do_lower_case: bool = True, max_seq_length: int = 128,
+               **kwargs):
+    super().__init__(**kwargs)
+    if isinstance(bert_config, dict):
+      bert_config = BertConfig(**bert_config)
+    if max_seq_length > bert_config.max_position_embeddings:
+      raise ValueError(f"max_seq_length {max_seq_length} exceeds max_position_embeddings "
+                       f"{bert_config.max_position_embeddings}")
+    self.bert_config = bert_config
+    self.max_seq_length = max_seq_length
+    self.text_inputs = TextInputs(vocab, do_lower_case, max_seq_length, name="text_inputs")
+    self.encoder = Encoder(bert_config, embedding_size, name="electra", dtype=self.dtype_policy)
+    self.loading_report = None
+
+  def build(self, input_shape=None):
+    if self.built:
+      return
+    self.encoder.build()
+    self.head.build((None, None, self.bert_config.hidden_size))
+    super().build(input_shape)
+
+  def encode(self, features: Dict[str, tf.Tensor], training: bool = False) -> tf.Tensor:
+    """The encoder's states `[batch, seq_len, hidden]` of TextInputs' features."""
+    return self.encoder(features["input_ids"], features["input_mask"],
+                        features["segment_ids"], training=training)
+
+  # -- names and weights -----------------------------------------------------
+
+  def head_variable_map(self) -> VariableMap:
+    """The head's variables by official name (`task_specific/<task>/<layer>/...`)."""
+    names = {}
+    for layer in self.head.official_layers:
+      names.update({f"task_specific/{self.head.task}/{layer.name}/kernel": layer.kernel,
+                    f"task_specific/{self.head.task}/{layer.name}/bias": layer.bias})
+    return names
+
+  def variable_map(self) -> VariableMap:
+    """{official checkpoint name: variable} for every trainable variable."""
+    names = variable_names.encoder_variable_map(self.encoder, "electra")
+    names.update(self.head_variable_map())
+    return names
+
+  def source_head(self, source: sources.Source) -> Tuple[VariableMap, Dict[str, str]]:
+    """The head variables to load from `source` and their source names; none by default."""
+    del source
+    return {}, {}
+
+  def load_source(self, source: sources.Source, strict: bool = True):
+    """Loads the encoder (strictly) and, where the source has it, the head."""
+    variable_map = variable_names.encoder_variable_map(self.encoder, "electra")
+    heads, rename = self.source_head(source)
+    variable_map.update(heads)
+    self.loading_report = source.load(variable_map, rename, strict)
+    return self.loading_report
+
+  @classmethod
+  def from_source(cls, source: sources.Source, **options) -> "TextModel":
+    """A model of `source`'s shape and vocabulary (weights not loaded); max_seq_length
+    defaults to 128 or the source's max_position_embeddings if fewer."""
+    options.setdefault("max_seq_length", min(128, source.bert_config.max_position_embeddings))
+    return cls(source.bert_config, source.embedding_size, source.vocab_tokens(),
+               source.do_lower_case, **options)
+
+  @classmethod
+  def from_pretrained(cls, path: str, *, model_name: Optional[str] = None,
+                      vocab_file: Optional[str] = None, strict: bool = True,
+                      **options) -> "TextModel":
+    """The model with the weights at `path` (any source of models/sources.py).
+
+    Args:
+      path: a Hugging Face directory, our pre-trained or fine-tuned model
+        directory, or an official TF1 checkpoint (prefix or directory).
+      model_name: an official checkpoint's preset (e.g. electra_base_released),
+        for what its shapes do not give (the number of attention heads).
+      vocab_file: the vocabulary, when the source has none beside it.
+      strict: every encoder variable must load (else one-line SourceError).
+      **options: the model's constructor arguments (num_classes, max_seq_length, ...).
+    """
+    source = sources.load_source(path, model_name, vocab_file)
+    model = cls.from_source(source, **options)
+    model.load_source(source, strict)
+    return model
+
+  def predict(self, x, *args, **kwargs):
+    """Keras' predict; also takes Python lists of strings (and tuples of them, for pairs)."""
+    return super().predict(_strings_to_tensors(x), *args, **kwargs)
+
+  # -- the official recipe ---------------------------------------------------
+
+  def official_optimizer(self, learning_rate: float, num_train_steps: int,
+                         layerwise_lr_decay: float = 0.8, fix_layerwise_lr_off_by_one=False,
+                         warmup_proportion: float = 0.1, weight_decay_rate: float = 0.01,
+                         clip_norm: Optional[float] = 1.0) -> optimization.AdamWeightDecay:
+    """The official fine-tuning optimizer (model/optimization.py:30-67) for this model.
+
+    layerwise_lr_decay: the official 0.8 (0 turns it off); with
+    `fix_layerwise_lr_off_by_one` the top layer gets decay**1, not decay**2.
+    port: Keras losses average over the batch where the official fine-tuning
+    loss sums over the batch (run_finetuning.py:71-73): scale the
+    learning rate if you want the official step sizes.
+    """
+    return optimization.create_optimizer(
+        learning_rate=learning_rate, num_train_steps=num_train_steps,
+        weight_decay_rate=weight_decay_rate, warmup_proportion=warmup_proportion,
+        layerwise_lr_decay_power=layerwise_lr_decay,
+        n_transformer_layers=self.bert_config.num_hidden_layers,
+        variable_name_fn=variable_names.official_name_fn(self.variable_map()),
+        fix_layerwise_lr_off_by_one=fix_layerwise_lr_off_by_one, clip_norm=clip_norm)
+
+  def compile_from_config(self, config: Dict[str, Any]) -> None:
+    """Compiles as saved in a .keras file; an AdamWeightDecay gets back the official
+    variable names its weight-decay and layer-wise rules read (not part of its config)."""
+    self.compile(**keras.saving.deserialize_keras_object(config))
+    if isinstance(self.optimizer, optimization.AdamWeightDecay):
+      self.optimizer.variable_name_fn = variable_names.official_name_fn(self.variable_map())
+    self.optimizer.build(self.trainable_variables)
+
+  # -- serving -----------------------------------------------------------------
+
+  def serve(self, *texts: tf.Tensor) -> Dict[str, tf.Tensor]:
+    """The SavedModel's outputs for tf.string `[batch]` inputs (subclasses add names)."""
+    outputs = self(texts if len(texts) > 1 else texts[0], training=False)
+    return outputs if isinstance(outputs, dict) else {"outputs": outputs}
+
+  def serving_inputs(self) -> int:
+    """How many tf.string tensors the serving function takes."""
+    return 1
+
+  def export_saved_model(self, path: str) -> str:
+    """Writes a SavedModel whose `serving_default` takes raw strings; returns `path`.
+
+    Its inputs are `text` (and `text_b` for a TextClassifier with text_pairs),
+    tf.string `[batch]`; its outputs the model's `serve` dict.
+
+    Serving needs tensorflow and tensorflow-text only (`import tensorflow_text`
+    registers the tokenizer's ops before `tf.saved_model.load`).
+    """
+    root = tf.Module()
+    # The TensorFlow variables under the Keras ones, as export.ServingModule does.
+    root.weights = [v.value for v in self.variables]
+    root.tokenizer = self.text_inputs.tokenizer
+    if self.serving_inputs() == 1:
+      root.serve = tf.function(lambda text: self.serve(text),
+                               input_signature=[tf.TensorSpec([None], tf.string, "text")])
+    else:
+      root.serve = tf.function(lambda text, text_b: self.serve(text, text_b),
+                               input_signature=[tf.TensorSpec([None], tf.string, "text"),
+                                                tf.TensorSpec([None], tf.string, "text_b")])
+    with atomic_directory(path) as tmp:
+      tf.saved_model.save(root, tmp,
+                          signatures={"serving_default": root.serve.get_concrete_function()})
+    return path
+
+  def predict_file(self, path: str, output_path: Optional[str] = None,
+                   batch_size: int = 32) -> Dict[str, np.ndarray]:
+    """Predictions for every line of a UTF-8 text file (pairs: tab-separated), with a
+    progress bar; with `output_path`, also one JSON object per line written there."""
+    with open(path, encoding="utf-8") as f:
+      lines = [line.rstrip("\n") for line in f]
+    columns = self.serving_inputs()
+    rows = [line.split("\t", columns - 1) + [""] * (columns - 1) for line in lines]
+    progress = keras.utils.Progbar(len(rows), unit_name="text")
+    batches = []
+    for start in range(0, len(rows), batch_size):
+      chunk = rows[start:start + batch_size]
+      texts = [tf.constant([row[i] for row in chunk]) for i in range(columns)]
+      batches.append({k: v.numpy() for k, v in self.serve(*texts).items()})
+      progress.add(len(chunk))
+    outputs = {k: _concatenate_padded([b[k] for b in batches]) for k in batches[0]} \
+        if batches else {}
+    if output_path is not None:
+      write_text_atomic(output_path, "".join(json.dumps(row) + "\n"
+                                             for row in _rows(outputs, len(rows))))
+    return outputs
+
+  def get_config(self) -> Dict[str, Any]:
+    config = super().get_config()
+    config.update(bert_config=self.bert_config.to_dict(),
+                  embedding_size=self.encoder.embedding_size, vocab=self.text_inputs.vocab,
+                  do_lower_case=self.text_inputs.do_lower_case,
+                  max_seq_length=self.max_seq_length)
+    return config
+
+
+def head_options(source: sources.Source, found: Optional[Tuple[str, List[str]]],
+                 options: Dict[str, Any], what: str) -> Dict[str, Any]:
+  """`options` with num_classes (and label_list) of the source's head `found`
+  (`(task, [..., out kernel name])`), unless given; what: "classification" or "tagging"."""
+  if found is not None:
+    task, names = found
+    options.setdefault("num_classes", source.tensors[names[-1]].shape[-1])
+    labels = source.label_lists.get(task)
+    if labels and len(labels) == options["num_classes"]:
+      options.setdefault("label_list", labels)
+  if "num_classes" not in options:
+    raise sources.SourceError(f"{source.path} has no {what} head: pass num_classes")
+  return options
+
+
+def head_to_load(model: TextModel, source: sources.Source,
+                 found: Optional[Tuple[str, List[str]]]) -> Tuple[VariableMap, Dict[str, str]]:
+  """The model's head variables and their names in `source` (its head `found`, names
+  sorted), or nothing when there is none or it has other shapes (the notice names it)."""
+  if found is None:
+    return {}, {}
+  ours = model.head_variable_map()
+  rename = dict(zip(sorted(ours), found[1]))
+  if any(tuple(ours[k].shape) != source.tensors[v].shape for k, v in rename.items()):
+    return {}, {}
+  return ours, rename
+
+
+def _concatenate_padded(arrays: List[np.ndarray]) -> np.ndarray:
+  """Batches concatenated; per-token outputs padded with zeros to the longest batch."""
+  if arrays[0].ndim > 1:
+    length = max(a.shape[1] for a in arrays)
+    arrays = [np.pad(a, [(0, 0), (0, length - a.shape[1])] + [(0, 0)] * (a.ndim - 2))
+              for a in arrays]
+  return np.concatenate(arrays)
+
+
+def _rows(outputs: Dict[str, np.ndarray], n: int) -> Iterator[Dict[str, Any]]:
+  """One JSON-ready dict per input line."""
+  for i in range(n):
+    yield {k: (v[i].decode("utf-8") if isinstance(v[i], bytes) else v[i].tolist())
+           for k, v in outputs.items()}
+
+
+def _strings_to_tensors(x):
+  """A list of str (or a tuple/list of such lists) as tf.string tensors; else x itself."""
+  if isinstance(x, (list, tuple)) and x and all(isinstance(t, (str, bytes)) for t in x):
+    return tf.constant(x)
+  if isinstance(x, tuple) and all(isinstance(t, (list, tuple)) for t in x):
+    return tuple(_strings_to_tensors(t) for t in x)
+  return x

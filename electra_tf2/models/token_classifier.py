@@ -1,0 +1,102 @@
+"""`TokenClassifier`: raw texts -> one label per whitespace-separated word (as chunking).
+
+The official tagging task (finetune/tagging/tagging_tasks.py, electra_tf2/
+finetune/tagging.py): every word is tokenised alone and tagged at its first
+WordPiece, through one dense (`task_specific/<task>/dense`). An
+`ElectraForTokenClassification` directory loads with its `classifier`, the
+same function.
+
+Outputs are `[batch, max_seq_length, num_classes]` logits, word i at slot i;
+pad the labels to max_seq_length with -1 and ignore it in the loss:
+
+  labels = keras.utils.pad_sequences(tags, model.max_seq_length, padding="post", value=-1)
+  model.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True,
+                                                                ignore_class=-1))
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Optional, Sequence, Tuple
+
+import keras
+import tensorflow as tf
+
+from electra_tf2.finetune.heads import TaggingHead
+from electra_tf2.models import sources, text_model
+from electra_tf2.models.text_model import TextModel, VariableMap
+
+HF_ARCHITECTURE = "ElectraForTokenClassification"
+
+
+@keras.saving.register_keras_serializable(package="electra_tf2")
+class TokenClassifier(TextModel):
+  """Texts `[batch]` -> per-word logits `[batch, max_seq_length, num_classes]`.
+
+  Args (besides TextModel's):
+    num_classes: the number of tags.
+    label_list: tag names (default "0", "1", ...), for `serve`'s `labels`.
+    task: the head's name (its variables: task_specific/<task>/dense).
+
+  Load one with `TokenClassifier.from_pretrained(path, num_classes=...)`; a random one:
+
+  >>> from electra_tf2 import BertConfig, TokenClassifier
+  >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "fine", "film", "."]
+  >>> bert = BertConfig(len(vocab), hidden_size=16, num_hidden_layers=1,
+  ...                   num_attention_heads=2, intermediate_size=32)
+  >>> model = TokenClassifier(bert, None, vocab, max_seq_length=8, num_classes=4)
+  >>> model.predict(["a fine film."], verbose=0).shape  # 3 words in 8 slots
+  (1, 8, 4)
+  """
+
+  def __init__(self, bert_config, embedding_size, vocab, do_lower_case: bool = True,
+               max_seq_length: int = 128, num_classes: int = 2,
+               label_list: Optional[Sequence[str]] = None, task: str = "tagger", **kwargs):
+    kwargs.setdefault("name", "token_classifier")
+    super().__init__(bert_config, embedding_size, vocab, do_lower_case, max_seq_length,
+                     **kwargs)
+    self.num_classes = num_classes
+    self.label_list = list(label_list or [str(i) for i in range(num_classes)])
+    self.head = TaggingHead(task, self.label_list, dtype=self.dtype_policy)
+    self.build()
+
+  def call(self, text, training: bool = False) -> tf.Tensor:
+    features = self.text_inputs.call_words(text)
+    positions = {f"{self.head.task}_labeled_positions": features["labeled_positions"]}
+    return self.head(self.encode(features, training), positions, training=training)["logits"]
+
+  def serve(self, text):
+    """`logits`, the `labels` strings and `words_mask` `[batch, max_seq_length]`."""
+    logits = self(text, training=False)
+    mask = self.text_inputs.call_words(text)["words_mask"]
+    return {"logits": logits, "words_mask": mask,
+            "labels": tf.gather(tf.constant(self.label_list), tf.argmax(logits, -1))}
+
+  @classmethod
+  def from_source(cls, source: sources.Source, **options) -> "TokenClassifier":
+    """The number of tags defaults to the source's tagging head, if it has one."""
+    options = text_model.head_options(source, _source_head(source, options.get("task")),
+                                      options, "tagging")
+    return super().from_source(source, **options)
+
+  def source_head(self, source: sources.Source) -> Tuple[VariableMap, Dict[str, str]]:
+    return text_model.head_to_load(self, source, _source_head(source, self.head.task))
+
+  def get_config(self) -> Dict[str, Any]:
+    config = super().get_config()
+    config.update(num_classes=self.num_classes, label_list=self.label_list,
+                  task=self.head.task)
+    return config
+
+
+def _source_head(source: sources.Source, task: Optional[str] = None):
+  """`(task, [bias name, kernel name])` of the source's tagging head (that of `task`,
+  else the only one), or None."""
+  if source.architecture == HF_ARCHITECTURE:
+    return "classifier", ["classifier/bias", "classifier/kernel"]
+  tasks = [t for t in source.task_names() if source.head_kinds.get(t, "tagging") == "tagging"
+           and f"task_specific/{t}/dense_1/kernel" not in source.tensors]
+  tasks = [task] if task in tasks else tasks
+  if len(tasks) != 1:
+    return None
+  return tasks[0], [f"task_specific/{tasks[0]}/dense/bias",
+                    f"task_specific/{tasks[0]}/dense/kernel"]
