@@ -310,3 +310,12 @@ def test_data_builder_leaves_the_output_as_it_was_after_a_failed_write(tmp_path,
   message = str(failed.value)
   assert "\n" not in message and f"nothing in {out} was changed" in message
   assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # no temp, no change
+  monkeypatch.undo()
+  from electra_tf2 import run_lock
+  held = run_lock._acquire_local(run_lock.lock_path(str(out)))  # pylint: disable=protected-access
+  try:  # another build holds the output: refused before anything is read or written
+    with pytest.raises(run_lock.RunLockError, match=f"{out}: another run writes here"):
+      build_pretraining_data(cfg, log=lambda s: None)
+  finally:
+    os.close(held)
+  assert {p.name: p.read_bytes() for p in out.iterdir()} == before
