@@ -28,7 +28,9 @@ def latest_checkpoint(model_dir: str, strict: bool = True) -> Optional[str]:
   Unlike `tf.train.latest_checkpoint`, whose None would start training over
   next to checkpoints it did not see, these are errors naming what exists:
   a state file that names a checkpoint whose files are gone, an unreadable
-  state file, and (with `strict`) checkpoint files without a state file. A
+  state file, and (with `strict`) several checkpoints without a state file
+  (a lone one is what a crash right after the first save leaves: it is the
+  latest). A
   state file moved with its directory (an absolute path from another machine)
   is followed to the checkpoint of the same name in `model_dir`.
   """
@@ -39,6 +41,10 @@ def latest_checkpoint(model_dir: str, strict: bool = True) -> Optional[str]:
                               f"{_name_existing(existing_checkpoints(model_dir))}") from None
   if state is None or not state.model_checkpoint_path:
     existing = existing_checkpoints(model_dir) if strict else []
+    if len(existing) == 1 and state is None:
+      # A run killed between its first checkpoint's index (written whole, by a rename)
+      # and the state file: that checkpoint is complete and the latest.
+      return existing[0]
     if existing:
       raise ModelDirectoryError(f"{model_dir} holds checkpoints but no usable `checkpoint` state "
                                 f"file naming the latest: {_name_existing(existing)} in one")

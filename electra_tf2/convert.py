@@ -591,7 +591,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     print(f"wrote {output_dir}")
   elif args.command == "from-hf":
     from electra_tf2 import hf_import
-    report = hf_import.convert_directory(args.hf_dir, args.output_dir, args.strict)
+    with hold(args.output_dir):
+      report = hf_import.convert_directory(args.hf_dir, args.output_dir, args.strict)
     print(report.summary())
     if hf_import.notice(report):
       print(hf_import.notice(report))

@@ -122,9 +122,9 @@ def test_glue_rows_are_read_or_refused_naming_the_file_and_line(tmp_path, rows, 
   except FinetuningDataError as e:
     assert_one_line(e, path)
     return
-  for example in examples:  # accepted: whole rows with a known label only
-    assert example.label in ("entailment", "not_entailment")
-    assert example.source.startswith(f"{path}:")
+  for read in examples:  # accepted: whole rows with a known label only
+    assert read.label in ("entailment", "not_entailment")
+    assert read.source.startswith(f"{path}:")
 
 
 # ---------------------------------------------------------------------------
@@ -163,9 +163,9 @@ def test_squad_json_is_read_or_refused_naming_the_file_and_question(tmp_path, pa
   except FinetuningDataError as e:
     assert_one_line(e, path)
     return
-  for example in examples:  # accepted: an answer inside its context, or none
-    if not example.is_impossible:
-      assert 0 <= example.start_position <= example.end_position < len(example.doc_tokens)
+  for read in examples:  # accepted: an answer inside its context, or none
+    if not read.is_impossible:
+      assert 0 <= read.start_position <= read.end_position < len(read.doc_tokens)
 
 
 @PROPERTY

@@ -54,6 +54,11 @@ def test_latest_checkpoint(tmp_path):
       "name an existing one (ckpt-1, ckpt-2) as model_checkpoint_path in one")):
     checkpoint_files.latest_checkpoint(model_dir)
   assert checkpoint_files.latest_checkpoint(model_dir, strict=False) is None
+  # A lone checkpoint without a state file is what a run killed right after its
+  # first save leaves (TensorFlow writes the state file last): it is the latest.
+  for suffix in (".index", ".data-00000-of-00001"):
+    os.remove(paths[1] + suffix)
+  assert checkpoint_files.latest_checkpoint(model_dir) == paths[0]
 
 
 def test_restore_reads_and_explains_failures(tmp_path):

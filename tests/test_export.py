@@ -280,3 +280,11 @@ def test_writers_refuse_an_output_dir_that_another_run_holds(exported, tmp_path,
   finally:
     os.close(held)
   assert hf_export.main(["--model-dir", exported["model_dir"], "--output-dir", out]) == 0
+  imported = str(tmp_path / "imported")
+  held = run_lock._acquire_local(run_lock.lock_path(imported))  # pylint: disable=protected-access
+  try:
+    assert convert.main(["from-hf", "--hf-dir", out, "--output-dir", imported]) == 2
+    assert f"error: {imported}: another run writes here" in capsys.readouterr().err
+    assert not os.path.exists(imported)
+  finally:
+    os.close(held)

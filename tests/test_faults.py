@@ -102,9 +102,10 @@ def test_kill_9_at_random_moments_then_resume_equals_the_uninterrupted_run(tmp_p
   rng = random.Random(27)
   kills, taken_over = 0, 0
   while True:
+    err = open(tmp_path / f"stderr{kills}", "w+")  # pylint: disable=consider-using-with
     process = subprocess.Popen(pretraining_command(data, dict(KILL_HPARAMS, model_dir=parts)),
-                               env=env(), cwd=REPO_ROOT, stdout=subprocess.PIPE,
-                               stderr=subprocess.DEVNULL, text=True)
+                               env=env(), cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=err,
+                               text=True)
     if kills < 3:  # killed at a random moment once training is under way
       for line in process.stdout:
         taken_over += "is dead" in line  # the run lock of the killed run
@@ -116,7 +117,9 @@ def test_kill_9_at_random_moments_then_resume_equals_the_uninterrupted_run(tmp_p
         kills += 1
         continue  # (a run that ended before the signal is the last one)
     taken_over += "is dead" in process.stdout.read()
-    assert process.wait(timeout=300) == 0
+    code = process.wait(timeout=300)
+    err.seek(0)
+    assert code == 0, err.read()[-2000:]
     break
   assert kills >= 1 and taken_over == kills  # each rerun took over the killed run's lock
   summary = json.load(open(os.path.join(parts, "pretrain_summary.json")))
@@ -307,3 +310,12 @@ def test_data_builder_leaves_the_output_as_it_was_after_a_failed_write(tmp_path,
   message = str(failed.value)
   assert "\n" not in message and f"nothing in {out} was changed" in message
   assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # no temp, no change
+  monkeypatch.undo()
+  from electra_tf2 import run_lock
+  held = run_lock._acquire_local(run_lock.lock_path(str(out)))  # pylint: disable=protected-access
+  try:  # another build holds the output: refused before anything is read or written
+    with pytest.raises(run_lock.RunLockError, match=f"{out}: another run writes here"):
+      build_pretraining_data(cfg, log=lambda s: None)
+  finally:
+    os.close(held)
+  assert {p.name: p.read_bytes() for p in out.iterdir()} == before

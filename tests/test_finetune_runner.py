@@ -74,7 +74,8 @@ def test_eval_only_and_missing_model(tmp_path):
   write_data(config)
   trained = runner.run_finetuning(config)
   # While another run holds the model's lock, evaluation (a reader) runs; training is refused.
-  held = run_lock._acquire_local(run_lock.lock_path(config.model_dir))  # pylint: disable=protected-access
+  held = run_lock._acquire_local(  # pylint: disable=protected-access
+      run_lock.lock_path(config.model_dir))
   try:
     again = runner.run_finetuning(config.replace(do_train=False))
     with pytest.raises(run_lock.RunLockError, match=f"{config.model_dir}: another run writes"):

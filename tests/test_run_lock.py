@@ -103,7 +103,8 @@ def test_remote_directory_gets_a_lease_with_expiry(capsys):
     with pytest.raises(RunLockError, match="another run holds the lease"):
       run_lock._acquire_remote(path, 60)  # pylint: disable=protected-access
   # A lease whose holder stopped renewing it is taken over, with one line saying so.
-  stale = dict(run_lock._holder_record(), token="x", renewed=time.time() - 61)  # pylint: disable=protected-access
+  stale = dict(run_lock._holder_record(),  # pylint: disable=protected-access
+               token="x", renewed=time.time() - 61)
   write_text_atomic(path, json.dumps(stale))
   with run_lock.hold(directory, lease_seconds=60):
     assert "taking over the lease" in capsys.readouterr().out
