@@ -27,7 +27,6 @@ fi
 pins="$(cat pyproject.toml constraints.txt | sha1sum | cut -c1-12)"
 stamp_for() { echo ".venv/.installed-$1-$pins"; }
 if [ ! -f "$(stamp_for "${sets%% *}")" ]; then
-  .venv/bin/python -m pip install -q --upgrade pip
   .venv/bin/python -m pip install -q -e ".$extra" -c constraints.txt
   for set in $sets; do touch "$(stamp_for "$set")"; done
 fi
