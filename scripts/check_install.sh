@@ -4,21 +4,28 @@
 # directory runs `electra --help`, every subcommand's --help, `import electra_tf2` (which must
 # resolve to the installed copy), `pip check`, and a tiny build-vocab -> build-data ->
 # pretrain -> score flow. Part of .ci/run.
-#   bash scripts/check_install.sh [WORK_DIR]      (default: a new temporary directory)
+#   bash scripts/check_install.sh [--install-only | --use-only] [WORK_DIR]
+# WORK_DIR defaults to a new temporary directory. --install-only stops after the install
+# (scripts/test.sh runs it beside the test suite); --use-only uses what it installed there.
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
+mode=all
+case "${1:-}" in --install-only|--use-only) mode="${1#--}"; shift ;; esac
 work="${1:-$(mktemp -d)}"
 PYTHON="${PYTHON:-python3.11}"
 command -v "$PYTHON" >/dev/null || PYTHON=python3
 export TF_CPP_MIN_LOG_LEVEL=3 CUDA_VISIBLE_DEVICES=""
 step() { echo "[check_install] $*"; }
 
-step "building the wheel"
-"$repo/.venv/bin/python" -m pip wheel -qq --no-deps -w "$work/dist" "$repo"
-step "installing it into a fresh environment ($work/venv)"
-"$PYTHON" -m venv "$work/venv"
-"$work/venv/bin/python" -m pip install -qq "$work"/dist/electra_tf2-*.whl -c "$repo/constraints.txt"
-"$work/venv/bin/python" -m pip check
+if [ "$mode" != use-only ]; then
+  step "building the wheel"
+  "$repo/.venv/bin/python" -m pip wheel -qq --no-deps -w "$work/dist" "$repo"
+  step "installing it into a fresh environment ($work/venv)"
+  "$PYTHON" -m venv "$work/venv"
+  "$work/venv/bin/python" -m pip install -qq "$work"/dist/electra_tf2-*.whl -c "$repo/constraints.txt"
+  "$work/venv/bin/python" -m pip check
+fi
+[ "$mode" != install-only ] || exit 0
 
 mkdir -p "$work/empty" && cd "$work/empty"
 export PATH="$work/venv/bin:$PATH"

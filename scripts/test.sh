@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sets up .venv with the test dependencies and runs the whole test suite, then (with no
 # arguments) the install check: the wheel in a fresh environment, used from outside the
-# checkout (scripts/check_install.sh). Arguments go to pytest and skip the install check,
+# checkout (scripts/check_install.sh; its install runs beside the suite). Arguments go to pytest and skip the install check,
 # e.g. `bash scripts/test.sh -m "not slow" tests/test_config.py`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,5 +10,13 @@ export CUDA_VISIBLE_DEVICES="" TF_CPP_MIN_LOG_LEVEL=2
 if [ $# -gt 0 ]; then
   exec .venv/bin/python -m pytest -q --durations=15 "$@"
 fi
+# The wheel's fresh environment is installed (mostly file copies) while the suite runs.
+work="$(mktemp -d)"
+bash scripts/check_install.sh --install-only "$work" > "$work/install.log" 2>&1 &
+install=$!
+trap 'kill "$install" 2>/dev/null || true' EXIT
 .venv/bin/python -m pytest -q --durations=15
-bash scripts/check_install.sh
+wait "$install" || { cat "$work/install.log"; echo "error: installing the wheel failed" >&2; exit 1; }
+trap - EXIT
+cat "$work/install.log"
+bash scripts/check_install.sh --use-only "$work"
