@@ -50,6 +50,8 @@ class Source:
   architecture: the Hugging Face class (config.json's `architectures[0]`), else None.
   label_lists: the label names of a fine-tuned source's heads, by task, when known.
   head_kinds: their kinds ("classification", "regression", "tagging", ...), when known.
+  head_specs: a fine-tuned source's head specs by task (`Task.head_spec()`).
+  settings: a fine-tuned source's fine-tuning config (`FinetuningConfig.to_dict()`).
   """
   path: str
   kind: str
@@ -61,6 +63,8 @@ class Source:
   architecture: Optional[str] = None
   label_lists: Dict[str, List[str]] = dataclasses.field(default_factory=dict)
   head_kinds: Dict[str, str] = dataclasses.field(default_factory=dict)
+  head_specs: Dict[str, Dict[str, Any]] = dataclasses.field(default_factory=dict)
+  settings: Dict[str, Any] = dataclasses.field(default_factory=dict)
 
   def task_names(self) -> List[str]:
     """The fine-tuned heads' tasks (`task_specific/<task>/...`), in name order."""
@@ -156,7 +160,8 @@ def _finetuned(path: str) -> Source:
   lower = config.do_lower_case or config.task_names == ["chunk"]
   kinds = {spec["task"]: spec["kind"] for spec in model.head_specs}
   return Source(path, "finetuned", model.bert_config, model.encoder.embedding_size,
-                _numpy(model.variable_map()), vocab, lower, None, labels, kinds)
+                _numpy(model.variable_map()), vocab, lower, None, labels, kinds,
+                {spec["task"]: dict(spec) for spec in model.head_specs}, config.to_dict())
 
 
 def _official(path: str, model_name: Optional[str]) -> Source:
