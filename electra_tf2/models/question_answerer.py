@@ -43,7 +43,7 @@ import tensorflow as tf
 from electra_tf2.errors import ElectraError
 from electra_tf2.finetune import qa as qa_task
 from electra_tf2.finetune.heads import QAHead
-from electra_tf2.models import qa_spans, sources
+from electra_tf2.models import keras_data, qa_spans, sources
 from electra_tf2.models.text_model import TextModel, VariableMap
 from electra_tf2.text import qa_windows
 
@@ -212,11 +212,31 @@ class QuestionAnswerer(TextModel):
                                   "compile(optimizer=...) without loss or metrics")
     super().compile(optimizer=optimizer, **kwargs)
 
-  # -- predictions ---------------------------------------------------------------
+  # -- inputs and predictions ----------------------------------------------------
 
-  def predict(self, x, *args, **kwargs):
+  def text_columns(self) -> Tuple[int, ...]:
+    return (2,)
+
+  def prepare_labels(self, y, name: str, x):
+    """(answer_starts, answer_ends): two lists or arrays of character offsets, [start, end)
+    a span of the context or start -1 (unanswerable); checked against x's contexts."""
+    if not isinstance(y, (tuple, list)) or len(y) != 2:
+      if isinstance(y, (tuple, list, np.ndarray)):
+        raise QuestionAnswererError(f"{name}: expected (answer_starts, answer_ends), two lists "
+                                    "of character offsets")
+      return y
+    starts, ends = (keras_data.numbers(v, f"{name}[{i}]", np.int64) for i, v in enumerate(y))
+    if isinstance(starts, np.ndarray) and isinstance(ends, np.ndarray):
+      if starts.shape != ends.shape:
+        raise QuestionAnswererError(f"{name}: {len(starts)} answer starts but {len(ends)} ends")
+      contexts = x[1] if isinstance(x, tuple) and tf.executing_eagerly() else None
+      if isinstance(contexts, tf.Tensor) and contexts.shape == starts.shape:
+        _check_spans(starts, ends, contexts.numpy(), name)
+    return starts, ends
+
+  def predict(self, *args, **kwargs):
     """Keras' predict on (questions, contexts); answer_text and span_text as str."""
-    outputs = super().predict(x, *args, **kwargs)
+    outputs = super().predict(*args, **kwargs)
     for key in ("answer_text", "span_text"):
       if key in outputs:
         outputs[key] = np.array([t.decode("utf-8") for t in outputs[key]], dtype=object)
@@ -306,6 +326,17 @@ class QuestionAnswerer(TextModel):
                   qa_na_threshold=self.qa_na_threshold,
                   **{key: getattr(head, key) for key in HEAD_SETTINGS})
     return config
+
+
+def _check_spans(starts: np.ndarray, ends: np.ndarray, contexts: np.ndarray, name: str):
+  """One line on the first answer that is no span [start, end) of its context (UTF-8)."""
+  for i, (start, end, context) in enumerate(zip(starts, ends, contexts)):
+    if start < 0:
+      continue
+    length = len(context.decode("utf-8", "replace"))
+    if not start < end <= length:
+      raise QuestionAnswererError(f"{name}: answer {i} [{start}, {end}) is not a span of its "
+                                  f"context ({length} characters); start -1 means no answer")
 
 
 def _source_task(source: sources.Source, task: Optional[str]) -> Optional[str]:

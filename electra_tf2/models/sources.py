@@ -152,7 +152,11 @@ def _pretrained(path: str) -> Source:
 
 def _finetuned(path: str) -> Source:
   from electra_tf2.finetune import model as finetune_model  # pylint: disable=g-import-not-at-top
-  model, config = finetune_model.load_finetuned_model(path)
+  return finetuned_source(path, *finetune_model.load_finetuned_model(path))
+
+
+def finetuned_source(path: str, model, config) -> Source:
+  """The `Source` of a loaded fine-tuned model (`FinetuningModel`) and its config."""
   vocab = config.vocab_file if tf.io.gfile.exists(config.vocab_file) else None
   labels = {spec["task"]: list(spec["label_list"]) for spec in model.head_specs
             if "label_list" in spec}

@@ -27,7 +27,7 @@ from electra_tf2 import optimization, variable_names
 from electra_tf2.atomic_io import atomic_directory, write_text_atomic
 from electra_tf2.encoder_config import BertConfig
 from electra_tf2.layers.text_inputs import TextInputs
-from electra_tf2.models import sources
+from electra_tf2.models import keras_data, sources
 from electra_tf2.networks.encoder import Encoder
 
 VariableMap = Dict[str, keras.Variable]
@@ -128,9 +128,35 @@ class TextModel(keras.Model):
     model.load_source(source, strict)
     return model
 
-  def predict(self, x, *args, **kwargs):
-    """Keras' predict; also takes Python lists of strings (and tuples of them, for pairs)."""
-    return super().predict(_strings_to_tensors(x), *args, **kwargs)
+  # -- what fit, evaluate and predict take -------------------------------------
+
+  def text_columns(self) -> Tuple[int, ...]:
+    """How many texts a row of x may have (1; a TextClassifier also 2)."""
+    return (1,)
+
+  def prepare_labels(self, y, name: str, x):
+    """y as Keras reads it: lists (or dicts of them, for named outputs) as numpy arrays."""
+    del x
+    if isinstance(y, dict):
+      return {key: keras_data.numbers(value, f"{name}[{key!r}]") for key, value in y.items()}
+    return keras_data.numbers(y, name)
+
+  def _keras_arguments(self, method, args, kwargs) -> Dict[str, Any]:
+    return keras_data.keras_arguments(keras_data.bind(method, args, kwargs),
+                                      self.text_columns(), self.prepare_labels)
+
+  def fit(self, *args, **kwargs):
+    """Keras' fit; x, y, sample_weight and validation_data may also be Python lists and
+    numpy arrays of strings (a tuple of two for pairs; models/keras_data.py)."""
+    return super().fit(**self._keras_arguments(keras.Model.fit, args, kwargs))
+
+  def evaluate(self, *args, **kwargs):
+    """Keras' evaluate, on the same inputs as `fit`."""
+    return super().evaluate(**self._keras_arguments(keras.Model.evaluate, args, kwargs))
+
+  def predict(self, *args, **kwargs):
+    """Keras' predict, on the same inputs as `fit`."""
+    return super().predict(**self._keras_arguments(keras.Model.predict, args, kwargs))
 
   # -- the official recipe ---------------------------------------------------
 
@@ -280,12 +306,3 @@ def _rows(outputs: Dict[str, np.ndarray], n: int) -> Iterator[Dict[str, Any]]:
   for i in range(n):
     yield {k: (v[i].decode("utf-8") if isinstance(v[i], bytes) else v[i].tolist())
            for k, v in outputs.items()}
-
-
-def _strings_to_tensors(x):
-  """A list of str (or a tuple/list of such lists) as tf.string tensors; else x itself."""
-  if isinstance(x, (list, tuple)) and x and all(isinstance(t, (str, bytes)) for t in x):
-    return tf.constant(x)
-  if isinstance(x, tuple) and all(isinstance(t, (list, tuple)) for t in x):
-    return tuple(_strings_to_tensors(t) for t in x)
-  return x

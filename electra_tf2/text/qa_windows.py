@@ -257,9 +257,11 @@ def span_text(windows: Windows, vocab: tf.Tensor, row: tf.Tensor, start: tf.Tens
   word_lengths = tf.gather(windows.words.ends.flat_values, words) - word_starts
   in_orig = _exclusive_cumsum(word_lengths + 1)
 
+  word_in_orig = in_orig.to_tensor(_INT64_MAX)
+
   def to_context(i):
-    at = in_orig.row_starts() + tf.reduce_sum(
-        tf.cast(in_orig <= i[:, tf.newaxis], tf.int64), axis=1) - 1
+    at = in_orig.row_starts() + tf.searchsorted(word_in_orig, i[:, tf.newaxis], side="right",
+                                                out_type=tf.int64)[:, 0] - 1
     return tf.gather(word_starts.flat_values, at) + i - tf.gather(in_orig.flat_values, at)
   orig_end = tf.where(found, orig_end,
                       tf.cast(tf.strings.length(orig, unit="UTF8_CHAR"), tf.int64) - 1)
@@ -295,20 +297,25 @@ def _align(pred: tf.Tensor, orig: tf.Tensor, tokenized: tf.Tensor):
       tf.int64)
   tok_end = tok_start + tf.cast(tf.strings.length(pred, unit="UTF8_CHAR"), tf.int64) - 1
   tok_chars = tf.strings.unicode_decode(tokenized, "UTF-8")
-  orig_chars = tf.strings.unicode_decode(orig, "UTF-8")
-  tok_kept = tf.ragged.boolean_mask(tf.ragged.range(tok_chars.row_lengths()), tok_chars != 32)
-  orig_kept = tf.ragged.boolean_mask(tf.ragged.range(orig_chars.row_lengths()),
-                                     orig_chars != 32)
+  tok_kept = tf.cast(tok_chars.flat_values != 32, tf.int64)
+  kept_before = tf.cumsum(tok_kept, exclusive=True)
+  tok_length = tok_chars.row_lengths()
 
-  def kept_index(position):  # position's index among the kept (non-space) characters
-    index = tf.reduce_sum(tf.cast(tok_kept < position[:, tf.newaxis], tf.int64), axis=1)
-    is_kept = tf.reduce_any(tok_kept == position[:, tf.newaxis], axis=1)
-    return index, is_kept
+  def kept_index(position):  # the index of tokenized[position] among its non-spaces
+    inside = (position >= 0) & (position < tok_length)
+    at = tok_chars.row_starts() + tf.where(inside, position, 0)
+    index = _gather_or_zero(kept_before, at) - _gather_or_zero(kept_before, tok_chars.row_starts())
+    return index, inside & (_gather_or_zero(tok_kept, at) == 1)
   start_index, start_kept = kept_index(tok_start)
   end_index, end_kept = kept_index(tok_end)
-  n_kept = orig_kept.row_lengths()
-  found &= ((tok_kept.row_lengths() == n_kept) & start_kept & end_kept
-            & (end_index >= start_index))
-  pick = lambda i: _gather_or_zero(orig_kept.flat_values,
-                                   orig_kept.row_starts() + tf.minimum(i, n_kept))
+  orig_chars = tf.strings.unicode_decode(orig, "UTF-8")
+  orig_kept = tf.where(orig_chars.flat_values != 32)[:, 0]  # flat positions of non-spaces
+  rows = tf.size(orig, tf.int64)
+  n_kept = tf.math.unsorted_segment_sum(tf.ones_like(orig_kept),
+                                        tf.gather(orig_chars.value_rowids(), orig_kept), rows)
+  n_tok_kept = tf.math.unsorted_segment_sum(tok_kept, tok_chars.value_rowids(), rows)
+  found &= (n_tok_kept == n_kept) & start_kept & end_kept & (end_index >= start_index)
+  first_kept = tf.cumsum(n_kept, exclusive=True)
+  pick = lambda i: (_gather_or_zero(orig_kept, first_kept + tf.where(found, i, 0))
+                    - orig_chars.row_starts())
   return found, tf.where(found, pick(start_index), 0), tf.where(found, pick(end_index), 0)
