@@ -39,6 +39,7 @@ _EXPORTS = {
     "TextClassifier": "electra_tf2.models.text_classifier",
     "TokenClassifier": "electra_tf2.models.token_classifier",
     "QuestionAnswerer": "electra_tf2.models.question_answerer",
+    "squad_dataset": "electra_tf2.models.question_answerer",
     # scoring text
     "TextScorer": "electra_tf2.scoring.scorer",
     # errors

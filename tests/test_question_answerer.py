@@ -10,6 +10,7 @@ logits, and the model itself before a save.
 import dataclasses
 import json
 import os
+import re
 import subprocess
 import sys
 from typing import Optional
@@ -25,7 +26,7 @@ import electra_tf2  # noqa: E402
 from electra_tf2 import export  # noqa: E402
 from electra_tf2.finetune import model as finetune_model, qa, qa_decoding, runner  # noqa: E402
 from electra_tf2.models import question_answerer, sources  # noqa: E402
-from tests.conftest import shared_data_path  # noqa: E402
+from tests.conftest import REPO_ROOT, shared_data_path  # noqa: E402
 from tests.fixtures import make_config, make_tasks  # noqa: E402
 
 FILES = {"squadv1": ("train-v1.1.first1article.json", "dev-v1.1.json"),
@@ -110,38 +111,57 @@ def test_predictions_equal_the_runners_predictions_file(finetuned):
 
 
 @pytest.mark.slow
-def test_saved_model_and_export_command_give_the_runners_answers(finetuned, tmp_path):
-  """SQuAD 1.1: export_saved_model, served by tensorflow and tensorflow-text alone (a fresh
-  process without electra_tf2); SQuAD 2.0: `electra export` on run_finetuning.py's
-  directory, which writes the same signature."""
+def test_export_command_writes_a_saved_model_of_the_runners_answers(finetuned, tmp_path):
+  """`electra export` on run_finetuning.py's SQuAD 2.0 directory writes the QuestionAnswerer's
+  signature; tensorflow and tensorflow-text alone serve it (a process without electra_tf2)."""
+  if finetuned.name != "squad":
+    pytest.skip("SQuAD 1.1's SavedModel: test_keras_page_question_answering_example_runs")
+  path = str(tmp_path / "cli")
+  assert export.main(["--model-dir", finetuned.model_dir, "--output-dir", path]) == 0
   questions, contexts = finetuned.inputs
-  if finetuned.name == "squadv1":
-    path = finetuned.model.export_saved_model(str(tmp_path / "saved"))
-    script = ("import sys, json, tensorflow as tf, tensorflow_text\n"
-              "assert not any(m.startswith('electra_tf2') for m in sys.modules)\n"
-              f"f = tf.saved_model.load({path!r}).signatures['serving_default']\n"
-              f"out = f(question=tf.constant({questions!r}), context=tf.constant({contexts!r}))\n"
-              "print(json.dumps({k: [t.decode() if isinstance(t, bytes) else int(t) for t in "
-              "out[k].numpy()] for k in ('answer_text', 'answer_start', 'answer_end')}))\n")
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                            env=dict(os.environ, PYTHONPATH=""), cwd=str(tmp_path), check=True)
-    out = json.loads(result.stdout.strip().splitlines()[-1])
-    assert out["answer_text"] == finetuned.expected()
-  else:
-    path = str(tmp_path / "cli")
-    assert export.main(["--model-dir", finetuned.model_dir, "--output-dir", path]) == 0
-    import tensorflow_text  # noqa: F401  (registers the tokenizer's ops)
-    saved = tf.saved_model.load(path)
-    out = saved.signatures["serving_default"](question=tf.constant(questions),
-                                              context=tf.constant(contexts))
-    out = {k: [t.decode() for t in v.numpy()] if v.dtype == tf.string else v.numpy()
-           for k, v in out.items()}
-    threshold = finetuned.config.qa_na_threshold  # the command's: the directory's config
-    assert out["answer_text"] == finetuned.expected(threshold)
-    assert out["span_text"] == finetuned.expected()
-    assert "squad_start_top_index" in saved.signatures["token_ids"].structured_outputs
+  script = ("import sys, json, tensorflow as tf, tensorflow_text\n"
+            "assert not any(m.startswith('electra_tf2') for m in sys.modules)\n"
+            f"saved = tf.saved_model.load({path!r})\n"
+            "out = saved.signatures['serving_default']("
+            f"question=tf.constant({questions!r}), context=tf.constant({contexts!r}))\n"
+            "out = {k: [t.decode() if isinstance(t, bytes) else t.item() for t in v.numpy()]\n"
+            "       for k, v in out.items()}\n"
+            "out['raw'] = sorted(saved.signatures['token_ids'].structured_outputs)\n"
+            "print(json.dumps(out))\n")
+  result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env=dict(os.environ, PYTHONPATH=""), cwd=str(tmp_path), check=True)
+  out = json.loads(result.stdout.strip().splitlines()[-1])
+  threshold = finetuned.config.qa_na_threshold  # the command's: the directory's config
+  assert out["answer_text"] == finetuned.expected(threshold)
+  assert out["span_text"] == finetuned.expected()
   for key in ("answer_start", "answer_end"):
-    np.testing.assert_array_equal(out[key], finetuned.outputs[key])
+    assert out[key] == finetuned.outputs[key].tolist()
+  assert "squad_start_top_index" in out["raw"]
+
+
+def test_keras_page_question_answering_example_runs(finetuned, tmp_path, monkeypatch):
+  """docs/keras.md's QA example on run_finetuning.py's SQuAD 1.1 directory: its SavedModel
+  gives the runner's answers; its fit trains on a SQuAD file."""
+  if finetuned.name != "squadv1":
+    pytest.skip("one fine-tuned directory is enough")
+  with open(os.path.join(REPO_ROOT, "docs", "keras.md"), encoding="utf-8") as f:
+    example, = [block for block in re.findall(r"```python\n(.*?)```", f.read(), re.S)
+                if "QuestionAnswerer" in block]
+  monkeypatch.chdir(tmp_path)
+  os.symlink(finetuned.model_dir, "squad_model")
+  with open(shared_data_path("squad", FILES["squadv1"][0]), encoding="utf-8") as f:
+    data = json.load(f)
+  paragraphs = data["data"][0]["paragraphs"][:1]
+  with open("train.json", "w", encoding="utf-8") as f:
+    json.dump({"version": "1.1", "data": [{"title": "t", "paragraphs": paragraphs}]}, f)
+  namespace = {}
+  exec(compile(example, "docs/keras.md", "exec"), namespace)  # pylint: disable=exec-used
+  serve, answerer = namespace["serve"], namespace["answerer"]
+  out = serve(question=tf.constant(finetuned.inputs[0]), context=tf.constant(finetuned.inputs[1]))
+  assert [t.decode("utf-8") for t in out["answer_text"].numpy()] == finetuned.expected()
+  np.testing.assert_array_equal(out["answer_start"], finetuned.outputs["answer_start"])
+  steps = 2 * -(-len(paragraphs[0]["qas"]) // 32)
+  assert int(answerer.optimizer.iterations) == steps
 
 
 def test_one_fit_step_equals_the_runners_loss_on_the_same_batch(finetuned):
