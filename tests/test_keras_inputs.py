@@ -118,3 +118,11 @@ def test_bad_input_is_one_line_naming_the_argument(models, call, words):
   with pytest.raises(keras_data.InputDataError) as error:
     call(models)
   assert "\n" not in str(error.value) and words in str(error.value)
+
+
+def test_models_on_strings_never_compile_with_xla():
+  """Keras' jit_compile="auto" means XLA where there is a GPU; string ops cannot run there."""
+  model = classifier()
+  with pytest.warns(UserWarning, match="jit_compile"):
+    model.compile(optimizer="sgd", loss="mse", jit_compile=True)
+  assert model.jit_compile is False

@@ -165,6 +165,9 @@ def test_empty_contexts_and_invalid_utf8_have_no_windows_or_fit():
   words = windows.words.text.to_list()
   assert words[1] == [b"the", b"cat", "\ufffd".encode(), b"sat"]
   assert windows.words.starts.to_list()[1] == [0, 4, 8, 10]
+  # [CLS] who [SEP] the cat sat [SEP]: U+FFFD is a word without WordPieces
+  assert windows.features["input_ids"].numpy()[0, :7].tolist() == [
+      vocab.index(t) for t in ("[CLS]", "who", "[SEP]", "the", "cat", "sat", "[SEP]")]
   labels = qa_windows.answer_labels(windows, tokenizer, context, tf.constant([-1, 4, -1]),
-                                    tf.constant([-1, 7, -1]))
-  assert labels["start_positions"].numpy().tolist() == [labels["end_positions"].numpy()[0]]
+                                    tf.constant([-1, 7, -1]))  # "cat"
+  assert [int(labels[k][0]) for k in ("start_positions", "end_positions")] == [4, 4]

@@ -127,6 +127,9 @@ def test_export_command_writes_a_saved_model_of_the_runners_answers(finetuned, t
             "out = {k: [t.decode() if isinstance(t, bytes) else t.item() for t in v.numpy()]\n"
             "       for k, v in out.items()}\n"
             "out['raw'] = sorted(saved.signatures['token_ids'].structured_outputs)\n"
+            "pair = saved.signatures['text_pair'](text=tf.constant(['who?']), "
+            "text_b=tf.constant(['john']))\n"
+            "out['pair'] = pair['input_ids'].numpy().tolist()\n"
             "print(json.dumps(out))\n")
   result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           env=dict(os.environ, PYTHONPATH=""), cwd=str(tmp_path), check=True)
@@ -137,6 +140,7 @@ def test_export_command_writes_a_saved_model_of_the_runners_answers(finetuned, t
   for key in ("answer_start", "answer_end"):
     assert out[key] == finetuned.outputs[key].tolist()
   assert "squad_start_top_index" in out["raw"]
+  assert out["pair"] == [[101, 2040, 1029, 102, 2198, 102]]  # [CLS] who ? [SEP] john [SEP]
 
 
 def test_keras_page_question_answering_example_runs(finetuned, tmp_path, monkeypatch):

@@ -37,6 +37,7 @@ class TextInputs(keras.layers.Layer):
     self.max_seq_length = max_seq_length
     self.tokenizer = TokenizerModule(self.vocab, do_lower_case=self.do_lower_case)
     self.cls_id, self.sep_id = self.vocab.index("[CLS]"), self.vocab.index("[SEP]")
+    self.supports_jit = False  # string ops: Keras' jit_compile="auto" (XLA on GPUs) stays off
     self.built = True
 
   def call(self, text, text_b=None) -> Features:

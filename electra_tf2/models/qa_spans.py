@@ -7,16 +7,16 @@ finetune/qa/qa_metrics.py:90-269) for the answer it predicts:
    n_best_size best start and end logits without joint_prediction; a candidate is
    dropped when it starts at 0, starts or ends outside the window's document
    tokens, is not the max-context window of its start, ends before it starts or
-   is longer than max_answer_length WordPieces (qa_metrics.py:133-157);
+   is longer than max_answer_length WordPieces (qa_metrics.py:136-153);
 2. its score is the start log-prob plus the end log-prob (or the two logits),
    added in float64 as Python does; the answer is the best candidate over the
    question's windows, the first one (window, then i, then j) on ties, as the
-   official stable sort (qa_metrics.py:175-178). The n-best list below it only
+   official stable sort (qa_metrics.py:177-180). The n-best list below it only
    de-duplicates texts, so it never changes the answer;
 3. SQuAD 2.0: score_null is the minimum over windows of the answerability logit
    (or start_logits[0] + end_logits[0] without the classifier), at most 1e6; the
    null score difference is score_null, or score_null minus the best score
-   without the classifier (qa_metrics.py:121-128, 251-256).
+   without the classifier (qa_metrics.py:121-129, 252-258).
 
 A question without any valid candidate gets `found` False (the official code
 predicts the nonce text "empty" then).
@@ -29,7 +29,7 @@ from typing import Dict
 import tensorflow as tf
 
 Outputs = Dict[str, tf.Tensor]
-_NULL_START = 1000000.0  # qa_metrics.py:114
+_NULL_START = 1000000.0  # qa_metrics.py:111
 
 
 def candidates(outputs: Outputs, joint_prediction: bool, n_best_size: int):

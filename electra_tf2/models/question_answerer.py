@@ -249,15 +249,22 @@ class QuestionAnswerer(TextModel):
     return self((question, context), training=False)
 
   def extra_signatures(self) -> Dict[str, tf.types.experimental.GenericFunction]:
-    """`token_ids`: the head's raw outputs `<task>_<name>` per window of token ids (as
-    `electra export --kind finetuned` gave before)."""
-    spec = tf.TensorSpec([None, None], tf.int32)
-
-    def token_ids(input_ids, input_mask, segment_ids):
-      features = {"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids}
+    """`token_ids` and `text_pair`: the head's raw outputs `<task>_<name>` on token ids, or
+    on one `[CLS] question [SEP] context [SEP]` (BERT's pair truncation, no windows) with
+    the features it built: what `electra export --kind finetuned` gave a QA model before."""
+    def raw(features):
       outputs = self.head(self.encode(features), features)
       return {f"{self.head.task}_{k}": v for k, v in outputs.items()}
-    return {"token_ids": tf.function(token_ids, input_signature=[spec] * 3)}
+
+    def token_ids(input_ids, input_mask, segment_ids):
+      return raw({"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids})
+
+    def text_pair(text, text_b):
+      features = self.text_inputs(text, text_b)
+      return dict(raw(features), **features)
+    ids, texts = tf.TensorSpec([None, None], tf.int32), tf.TensorSpec([None], tf.string)
+    return {"token_ids": tf.function(token_ids, input_signature=[ids] * 3),
+            "text_pair": tf.function(text_pair, input_signature=[texts] * 2)}
 
   def read_rows(self, path: str) -> Tuple[List[List[str]], List[Dict[str, Any]]]:
     """JSON lines {"id", "question", "context"} -> rows and their ids."""

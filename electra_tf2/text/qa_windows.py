@@ -1,7 +1,7 @@
 """SQuAD windows in the graph: (question, context) strings -> the official QA features.
 
 TensorFlow ops for what electra_tf2/finetune/qa.py does in Python (official
-finetune/qa/qa_tasks.py:155-417 and qa_metrics.py:307-380), so that a SavedModel
+finetune/qa/qa_tasks.py:155-417 and qa_metrics.py:307-401), so that a SavedModel
 answers questions on raw strings:
 
 - `qa_windows`: the context is split on whitespace (" \\t\\r\\n" and U+202F, as
@@ -16,9 +16,9 @@ answers questions on raw strings:
 - `answer_labels`: the training labels of an answer's character span: its
   words, their WordPieces made tight as `_improve_answer_span`
   (qa_tasks.py:118-152), offset into each window that holds them, else 0/0
-  (qa_tasks.py:330-356);
+  (qa_tasks.py:277-291, 354-372);
 - `span_text`: a WordPiece span back to characters of the context, as
-  `get_final_text` (qa_metrics.py:307-380): the span's words joined by one
+  `get_final_text` (qa_metrics.py:307-401): the span's words joined by one
   space, the prediction found in their basic-tokenised text and cut out of
   them where the characters align one to one, else all the words.
 
@@ -109,7 +109,7 @@ def qa_windows(tokenizer: TokenizerModule, question: tf.Tensor, context: tf.Tens
 
   n_query = query.row_lengths()
   n_pieces = pieces.row_lengths()
-  per_window = max_seq_length - n_query - 3  # qa_tasks.py:294
+  per_window = max_seq_length - n_query - 3  # qa_tasks.py:293
   step = tf.minimum(per_window, doc_stride)
   n_windows = tf.where(n_pieces == 0, tf.zeros_like(n_pieces),
                        1 + tf.maximum(-((per_window - n_pieces) // step), 0))
@@ -174,7 +174,7 @@ def answer_labels(windows: Windows, tokenizer: TokenizerModule, context: tf.Tens
                   answer_start: tf.Tensor, answer_end: tf.Tensor) -> Dict[str, tf.Tensor]:
   """Training labels `[R]` of answers given as character spans [start, end) of the valid
   UTF-8 contexts `[batch]` (start < 0: no answer): int32 `start_positions`,
-  `end_positions` and `is_impossible`, as qa_tasks.py:271-356."""
+  `end_positions` and `is_impossible`, as qa_tasks.py:277-291 and 354-372."""
   answer_start, answer_end = tf.cast(answer_start, tf.int64), tf.cast(answer_end, tf.int64)
   impossible = answer_start < 0
   start_char = tf.maximum(answer_start, 0)
@@ -184,7 +184,7 @@ def answer_labels(windows: Windows, tokenizer: TokenizerModule, context: tf.Tens
   word_starts = windows.words.starts.to_tensor(_INT64_MAX)
   first_word = windows.words.text.row_starts()
 
-  def word_of(char):  # qa_tasks.py:183-190 char_to_word_offset, as a flat word index
+  def word_of(char):  # qa_tasks.py:173-185 char_to_word_offset, as a flat word index
     local = tf.searchsorted(word_starts, char[:, tf.newaxis], side="right",
                             out_type=tf.int64)[:, 0] - 1
     return first_word + tf.maximum(local, 0)
@@ -232,19 +232,18 @@ def span_text(windows: Windows, vocab: tf.Tensor, row: tf.Tensor, start: tf.Tens
 
   vocab: the WordPiece strings in id order (to rebuild the predicted text).
   """
-  length = windows.features["input_ids"].shape[1] or tf.shape(windows.features["input_ids"])[1]
   flat = lambda t: tf.reshape(t, [-1])
   row, start, end = (tf.cast(t, tf.int64) for t in (row, start, end))
-  ids = tf.gather(flat(windows.features["input_ids"]),
-                  tf.ragged.range(row * length + start, row * length + end + 1))
+  at = row * windows.features["input_ids"].shape[1]  # flat index of the row's first token
+  ids = tf.gather(flat(windows.features["input_ids"]), tf.ragged.range(at + start, at + end + 1))
   pred = tf.strings.reduce_join(tf.gather(vocab, ids), axis=1, separator=" ")
-  for pattern, rewrite in ((" ##", ""), ("##", ""), (r"\s+", " ")):  # qa_metrics.py:215-222
+  for pattern, rewrite in ((" ##", ""), ("##", ""), (r"\s+", " ")):  # qa_metrics.py:200-206
     pred = tf.strings.regex_replace(pred, pattern, rewrite)
   pred = tf.strings.strip(pred)
-  example = tf.gather(windows.example, row)
-  first_word = tf.gather(windows.words.text.row_starts(), example)
-  words = tf.ragged.range(first_word + tf.gather(flat(windows.token_word), row * length + start),
-                          first_word + tf.gather(flat(windows.token_word), row * length + end) + 1)
+  first_word = tf.gather(windows.words.text.row_starts(), tf.gather(windows.example, row))
+  token_word = flat(windows.token_word)
+  words = tf.ragged.range(first_word + tf.gather(token_word, at + start),
+                          first_word + tf.gather(token_word, at + end) + 1)
   orig = tf.strings.reduce_join(tf.gather(windows.words.text.flat_values, words), axis=1,
                                 separator=" ")
   tokenized = tf.strings.reduce_join(basic_split_graph(orig, do_lower_case, strip_accents),
@@ -252,20 +251,24 @@ def span_text(windows: Windows, vocab: tf.Tensor, row: tf.Tensor, start: tf.Tens
   found, orig_start, orig_end = _align(pred, orig, tokenized)
   text = tf.where(found, tf.strings.substr(orig, orig_start, orig_end + 1 - orig_start,
                                            unit="UTF8_CHAR"), orig)
-  # orig's character i -> the context's: its word's start plus i minus the word's place in orig.
-  word_starts = tf.gather(windows.words.starts.flat_values, words)
-  word_lengths = tf.gather(windows.words.ends.flat_values, words) - word_starts
-  in_orig = _exclusive_cumsum(word_lengths + 1)
-
-  word_in_orig = in_orig.to_tensor(_INT64_MAX)
-
-  def to_context(i):
-    at = in_orig.row_starts() + tf.searchsorted(word_in_orig, i[:, tf.newaxis], side="right",
-                                                out_type=tf.int64)[:, 0] - 1
-    return tf.gather(word_starts.flat_values, at) + i - tf.gather(in_orig.flat_values, at)
   orig_end = tf.where(found, orig_end,
                       tf.cast(tf.strings.length(orig, unit="UTF8_CHAR"), tf.int64) - 1)
+  to_context = _context_offset(windows.words, words)
   return text, to_context(tf.where(found, orig_start, 0)), to_context(orig_end) + 1
+
+
+def _context_offset(words: Words, span: tf.RaggedTensor):
+  """The function: a character of the span's words joined by spaces `[n]` -> the same
+  character of the context: its word's start plus its place in the word."""
+  starts = tf.gather(words.starts.flat_values, span)
+  in_joined = _exclusive_cumsum(tf.gather(words.ends.flat_values, span) - starts + 1)
+  table = in_joined.to_tensor(_INT64_MAX)
+
+  def offset(i):
+    at = in_joined.row_starts() + tf.searchsorted(table, i[:, tf.newaxis], side="right",
+                                                  out_type=tf.int64)[:, 0] - 1
+    return tf.gather(starts.flat_values, at) + i - tf.gather(in_joined.flat_values, at)
+  return offset
 
 
 def _exclusive_cumsum(values: tf.RaggedTensor) -> tf.RaggedTensor:
@@ -276,7 +279,7 @@ def _exclusive_cumsum(values: tf.RaggedTensor) -> tf.RaggedTensor:
 
 
 def _align(pred: tf.Tensor, orig: tf.Tensor, tokenized: tf.Tensor):
-  """get_final_text's alignment (qa_metrics.py:344-378) `[n]`: whether it holds, and the
+  """get_final_text's alignment (qa_metrics.py:353-399) `[n]`: whether it holds, and the
   first and last code point of `pred` in `orig`.
 
   pred is looked for in the basic-tokenised text (first occurrence, as str.find); the
