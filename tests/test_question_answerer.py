@@ -325,3 +325,14 @@ def test_bad_input_is_one_line(hf_answerer):
     with pytest.raises(electra_tf2.ElectraError) as error:
       call()
     assert "\n" not in str(error.value) and words in str(error.value)
+
+
+def test_contexts_without_words_have_no_answer(hf_answerer):
+  """No window, no span: "" (the official code would write its nonce "empty"); invalid
+  UTF-8 is read as U+FFFD, whose offsets the answer's count in."""
+  _, model, _ = hf_answerer
+  out = model((tf.constant(["who?", "who?", "who?"]),
+               tf.constant([b"", b" \n\t", b"\xff\xfe paris"])))  # eager: no graph to trace
+  assert [t.decode() for t in out["span_text"].numpy()] == ["", "", "paris"]
+  assert out["is_impossible"].numpy()[:2].all() and out["score"].numpy()[:2].tolist() == [0, 0]
+  assert out["answer_start"].numpy()[2] == 3 and out["answer_end"].numpy()[2] == 8

@@ -32,8 +32,7 @@ class InputDataError(ElectraError, ValueError):
 
 def bind(method: Callable, args: Sequence[Any], kwargs: Dict[str, Any]) -> Dict[str, Any]:
   """The arguments of a call to the Keras `method` (fit, evaluate, predict) by name."""
-  arguments = inspect.signature(method).bind_partial(None, *args, **kwargs).arguments
-  arguments = dict(arguments)
+  arguments = dict(inspect.signature(method).bind_partial(None, *args, **kwargs).arguments)
   arguments.pop(next(iter(arguments)))  # self
   arguments.update(arguments.pop("kwargs", {}))
   return arguments
@@ -67,7 +66,7 @@ def convert(x, y, sample_weight, n_texts: Tuple[int, ...],
   if y is not None:
     y = prepare_labels(y, names["y"], x)
     _check_rows(y, rows, names["y"], names["x"])
-  if sample_weight is not None and not _passes(sample_weight):
+  if sample_weight is not None:
     sample_weight = numbers(sample_weight, names["sample_weight"])
     _check_rows(sample_weight, rows, names["sample_weight"], names["x"])
   return x, y, sample_weight

@@ -89,7 +89,8 @@ class QuestionAnswerer(TextModel):
   >>> context = "John  ate the cake."
   >>> out = model.predict((["Who ate the cake?"], [context]), verbose=0)
   >>> sorted(out)
-  ['answer_end', 'answer_start', 'answer_text', 'is_impossible', 'null_score_diff', 'score', 'span_text']
+  ['answer_end', 'answer_start', 'answer_text', 'is_impossible', 'null_score_diff', 'score',
+   'span_text']
   >>> start, end = out["answer_start"][0], out["answer_end"][0]
   >>> " ".join(context[start:end].split()) == out["span_text"][0]
   True

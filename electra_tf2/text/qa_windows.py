@@ -262,12 +262,13 @@ def _context_offset(words: Words, span: tf.RaggedTensor):
   character of the context: its word's start plus its place in the word."""
   starts = tf.gather(words.starts.flat_values, span)
   in_joined = _exclusive_cumsum(tf.gather(words.ends.flat_values, span) - starts + 1)
-  table = in_joined.to_tensor(_INT64_MAX)
+  rows = in_joined.value_rowids()
 
   def offset(i):
-    at = in_joined.row_starts() + tf.searchsorted(table, i[:, tf.newaxis], side="right",
-                                                  out_type=tf.int64)[:, 0] - 1
-    return tf.gather(starts.flat_values, at) + i - tf.gather(in_joined.flat_values, at)
+    words_before = tf.math.unsorted_segment_sum(
+        tf.cast(in_joined.flat_values <= tf.gather(i, rows), tf.int64), rows, tf.size(i, tf.int64))
+    at = in_joined.row_starts() + words_before - 1  # i's word
+    return _gather_or_zero(starts.flat_values, at) + i - _gather_or_zero(in_joined.flat_values, at)
   return offset
 
 
