@@ -140,7 +140,7 @@ def profile(results: Results) -> List[str]:
     return []
   p = prof[0]
   out = ["## Where the step goes", "",
-         f"{p['model']} length {p['seq_len']} batch {p['batch']}, {p['precision']}"
+         f"{model_label(p)} length {p['seq_len']} batch {p['batch']}, {p['precision']}"
          f"{' + XLA' if p['jit_compile'] else ''}: {p['step_ms']:.2f} ms per step untraced "
          f"({p['traced_step_ms']:.2f} traced)."]
   for plane, lines in p["device_lines"].items():
