@@ -48,17 +48,24 @@ if [ -n "$dry" ]; then
     ${RESUME:+--resume "$RESUME"} "$@"
 fi
 
-# The device machine has no registry: packages it lacks come as carried wheels.
-{
+# The device machine has no registry: packages it lacks come as carried wheels, after
+# the image's own on the path.
+install() {
   echo "python: $("$PYTHON" --version 2>&1) at $(command -v "$PYTHON")"
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
   if compgen -G ".gpu/wheels/*.whl" > /dev/null; then
     "$PYTHON" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-      --target /tmp/electra_site .gpu/wheels/*.whl
+      --target /tmp/electra_site .gpu/wheels/*.whl || return 1
     echo "installed $(ls .gpu/wheels | wc -l) carried wheels into /tmp/electra_site"
   fi
-} > "$OUT/install.log" 2>&1
-[ -d /tmp/electra_site ] && export PYTHONPATH="$PYTHONPATH:/tmp/electra_site"
+}
+if ! install > "$OUT/install.log" 2>&1; then
+  cat "$OUT/install.log"
+  echo "error: installing the carried wheels (.gpu/wheels, made for Python 3.12) failed:" \
+       "see above" >&2
+  exit 3
+fi
+if [ -d /tmp/electra_site ]; then export PYTHONPATH="$PYTHONPATH:/tmp/electra_site"; fi
 check='import sys, tensorflow as tf
 gpus = tf.config.list_physical_devices("GPU")
 print("tensorflow", tf.__version__, "GPUs:", gpus)
