@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib.util
 import json
 import os
 import subprocess
@@ -69,7 +70,7 @@ GPU = Sizes(
     numerics={"model": "electra_small", "hparams": {}, "steps": 300, "log_every": 10},
     study_flags=[],
     finetune={"model_size": "base", "hparams": {}, "seq_len": 384, "batch_size": 32},
-    inference_flags=["--batch-sizes", "1,32"])
+    inference_flags=["--models", "electra_small,electra_base", "--batch-size", 32])
 DRY_MODEL = {"debug": True}
 DRY = Sizes(
     pretrain=[("base128", "electra_base", DRY_MODEL, 32, 8),
@@ -83,22 +84,25 @@ DRY = Sizes(
     study_flags=["--max-seq-length", "32", "--budget", "2e10", "--pretrain-hparams",
                  json.dumps({**DRY_MODEL, "train_batch_size": 4, "iterations_per_loop": 2})],
     finetune={"model_size": "small", "hparams": DRY_MODEL, "seq_len": 128, "batch_size": 2},
-    inference_flags=["--batch-sizes", "1"])
+    inference_flags=["--models", "electra_small", "--batch-size", 4, "--rounds", 1,
+                     "--latency-texts", 4, "--throughput-texts", 8])
 
 
 @dataclasses.dataclass
 class Item:
-  """One measurement: a bench script, run with `--json FILE` (read back as its result)
-  or, with json False, whatever `reader` returns after it (else its output's end)."""
+  """One measurement: a bench script, run with `json_flag FILE` (read back as its result)
+  or, with json_flag None, whatever `reader` returns after it."""
   key: str
   command: List[str]
-  json: bool = True
+  json_flag: Optional[str] = "--json"
   reader: Optional[Callable[[], List[Dict[str, Any]]]] = None
+  keep_output: bool = False  # the record keeps the end of the output (tables it prints)
   min_seconds: float = 60.0  # not started with less time left
   time_flag: Optional[str] = None  # gets the minutes left, less `reserve` seconds
   reserve: float = 0.0
   ok_codes: tuple = (0,)
   needs: Optional[str] = None  # a file the item reads, made by `prepare`
+  needs_module: Optional[str] = None  # a module it imports that may not be installed
 
 
 def python(script: str, *flags: Any) -> List[str]:
@@ -137,7 +141,7 @@ def study_item(sizes: Sizes, work_dir: str, dry: bool) -> Item:
   return Item("study/paper-small", python(
       "pretraining_study.py", "--preset", "paper-small", "--work-dir", work_dir,
       "--stages", "pretrain", "--objectives", "electra_0.25", *sizes.study_flags),
-      json=False, reader=lambda: study_summaries(work_dir),
+      json_flag=None, reader=lambda: study_summaries(work_dir),
       min_seconds=60 if dry else 180, time_flag="--time-limit", reserve=20 if dry else 120,
       ok_codes=(0, 3), needs=os.path.join(work_dir, "vocab.txt"))
 
@@ -173,7 +177,8 @@ def items(sizes: Sizes, data_dir: str, peak: Optional[float], dry: bool) -> List
       "--batch-size", batch, "--seq-len", length, "--steps", 3, "--top", 15,
       "--mixed-precision", "mixed_bfloat16", "--jit-compile"))
   inference = Item("inference/savedmodel", python("inference_throughput.py",
-                                                  *sizes.inference_flags), json=False)
+                                                  *sizes.inference_flags),
+                   json_flag="--output", keep_output=True, needs_module="tensorflow_text")
   return ([Item("env", python("gpu_env.py"), min_seconds=10)]
           + list(pretrain_items(sizes, peak)) + [profile]
           + list(finetune_items(sizes)) + list(numerics_items(sizes, data_dir))
@@ -204,6 +209,8 @@ def skip_reason(item: Item, remaining: float) -> Optional[str]:
   script = item.command[1]
   if not os.path.exists(script):
     return f"{os.path.relpath(script, common.REPO)} is not in this tree"
+  if item.needs_module and importlib.util.find_spec(item.needs_module) is None:
+    return f"{item.needs_module} is not installed"
   if item.needs and not os.path.exists(item.needs):
     return (f"no {item.needs}: run `bash scripts/gpu_run.sh prepare` before the call and "
             "carry .gpu")
@@ -221,7 +228,7 @@ def run_item(item: Item, remaining: float, log_path: str, env: Dict[str, str]
   with tempfile.TemporaryDirectory() as tmp:
     command = list(item.command)
     result_file = os.path.join(tmp, "result.json")
-    command += ["--json", result_file] if item.json else []
+    command += [item.json_flag, result_file] if item.json_flag else []
     if item.time_flag:
       command += [item.time_flag, f"{max(0.5, (remaining - item.reserve) / 60):.2f}"]
     output = os.path.join(tmp, "output.txt")
@@ -242,7 +249,7 @@ def run_item(item: Item, remaining: float, log_path: str, env: Dict[str, str]
     status = "ok" if code in item.ok_codes else ("timeout" if code == "timeout" else "failed")
     record = {"key": item.key, "status": status, "returncode": code,
               "seconds": round(time.time() - start, 1), "data": item_data(item, result_file)}
-    if status != "ok" or not record["data"]:
+    if status != "ok" or not record["data"] or item.keep_output:
       record["output_tail"] = lines[-40:]
     return record
 
@@ -250,7 +257,7 @@ def run_item(item: Item, remaining: float, log_path: str, env: Dict[str, str]
 def item_data(item: Item, result_file: str) -> List[Dict[str, Any]]:
   if item.reader:
     return item.reader()
-  return gpu_report.read_records(result_file) if item.json and os.path.exists(result_file) else []
+  return gpu_report.read_records(result_file) if os.path.exists(result_file) else []
 
 
 def gpu_name() -> Optional[str]:
