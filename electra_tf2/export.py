@@ -17,16 +17,18 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
-from typing import Callable, Dict, Optional, Sequence, Tuple
+from typing import Callable, Dict, Optional, Sequence
 
 
 import tensorflow as tf
 
 from electra_tf2 import model_directory, vocab as vocab_lib
+from electra_tf2.checkpoints import describe as describe_lib
 from electra_tf2.scoring import graph as scoring_graph
 from electra_tf2.atomic_io import atomic_directory
 from electra_tf2.errors import ElectraError, command
 from electra_tf2.run_lock import hold
+from electra_tf2.text.packing import TextFeaturizer
 
 KINDS = ("encoder", "discriminator", "finetuned")
 _IDS = tf.TensorSpec([None, None], tf.int32)
@@ -35,37 +37,6 @@ _TEXT = tf.TensorSpec([None], tf.string)
 
 class ExportError(ElectraError, ValueError):
   """A model or option that cannot be exported as asked."""
-
-
-def truncated_pair_lengths(len_a, len_b, budget) -> Tuple:
-  """Lengths BERT's `_truncate_seq_pair` leaves: tensors (or numbers) in, same out.
-
-  It pops from the longer sequence (from b on a tie) while len_a + len_b >
-  budget, so the shorter keeps its length when it fits in half the budget and
-  otherwise a gets ceil(budget / 2) and b floor(budget / 2).
-  """
-  half_up = budget - budget // 2
-  half_down = budget // 2
-  new_a = tf.minimum(len_a, tf.maximum(budget - len_b, half_up))
-  new_b = tf.minimum(len_b, tf.maximum(budget - len_a, half_down))
-  return new_a, new_b
-
-
-def keep_first(ragged: tf.RaggedTensor, lengths: tf.Tensor) -> tf.RaggedTensor:
-  """The first `lengths[i]` items of row i."""
-  positions = tf.ragged.range(ragged.row_lengths())
-  return tf.ragged.boolean_mask(ragged, positions < tf.expand_dims(lengths, 1))
-
-
-def bert_features(segments, cls_id: int, sep_id: int) -> Dict[str, tf.Tensor]:
-  """Ragged WordPiece ids per segment -> `[CLS] a [SEP] (b [SEP])`, padded int32
-  `input_ids`, `input_mask`, `segment_ids` `[batch, longest row]`."""
-  import tensorflow_text as tft
-  ids, segment_ids = tft.combine_segments(segments, start_of_sequence_id=cls_id,
-                                          end_of_segment_id=sep_id)
-  return {"input_ids": tf.cast(ids.to_tensor(), tf.int32),
-          "input_mask": tf.ones_like(ids, tf.int32).to_tensor(),
-          "segment_ids": tf.cast(segment_ids.to_tensor(), tf.int32)}
 
 
 class ServingModule(tf.Module):
@@ -96,57 +67,41 @@ class ServingModule(tf.Module):
     self._predict = predict
     self._variables = [v.value for v in variables]
     self.token_ids = tf.function(predict, input_signature=[_IDS] * 3)
-    self.tokenizer = None
+    self.featurizer = None
     if vocab_file is None:
       return
-    from electra_tf2.tokenization import TokenizerModule  # imports tensorflow_text
     if max_seq_length < 3:
       raise ExportError(f"max_seq_length must be >= 3 for text pairs, got {max_seq_length}")
     vocab = vocab_lib.load_vocab(vocab_file)
-    tokens = sorted(vocab, key=vocab.get)
-    self.tokenizer = TokenizerModule(tokens, do_lower_case=do_lower_case)
+    self.featurizer = TextFeaturizer(sorted(vocab, key=vocab.get), do_lower_case,
+                                     max_seq_length)
     self.vocab_file = tf.saved_model.Asset(vocab_file)
-    self._max_seq_length = max_seq_length
-    self._cls_id, self._sep_id = vocab["[CLS]"], vocab["[SEP]"]
-    self.text = tf.function(self._predict_text, input_signature=[_TEXT])
-    self.text_pair = tf.function(self._predict_text_pair, input_signature=[_TEXT, _TEXT])
+    self.text = tf.function(lambda text: self._with_features(self.featurizer.single(text)),
+                            input_signature=[_TEXT])
+    self.text_pair = tf.function(
+        lambda text, text_b: self._with_features(self.featurizer.pair(text, text_b)),
+        input_signature=[_TEXT, _TEXT])
     self.score = None
     if score_logits is not None:
       stride = scoring_graph.check_stride(max_seq_length, window_stride)
       self.window_stride = stride
       self.score = tf.function(
-          lambda text: scoring_graph.score_text_graph(self.tokenizer, score_logits, text,
-                                                      max_seq_length, stride, self._cls_id,
-                                                      self._sep_id),
+          lambda text: scoring_graph.score_text_graph(self.featurizer, score_logits, text,
+                                                      stride),
           input_signature=[_TEXT])
       settings = {"max_seq_length": max_seq_length, "window_stride": stride,
                   "do_lower_case": bool(do_lower_case)}
       self.score_settings = tf.function(
           lambda: {k: tf.constant(v) for k, v in settings.items()}, input_signature=[])
 
-  def _features(self, segments) -> Dict[str, tf.Tensor]:
-    return bert_features(segments, self._cls_id, self._sep_id)
-
   def _with_features(self, features: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
     outputs = dict(self._predict(**features))
     outputs.update(features)
     return outputs
 
-  def _predict_text(self, text):
-    ids = self.tokenizer.tokenize_to_ids(text)
-    return self._with_features(self._features([ids[:, :self._max_seq_length - 2]]))
-
-  def _predict_text_pair(self, text, text_b):
-    ids_a = self.tokenizer.tokenize_to_ids(text)
-    ids_b = self.tokenizer.tokenize_to_ids(text_b)
-    len_a, len_b = truncated_pair_lengths(ids_a.row_lengths(), ids_b.row_lengths(),
-                                          tf.constant(self._max_seq_length - 3, tf.int64))
-    return self._with_features(self._features([keep_first(ids_a, len_a),
-                                               keep_first(ids_b, len_b)]))
-
   def signatures(self) -> Dict[str, tf.types.experimental.ConcreteFunction]:
     functions = {"token_ids": self.token_ids.get_concrete_function()}
-    if self.tokenizer is not None:
+    if self.featurizer is not None:
       functions["text"] = self.text.get_concrete_function()
       functions["text_pair"] = self.text_pair.get_concrete_function()
       if self.score is not None:
@@ -244,29 +199,33 @@ def serving_module(model, kind: str, vocab_file: Optional[str] = None,
 
 
 def _load(model_dir: str, kind: Optional[str], checkpoint_path: Optional[str]):
-  """`(model, kind, vocab_file, do_lower_case, max_seq_length, config)` of a model directory
-  (config: the fine-tuning config, None for a pre-trained model)."""
-  from electra_tf2 import convert
+  """`(model, kind, vocab_file, do_lower_case, max_seq_length, finetuned)` of a model
+  directory; finetuned: a fine-tuned model's `(Description, FinetuningConfig)`, else None."""
+  found = describe_lib.describe(model_dir)
+  if found.kind not in ("pretrained", "finetuned"):
+    raise ExportError(f"--model-dir {model_dir} is {describe_lib.KIND_NAMES[found.kind]}: export "
+                      "takes our model directories (electra convert to-tf2, to-tf2-finetuned or "
+                      "from-hf writes one)")
   if kind is None:
-    kind = "finetuned" if convert.is_finetuned_model_dir(model_dir) else "discriminator"
+    kind = "finetuned" if found.kind == "finetuned" else "discriminator"
   if kind == "finetuned":
-    from electra_tf2.finetune import model as finetune_model
-    model, config = finetune_model.load_finetuned_model(model_dir, checkpoint_path)
-    # Chunking always lowercases (official quirk), whatever do_lower_case says.
-    lower = config.do_lower_case or config.task_names == ["chunk"]
-    vocab_file = config.vocab_file if tf.io.gfile.exists(config.vocab_file) else None
-    return model, kind, vocab_file, lower, config.max_seq_length, config
-  config = model_directory.load_pretraining_config(model_dir)
-  model = model_directory.restore_pretrainer(model_dir, checkpoint_path, config)
-  return (model, kind, model_directory.find_vocab(model_dir, config), config.do_lower_case,
-          config.max_seq_length, None)
+    from electra_tf2.finetune import model as finetune_model  # pylint: disable=g-import-not-at-top
+    model, config = finetune_model.load_finetuned_model(found.model_dir,
+                                                        checkpoint_path or found.checkpoint)
+    return (model, kind, found.vocab_file, found.do_lower_case, config.max_seq_length,
+            (found, config))
+  config = found.pretraining_config
+  model = model_directory.restore_pretrainer(found.model_dir, checkpoint_path or found.checkpoint,
+                                             config)
+  return model, kind, found.vocab_file, found.do_lower_case, config.max_seq_length, None
 
 
-def _question_answerer(model_dir: str, model, config, vocab_file: str, do_lower_case: bool,
+def _question_answerer(finetuned, model, vocab_file: str, do_lower_case: bool,
                        max_seq_length: Optional[int]):
   """The `QuestionAnswerer` of a loaded fine-tuned QA model (SQuAD, MRQA)."""
-  from electra_tf2.models import question_answerer, sources
-  source = dataclasses.replace(sources.finetuned_source(model_dir, model, config),
+  from electra_tf2.checkpoints import source as source_lib  # pylint: disable=g-import-not-at-top
+  from electra_tf2.models import question_answerer  # pylint: disable=g-import-not-at-top
+  source = dataclasses.replace(source_lib.finetuned_source(*finetuned, model),
                                vocab_file=vocab_file, do_lower_case=do_lower_case)
   options = {} if max_seq_length is None else {"max_seq_length": max_seq_length}
   answerer = question_answerer.QuestionAnswerer.from_source(source, **options)
@@ -299,16 +258,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   parser.add_argument("--no-text-signatures", dest="text", action="store_false",
                       help="only the token_ids signature: no tensorflow-text op in the model")
   args = parser.parse_args(argv)
-  model, kind, vocab_file, lower, max_seq_length, config = _load(args.model_dir, args.kind,
-                                                                 args.checkpoint)
+  model, kind, vocab_file, lower, max_seq_length, finetuned = _load(args.model_dir, args.kind,
+                                                                    args.checkpoint)
   vocab_file = args.vocab_file or vocab_file
   if args.text and vocab_file is None:
     raise ExportError("the text signatures need the vocabulary: pass --vocab-file (or "
                       "--no-text-signatures)")
   lower = lower if args.do_lower_case is None else args.do_lower_case
   if kind == "finetuned" and args.text and any(spec["kind"] == "qa" for spec in model.head_specs):
-    answerer = _question_answerer(args.model_dir, model, config, vocab_file, lower,
-                                  args.max_seq_length)
+    answerer = _question_answerer(finetuned, model, vocab_file, lower, args.max_seq_length)
     with hold(args.output_dir):
       ServingModule.check_output(args.output_dir)
       answerer.export_saved_model(args.output_dir)

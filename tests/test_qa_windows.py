@@ -13,9 +13,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from electra_tf2.finetune import qa, qa_decoding
+from electra_tf2.finetune import qa_decoding
 from electra_tf2.text import qa_windows
-from electra_tf2.tokenization import TokenizerModule
+from electra_tf2.text.windows import split_context
+from electra_tf2.text.tokenizer import TokenizerModule
 from tests.conftest import shared_data_path
 from tests.fixtures import WORD_VOCAB, make_config, make_tasks
 
@@ -147,7 +148,7 @@ def test_span_text_equals_get_final_text_on_every_short_span(tmp_path):
   assert got == expected
   # The offsets are the answer's characters: equal up to the whitespace between words.
   spans = [TRICKY[a:b] for a, b in zip(first.numpy(), last.numpy())]
-  assert [" ".join(qa.split_context(s)[0]) for s in spans] == expected
+  assert [" ".join(split_context(s)[0]) for s in spans] == expected
   # cut out of words where the characters align; the whole words where they do not (the
   # combining accent: "cafe\u0301s," is one character longer than its tokens "cafes ,").
   assert {"Café", "1895-1943", "Smith", "\u200bparis", "cafe\u0301s,"} <= set(expected)

@@ -25,7 +25,9 @@ import torch  # noqa: E402
 import electra_tf2  # noqa: E402
 from electra_tf2 import export  # noqa: E402
 from electra_tf2.finetune import model as finetune_model, qa, qa_decoding, runner  # noqa: E402
-from electra_tf2.models import question_answerer, sources  # noqa: E402
+from electra_tf2.checkpoints import source as sources  # noqa: E402
+from electra_tf2.models import question_answerer  # noqa: E402
+from electra_tf2.text.windows import split_context  # noqa: E402
 from tests.conftest import REPO_ROOT, shared_data_path  # noqa: E402
 from tests.fixtures import make_config, make_tasks  # noqa: E402
 
@@ -83,7 +85,7 @@ def finetuned(request, tmp_path_factory):
 
 def in_overlap(task, example, char: int) -> bool:
   """Whether the word at character `char` of the context lies in two windows."""
-  _, char_to_word = qa.split_context(example.context)
+  _, char_to_word = split_context(example.context)
   features = task.featurize(example, False, for_eval=True)
   word = char_to_word[char]
   return sum(word in f[f"{task.name}_token_to_orig_map"].values() for f in features) >= 2

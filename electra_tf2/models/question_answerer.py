@@ -43,7 +43,8 @@ import tensorflow as tf
 from electra_tf2.errors import ElectraError
 from electra_tf2.finetune import qa as qa_task
 from electra_tf2.finetune.heads import QAHead
-from electra_tf2.models import keras_data, qa_spans, sources
+from electra_tf2.checkpoints import source as sources
+from electra_tf2.models import keras_data, qa_spans
 from electra_tf2.models.text_model import TextModel, VariableMap
 from electra_tf2.text import qa_windows
 
@@ -128,7 +129,7 @@ class QuestionAnswerer(TextModel):
 
   def windows(self, question: tf.Tensor, context: tf.Tensor) -> qa_windows.Windows:
     """The official windows of valid UTF-8 questions and contexts `[batch]`."""
-    inputs = self.text_inputs
+    inputs = self.text_inputs.featurizer
     return qa_windows.qa_windows(inputs.tokenizer, question, context, self.max_seq_length,
                                  self.max_query_length, self.doc_stride, inputs.cls_id,
                                  inputs.sep_id)
@@ -151,7 +152,7 @@ class QuestionAnswerer(TextModel):
     text, start, end = qa_windows.span_text(
         windows, tf.constant(self.text_inputs.vocab), *(tf.gather(best[k], found)
                                                        for k in ("row", "start", "end")),
-        self.text_inputs.do_lower_case, self.text_inputs.tokenizer.strip_accents)
+        self.text_inputs.do_lower_case, self.text_inputs.featurizer.tokenizer.strip_accents)
     shape = tf.shape(best["found"], out_type=tf.int64)
     scatter = lambda values: tf.scatter_nd(found[:, tf.newaxis], values, shape)
     span, score = scatter(text), best["start_score"] + best["end_score"]
@@ -170,7 +171,7 @@ class QuestionAnswerer(TextModel):
     question, context = (qa_windows.valid_utf8(tf.reshape(t, [-1])) for t in x)
     answer_start, answer_end = (tf.reshape(t, [-1]) for t in y)
     windows = self.windows(question, context)
-    labels = qa_windows.answer_labels(windows, self.text_inputs.tokenizer, context,
+    labels = qa_windows.answer_labels(windows, self.text_inputs.featurizer.tokenizer, context,
                                       answer_start, answer_end)
     task = self.head.task
     features = dict(windows.features, **{f"{task}_{k}": v for k, v in labels.items()})

@@ -33,7 +33,7 @@ from typing import Dict, NamedTuple
 import tensorflow as tf
 import tensorflow_text as tft
 
-from electra_tf2.tokenization import TokenizerModule, basic_split_graph
+from electra_tf2.text.tokenizer import TokenizerModule, basic_split_graph
 
 # qa_tasks.py:155-159 `is_whitespace`: the context's word separators.
 _WHITESPACE = r"[ \t\r\n\x{202F}]+"
