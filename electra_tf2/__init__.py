@@ -38,6 +38,8 @@ _EXPORTS = {
     "Discriminator": "electra_tf2.models.discriminator",
     "TextClassifier": "electra_tf2.models.text_classifier",
     "TokenClassifier": "electra_tf2.models.token_classifier",
+    "QuestionAnswerer": "electra_tf2.models.question_answerer",
+    "squad_dataset": "electra_tf2.models.question_answerer",
     # scoring text
     "TextScorer": "electra_tf2.scoring.scorer",
     # errors

@@ -28,6 +28,7 @@ from electra_tf2.atomic_io import atomic_directory, write_text_atomic
 from electra_tf2.encoder_config import BertConfig
 from electra_tf2.layers.text_inputs import TextInputs
 from electra_tf2.checkpoints import source as sources
+from electra_tf2.models import keras_data
 from electra_tf2.networks.encoder import Encoder
 
 VariableMap = Dict[str, keras.Variable]
@@ -128,9 +129,35 @@ class TextModel(keras.Model):
     model.load_source(source, strict)
     return model
 
-  def predict(self, x, *args, **kwargs):
-    """Keras' predict; also takes Python lists of strings (and tuples of them, for pairs)."""
-    return super().predict(_strings_to_tensors(x), *args, **kwargs)
+  # -- what fit, evaluate and predict take -------------------------------------
+
+  def text_columns(self) -> Tuple[int, ...]:
+    """How many texts a row of x may have (1; a TextClassifier also 2)."""
+    return (1,)
+
+  def prepare_labels(self, y, name: str, x):
+    """y as Keras reads it: lists (or dicts of them, for named outputs) as numpy arrays."""
+    del x
+    if isinstance(y, dict):
+      return {key: keras_data.numbers(value, f"{name}[{key!r}]") for key, value in y.items()}
+    return keras_data.numbers(y, name)
+
+  def _keras_arguments(self, method, args, kwargs) -> Dict[str, Any]:
+    return keras_data.keras_arguments(keras_data.bind(method, args, kwargs),
+                                      self.text_columns(), self.prepare_labels)
+
+  def fit(self, *args, **kwargs):
+    """Keras' fit; x, y, sample_weight and validation_data may also be Python lists and
+    numpy arrays of strings (a tuple of two for pairs; models/keras_data.py)."""
+    return super().fit(**self._keras_arguments(keras.Model.fit, args, kwargs))
+
+  def evaluate(self, *args, **kwargs):
+    """Keras' evaluate, on the same inputs as `fit`."""
+    return super().evaluate(**self._keras_arguments(keras.Model.evaluate, args, kwargs))
+
+  def predict(self, *args, **kwargs):
+    """Keras' predict, on the same inputs as `fit`."""
+    return super().predict(**self._keras_arguments(keras.Model.predict, args, kwargs))
 
   # -- the official recipe ---------------------------------------------------
 
@@ -169,15 +196,19 @@ class TextModel(keras.Model):
     outputs = self(texts if len(texts) > 1 else texts[0], training=False)
     return outputs if isinstance(outputs, dict) else {"outputs": outputs}
 
-  def serving_inputs(self) -> int:
-    """How many tf.string tensors the serving function takes."""
-    return 1
+  def serving_inputs(self) -> Tuple[str, ...]:
+    """The names of the tf.string `[batch]` tensors `serve` takes."""
+    return ("text",)
+
+  def extra_signatures(self) -> Dict[str, Any]:
+    """tf.functions the SavedModel also has as signatures, by name (none here)."""
+    return {}
 
   def export_saved_model(self, path: str) -> str:
     """Writes a SavedModel whose `serving_default` takes raw strings; returns `path`.
 
-    Its inputs are `text` (and `text_b` for a TextClassifier with text_pairs),
-    tf.string `[batch]`; its outputs the model's `serve` dict.
+    Its inputs are `serving_inputs()` (`text`, and `text_b` for a TextClassifier
+    with text_pairs), tf.string `[batch]`; its outputs the model's `serve` dict.
 
     Serving needs tensorflow and tensorflow-text only (`import tensorflow_text`
     registers the tokenizer's ops before `tf.saved_model.load`).
@@ -186,27 +217,32 @@ class TextModel(keras.Model):
     # The TensorFlow variables under the Keras ones, as export.ServingModule does.
     root.weights = [v.value for v in self.variables]
     root.featurizer = self.text_inputs.featurizer
-    if self.serving_inputs() == 1:
-      root.serve = tf.function(lambda text: self.serve(text),
-                               input_signature=[tf.TensorSpec([None], tf.string, "text")])
-    else:
-      root.serve = tf.function(lambda text, text_b: self.serve(text, text_b),
-                               input_signature=[tf.TensorSpec([None], tf.string, "text"),
-                                                tf.TensorSpec([None], tf.string, "text_b")])
+    root.serve = tf.function(lambda *texts: self.serve(*texts), input_signature=[
+        tf.TensorSpec([None], tf.string, name) for name in self.serving_inputs()])
+    signatures = {"serving_default": root.serve.get_concrete_function()}
+    for name, function in self.extra_signatures().items():
+      setattr(root, name, function)
+      signatures[name] = function.get_concrete_function()
     with atomic_directory(path) as tmp:
-      tf.saved_model.save(root, tmp,
-                          signatures={"serving_default": root.serve.get_concrete_function()})
+      tf.saved_model.save(root, tmp, signatures=signatures)
     return path
+
+  def read_rows(self, path: str) -> Tuple[List[List[str]], List[Dict[str, Any]]]:
+    """The inputs of every line of a UTF-8 text file (pairs: tab-separated), and for each
+    what its output line starts with (nothing here)."""
+    with open(path, encoding="utf-8") as f:
+      lines = [line.rstrip("\n") for line in f]
+    columns = len(self.serving_inputs())
+    return ([line.split("\t", columns - 1) + [""] * (columns - 1) for line in lines],
+            [{} for _ in lines])
 
   def predict_file(self, path: str, output_path: Optional[str] = None,
                    batch_size: int = 32) -> Dict[str, np.ndarray]:
-    """Predictions for every line of a UTF-8 text file (pairs: tab-separated), with a
-    progress bar; with `output_path`, also one JSON object per line written there."""
-    with open(path, encoding="utf-8") as f:
-      lines = [line.rstrip("\n") for line in f]
-    columns = self.serving_inputs()
-    rows = [line.split("\t", columns - 1) + [""] * (columns - 1) for line in lines]
-    progress = keras.utils.Progbar(len(rows), unit_name="text")
+    """Predictions for every row of a file (`read_rows`: a text, or tab-separated pair, per
+    line), with a progress bar; with `output_path`, also one JSON object per row there."""
+    rows, keys = self.read_rows(path)
+    columns = len(self.serving_inputs())
+    progress = keras.utils.Progbar(len(rows), unit_name="row")
     batches = []
     for start in range(0, len(rows), batch_size):
       chunk = rows[start:start + batch_size]
@@ -216,8 +252,8 @@ class TextModel(keras.Model):
     outputs = {k: _concatenate_padded([b[k] for b in batches]) for k in batches[0]} \
         if batches else {}
     if output_path is not None:
-      write_text_atomic(output_path, "".join(json.dumps(row) + "\n"
-                                             for row in _rows(outputs, len(rows))))
+      write_text_atomic(output_path, "".join(json.dumps(dict(key, **row)) + "\n"
+                                             for key, row in zip(keys, _rows(outputs, len(rows)))))
     return outputs
 
   def get_config(self) -> Dict[str, Any]:
@@ -271,12 +307,3 @@ def _rows(outputs: Dict[str, np.ndarray], n: int) -> Iterator[Dict[str, Any]]:
   for i in range(n):
     yield {k: (v[i].decode("utf-8") if isinstance(v[i], bytes) else v[i].tolist())
            for k, v in outputs.items()}
-
-
-def _strings_to_tensors(x):
-  """A list of str (or a tuple/list of such lists) as tf.string tensors; else x itself."""
-  if isinstance(x, (list, tuple)) and x and all(isinstance(t, (str, bytes)) for t in x):
-    return tf.constant(x)
-  if isinstance(x, tuple) and all(isinstance(t, (list, tuple)) for t in x):
-    return tuple(_strings_to_tensors(t) for t in x)
-  return x

@@ -6,6 +6,8 @@
   and on tensors; `TextFeaturizer` runs tokenizer and packing on raw strings;
 - `windows`: windows over long texts (the scorer's) and over question/context
   pairs (SQuAD's);
+- `qa_windows`: SQuAD's windows, training labels and answer text in the graph
+  (the Keras `QuestionAnswerer` and its SavedModel);
 - `tagging`: every word tokenised alone, its first WordPiece labelled.
 
 Export, the Keras layers, the scorer and fine-tuning featurisation call these;
