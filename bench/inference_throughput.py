@@ -1,13 +1,14 @@
 """Raw-text inference speed: our SavedModel, Keras predict, export and TextScorer against
 PyTorch eager and ONNX Runtime (float32, int8), in one run, alternating.
 
-    python bench/inference_throughput.py [--models electra_small,electra_base]
+    python bench/inference_throughput.py [--models electra_small,electra_base,sst2_finetuned]
         [--texts sst2_dev,mrpc_dev] [--sides pytorch,ort_fp32,...] [--rounds 3]
         [--latency-texts 50] [--throughput-texts 320] [--work-dir /tmp/electra_inference]
 
 Every side gets the same weights (random classifiers of the released shapes, built by
-transformers and kept in --work-dir, see bench/inference/models.py) and the same raw
-texts, tokenisation included. Per side it prints batch-1 latency (p50, p95), sequences/s
+transformers and kept in --work-dir, see bench/inference/models.py; sst2_finetuned is
+electra_small fine-tuned on SST-2 in the bench, bench/inference/finetuned.py, judged on
+its dev accuracy) and the same raw texts, tokenisation included. Per side it prints batch-1 latency (p50, p95), sequences/s
 at --batch-size, the largest logit difference from PyTorch, and the ratios to ONNX
 Runtime float32 and to PyTorch (above 1: faster than the anchor). The sides, their
 interface and how to add one: bench/inference/__init__.py. Results: docs/benchmarks.md.
@@ -28,10 +29,10 @@ os.environ.setdefault("USE_TF", "0")
 import numpy as np  # noqa: E402
 
 from common import SHARED_DATA, log  # noqa: E402
-from inference import models, texts as text_lib, timing  # noqa: E402
+from inference import finetuned, models, texts as text_lib, timing  # noqa: E402
 from inference.side import SIDES  # noqa: E402
 
-ANCHORS = ("pytorch", "ort_fp32")
+FINETUNED = "sst2_finetuned"
 
 
 def machine() -> str:
@@ -133,8 +134,10 @@ def table(result: dict) -> str:
 def main() -> None:
   parser = argparse.ArgumentParser(description=__doc__,
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
-  parser.add_argument("--models", default="electra_small,electra_base",
-                      help=f"comma-separated, of {', '.join(models.SHAPES)}")
+  parser.add_argument("--models", default=f"electra_small,electra_base,{FINETUNED}",
+                      help=f"comma-separated, of {', '.join(models.SHAPES)}, {FINETUNED}")
+  parser.add_argument("--finetune-epochs", type=float, default=3,
+                      help=f"{FINETUNED}: epochs over SST-2 train (official: 3)")
   parser.add_argument("--texts", default=None,
                       help="text sets (default all: sst2_dev,mrpc_dev, or embedded)")
   parser.add_argument("--sides", default=",".join(SIDES), help="comma-separated side names")
@@ -154,7 +157,15 @@ def main() -> None:
   log(versions(), "bench")
   text_sets = text_lib.text_sets(args.work_dir, args.data_dir,
                                  args.texts.split(",") if args.texts else None)
-  fixtures = models.random_fixtures(args.models.split(","), text_sets, args.work_dir)
+  names = args.models.split(",")
+  fixtures = models.random_fixtures([n for n in names if n in models.SHAPES], text_sets,
+                                    args.work_dir)
+  sst2 = [t for t in text_sets if t.name == "sst2_dev"]
+  if FINETUNED in names and sst2:
+    hf_dir = finetuned.fine_tune_sst2(args.data_dir, sst2[0].vocab_file, args.work_dir,
+                                      args.finetune_epochs, log=lambda m: log(m, "bench"))
+    fixtures.append(models.ModelFixture(FINETUNED, hf_dir, sst2[0], os.path.join(
+        args.work_dir, "sides", os.path.basename(hf_dir)), judge_accuracy=True))
   results = []
   for fixture in fixtures:
     results.append(run_fixture(fixture, args))

@@ -2,7 +2,8 @@
 `electra export --kind finetuned`, and `TextScorer`, on the fixture's weights.
 
 - `savedmodel`: `TextClassifier.from_pretrained(hf_dir)` (Hugging Face head), then
-  `export_saved_model`, loaded with tf.saved_model.load; `serving_default(text=...)`.
+  `export_saved_model`, loaded with tf.saved_model.load; `serving_default(text=...)`;
+  `savedmodel_bf16`: the same with `export_saved_model(dtype="bfloat16")`.
 - `keras_predict`: the same Keras model's `predict(texts, batch_size=len(texts))`.
 - `export_finetuned`: a fine-tuned model directory (the fixture's encoder, an official
   classification head with random weights) exported by `electra export`; its `text`
@@ -42,30 +43,42 @@ def _pairs_suffix(fixture) -> str:
   return "pairs" if fixture.texts.pairs else "single"
 
 
-@register("savedmodel")
-def savedmodel(fixture) -> Side:
+def _savedmodel(fixture, dtype: str) -> Side:
   import tensorflow as tf
   import tensorflow_text  # noqa: F401  registers the tokenizer's ops
-  path = fixture.path(f"savedmodel_{_pairs_suffix(fixture)}")
+  path = fixture.path(f"savedmodel_{_pairs_suffix(fixture)}_{dtype}")
   if not os.path.exists(os.path.join(path, "saved_model.pb")):
-    _keras(fixture).export_saved_model(path)
+    _keras(fixture).export_saved_model(path, dtype=dtype)
   serve = tf.saved_model.load(path).signatures["serving_default"]
   names = ["text", "text_b"]
 
   def predict(texts):
     return serve(**dict(zip(names, _columns(texts))))["logits"].numpy()
-  return Side("ours: SavedModel (export_saved_model)", predict,
-              note="serving_default on raw strings, tensorflow + tensorflow-text")
+  suffix = "" if dtype == "float32" else f", {dtype}"
+  return Side(f"ours: SavedModel (export_saved_model{suffix})", predict,
+              note=f"serving_default on raw strings, tensorflow + tensorflow-text; {dtype}")
+
+
+@register("savedmodel")
+def savedmodel(fixture) -> Side:
+  return _savedmodel(fixture, "float32")
+
+
+@register("savedmodel_bf16")
+def savedmodel_bf16(fixture) -> Side:
+  return _savedmodel(fixture, "bfloat16")
 
 
 @register("keras_predict")
 def keras_predict(fixture) -> Side:
   model = _keras(fixture)
 
-  def predict(texts):
-    x = tuple(texts) if len(texts) > 1 else texts[0]
-    return model.predict(x, batch_size=len(texts[0]), verbose=0)
-  return Side("ours: Keras predict", predict, note="TextClassifier.predict(list of str)")
+  def predict_all(texts, batch_size):
+    return model.predict(tuple(texts) if len(texts) > 1 else texts[0], batch_size=batch_size,
+                         verbose=0)
+  return Side("ours: Keras predict", lambda texts: predict_all(texts, len(texts[0])),
+              note="TextClassifier.predict(list of str, batch_size) over the whole set",
+              predict_all=predict_all)
 
 
 def _finetuned_model_dir(fixture):
@@ -167,6 +180,10 @@ def text_scorer(fixture):
   def predict(texts):
     return _padded([s.token_log_odds for s in scorer.score(texts[0])])
 
+  def predict_all(texts, batch_size):
+    scorer.batch_size = batch_size
+    return predict(texts)
+
   def reference(texts):
     features = fixture.encode(texts, "pt")
     with torch.inference_mode():
@@ -174,4 +191,5 @@ def text_scorer(fixture):
     lengths = features["attention_mask"].numpy().sum(1) - 2  # less [CLS] and [SEP]
     return _padded([row[1:1 + n] for row, n in zip(logits, lengths)])
   return Side("ours: TextScorer", predict, reference,
-              note="replaced-token log-odds per WordPiece, words and sentence scores")
+              note="score(list of str) over the whole set: per-WordPiece log-odds, words, "
+              "sentence scores", predict_all=predict_all)

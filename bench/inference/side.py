@@ -31,11 +31,15 @@ class Side:
   reference: the PyTorch function whose outputs `predict`'s are compared with;
     None: the fixture's PyTorch classifier (the `pytorch` side).
   note: what the row runs, one line (the model format, options).
+  predict_all: `(texts, batch_size) -> logits` of a whole text set in one call, for a
+    library that batches itself (Keras predict, TextScorer: sorted by length); None:
+    the timer calls `predict` batch by batch, in the set's (shuffled) order.
   """
   name: str
   predict: Predict
   reference: Optional[Predict] = None
   note: str = ""
+  predict_all: Optional[Callable[[Texts, int], np.ndarray]] = None
 
 
 Builder = Callable[..., Optional[Side]]

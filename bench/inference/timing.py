@@ -4,7 +4,7 @@ Each round runs every side once, in an order rotated from round to round, with a
 short pause between sides (so that one runtime's spinning threads are idle before
 the next one is timed). A side's turn is its batch-1 pass (`latency_texts` calls of
 one text each, each call timed) and its batch pass (`throughput_texts` in batches of
-`batch_size`, timed whole). Figures pool the rounds: latency percentiles over every
+`batch_size`, or one `predict_all` call, timed whole). Figures pool the rounds: latency percentiles over every
 call, throughput as the median of the rounds' sequences per second.
 """
 
@@ -41,31 +41,34 @@ def batches(texts: Texts, batch_size: int) -> List[Texts]:
   return [[column[i:i + batch_size] for column in texts] for i in range(0, n, batch_size)]
 
 
-def run_turn(side: Side, single: List[Texts], batched: List[Texts], timings: Timings) -> None:
-  for texts in single:
+def run_turn(side: Side, single: List[Texts], texts: Texts, batch_size: int,
+             timings: Timings) -> None:
+  for one in single:
     start = time.perf_counter()
-    side.predict(texts)
+    side.predict(one)
     timings.latencies_s.append(time.perf_counter() - start)
   start = time.perf_counter()
-  for texts in batched:
-    side.predict(texts)
-  timings.rates.append(sum(len(t[0]) for t in batched) / (time.perf_counter() - start))
+  if side.predict_all is not None:
+    side.predict_all(texts, batch_size)
+  else:
+    for batch in batches(texts, batch_size):
+      side.predict(batch)
+  timings.rates.append(len(texts[0]) / (time.perf_counter() - start))
 
 
 def alternate(sides: Dict[str, Side], latency_texts: Texts, throughput_texts: Texts,
               batch_size: int, rounds: int, log=print) -> Dict[str, Timings]:
   """Times every side `rounds` times, alternating; the first (warm-up) turn is not counted."""
   single = batches(latency_texts, 1)
-  batched = batches(throughput_texts, batch_size)
   names: Sequence[str] = list(sides)
   for name in names:  # warm-up: every shape once
-    run_turn(sides[name], single, batched, Timings())
+    run_turn(sides[name], single, throughput_texts, batch_size, Timings())
   timings = {name: Timings() for name in names}
   for r in range(rounds):
     order = names[r % len(names):] + names[:r % len(names)]
     for name in order:
       time.sleep(PAUSE_S)
-      run_turn(sides[name], single, batched, timings[name])
+      run_turn(sides[name], single, throughput_texts, batch_size, timings[name])
     log(f"round {r + 1}/{rounds}: " + ", ".join(
         f"{n} {timings[n].rates[-1]:.1f}/s" for n in names))
   return timings
