@@ -1,4 +1,4 @@
-"""QA featurisation, decoding and head (spec 6.3)."""
+"""QA featurisation, decoding and head (finetune/qa/qa_tasks.py)."""
 
 import numpy as np
 import pytest

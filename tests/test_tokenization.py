@@ -1,4 +1,4 @@
-"""The tensorflow-text tokenizer gives the ids of BERT's FullTokenizer (spec 5.1).
+"""The tensorflow-text tokenizer gives the ids of BERT's FullTokenizer (model/tokenization.py).
 
 Oracle: `official.nlp.tools.tokenization.FullTokenizer` (tf-models-official, pure
 Python), set to the ELECTRA/BERT behaviour it differs in: words over 200

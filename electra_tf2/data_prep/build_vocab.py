@@ -248,7 +248,3 @@ def main(argv=None) -> int:
                            args.strip_accents, args.num_unused, args.max_corpus_bytes,
                            args.binary_search)
   return run_script(work, f"{args.output} was not written")
-
-
-if __name__ == "__main__":
-  sys.exit(main())
