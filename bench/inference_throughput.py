@@ -83,15 +83,16 @@ def run_fixture(fixture, args) -> dict:
   latency = [[column[i] for i in order[:args.latency_texts]] for column in texts.columns]
   throughput = [[column[i] for i in order[:args.throughput_texts]] for column in texts.columns]
   pytorch = sides.get("pytorch") or SIDES["pytorch"](fixture)
+  expected = outputs(pytorch.predict, throughput, args.batch_size)
+  gold = accuracy_reference(fixture, pytorch, args.batch_size)
   results = {}
   for name, side in sides.items():
-    reference = side.reference or pytorch.predict
-    ours = outputs(side.predict, throughput, args.batch_size)
-    results[name] = {"side": side.name, "note": side.note,
-                     "max_diff": max_difference(ours, outputs(reference, throughput,
-                                                              args.batch_size))}
-    if fixture.judge_accuracy and texts.labels is not None and side.reference is None:
-      results[name].update(accuracy(side.predict, pytorch.predict, texts, args.batch_size))
+    theirs = expected if side.reference is None else outputs(side.reference, throughput,
+                                                             args.batch_size)
+    results[name] = {"side": side.name, "note": side.note, "max_diff": max_difference(
+        outputs(side.predict, throughput, args.batch_size), theirs)}
+    if gold is not None and side.reference is None:
+      results[name].update(accuracy(side.predict, gold, texts, args.batch_size))
   load_before = os.getloadavg()[0]
   timings = timing.alternate(sides, latency, throughput, args.batch_size, args.rounds,
                              log=lambda m: log(m, "bench"))
@@ -101,12 +102,18 @@ def run_fixture(fixture, args) -> dict:
           "sides": results}
 
 
-def accuracy(predict, reference, texts, batch_size: int) -> dict:
-  """Dev accuracy of `predict`'s argmax, and its agreement with `reference`'s."""
+def accuracy_reference(fixture, pytorch, batch_size: int):
+  """The float32 PyTorch predictions over the whole set, for a fixture judged on accuracy."""
+  if not fixture.judge_accuracy or fixture.texts.labels is None:
+    return None
+  return outputs(pytorch.predict, fixture.texts.columns, batch_size).argmax(1)
+
+
+def accuracy(predict, reference: np.ndarray, texts, batch_size: int) -> dict:
+  """Dev accuracy of `predict`'s argmax, and its agreement with the float32 `reference`."""
   ours = outputs(predict, texts.columns, batch_size).argmax(1)
-  theirs = outputs(reference, texts.columns, batch_size).argmax(1)
   return {"accuracy": float(np.mean(ours == np.array(texts.labels))),
-          "agreement": float(np.mean(ours == theirs))}
+          "agreement": float(np.mean(ours == reference))}
 
 
 def table(result: dict) -> str:

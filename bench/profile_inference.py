@@ -5,7 +5,8 @@
 
 On the bench's model and SST-2 dev texts (bench/inference_throughput.py builds and
 caches both in --work-dir), per batch size it prints the wall time per call of
-  - the SavedModel's serving_default (tokenizer, encoder, head, one call),
+  - the SavedModel's serving_default (tokenizer, encoder, head, one call), cold (the
+    first call at each batch shape: oneDNN primitives created) and warm,
   - its parts as separate tf.functions: the in-graph tokenizer (`TextInputs`) alone,
     and the encoder and head on the token ids,
   - Keras `predict` of the same texts (its per-call set-up included),
@@ -33,9 +34,10 @@ from inference import models, ours, texts as text_lib  # noqa: E402
 from profile_pretrain_step import op_times  # noqa: E402
 
 
-def per_call_ms(function, inputs) -> float:
-  """Median wall time of `function(x)` (outputs fetched) over `inputs`, after a warm-up."""
-  for x in inputs:
+def per_call_ms(function, inputs, warm: bool = True) -> float:
+  """Median wall time of `function(x)` (outputs fetched) over `inputs`, after a warm-up
+  pass (`warm`) or not (the first call at each input shape)."""
+  for x in inputs if warm else []:
     tf.nest.map_structure(np.asarray, function(x))
   times = []
   for x in inputs:
@@ -69,6 +71,7 @@ def main() -> None:
              for k in range(min(args.calls, len(sentences) // batch))]
     features = [tokenize(tf.constant(c)) for c in calls]
     parts = {
+        "serving_default, cold": per_call_ms(lambda c: serve([c]), calls, warm=False),
         "serving_default": per_call_ms(lambda c: serve([c]), calls),
         "tokenizer alone": per_call_ms(lambda c: tokenize(tf.constant(c)), calls),
         "encoder + head on ids": per_call_ms(

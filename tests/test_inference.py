@@ -140,6 +140,10 @@ def test_bfloat16_predict_and_saved_model(classifier, tmp_path):
   full = classifier.predict(texts, verbose=0)
   half = classifier.predict(texts, verbose=0, dtype="bfloat16")
   assert half.dtype == np.float32 and 0 < np.abs(half - full).max() < 0.05 * np.abs(full).max()
+  copy = classifier.with_dtype("bfloat16")
+  assert copy.dtype_policy.name == "bfloat16" and classifier.with_dtype("float32") is classifier
+  in_graph = tf.function(lambda t: copy(t, training=False))  # fused as predict's graph
+  np.testing.assert_allclose(half, in_graph(tf.constant(texts)).numpy(), atol=1e-3)
   path = classifier.export_saved_model(str(tmp_path / "bf16"), dtype="bfloat16")
   loaded = tf.saved_model.load(path)
   assert {v.dtype for v in loaded.weights if v.dtype.is_floating} == {tf.bfloat16}

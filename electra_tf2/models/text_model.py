@@ -141,7 +141,7 @@ class TextModel(keras.Model):
     dtype: "bfloat16" predicts with a bfloat16 copy of the model (electra_tf2/
     precision.py), its weights copied from this model's at every call.
     """
-    if precision.check_dtype(dtype) != self.dtype_policy.name:
+    if dtype is not None and precision.check_dtype(dtype) != self.dtype_policy.name:
       return self.with_dtype(dtype).predict(x, batch_size, verbose, steps, callbacks)
     columns = _string_columns(x)
     if columns is None or not len(columns[0]) or steps is not None or callbacks is not None:
