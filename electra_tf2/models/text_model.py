@@ -6,7 +6,7 @@ subclass's head (`self.head`, official variable names under
 `task_specific/<task>/`, or the discriminator's) gives the outputs. So
 `predict`, `fit` and `evaluate` take strings, with any Keras loss and metric.
 
-- `from_pretrained(path, ...)`: any source of electra_tf2/models/sources.py.
+- `from_pretrained(path, ...)`: any checkpoint of electra_tf2/checkpoints/source.py.
 - `official_optimizer(...)`: the official fine-tuning optimizer (AdamWeightDecay,
   warm-up then linear decay, layer-wise learning-rate decay, clip 1.0).
 - `export_saved_model(path)`: a SavedModel on raw strings that needs only
@@ -27,7 +27,7 @@ from electra_tf2 import batching, optimization, precision, variable_names
 from electra_tf2.atomic_io import atomic_directory, write_text_atomic
 from electra_tf2.encoder_config import BertConfig
 from electra_tf2.layers.text_inputs import TextInputs
-from electra_tf2.models import sources
+from electra_tf2.checkpoints import source as sources
 from electra_tf2.networks.encoder import Encoder
 
 VariableMap = Dict[str, keras.Variable]
@@ -112,7 +112,7 @@ class TextModel(keras.Model):
   def from_pretrained(cls, path: str, *, model_name: Optional[str] = None,
                       vocab_file: Optional[str] = None, strict: bool = True,
                       **options) -> "TextModel":
-    """The model with the weights at `path` (any source of models/sources.py).
+    """The model with the weights at `path` (any checkpoint of checkpoints/source.py).
 
     Args:
       path: a Hugging Face directory, our pre-trained or fine-tuned model
@@ -238,7 +238,7 @@ class TextModel(keras.Model):
     root = tf.Module()
     # The TensorFlow variables under the Keras ones, as export.ServingModule does.
     root.weights = [v.value for v in model.variables]
-    root.tokenizer = model.text_inputs.tokenizer
+    root.featurizer = model.text_inputs.featurizer
     if self.serving_inputs() == 1:
       root.serve = tf.function(lambda text: model.serve(text),
                                input_signature=[tf.TensorSpec([None], tf.string, "text")])

@@ -22,7 +22,8 @@ import keras
 import tensorflow as tf
 
 from electra_tf2.finetune.heads import TaggingHead
-from electra_tf2.models import sources, text_model
+from electra_tf2.checkpoints import source as sources
+from electra_tf2.models import text_model
 from electra_tf2.models.text_model import TextModel, VariableMap
 
 HF_ARCHITECTURE = "ElectraForTokenClassification"
