@@ -64,6 +64,7 @@ def embedded_sets(work_dir: str) -> List[TextSet]:
   texts = [" ".join(p.split()[:40]) for p in paragraphs[:2 * EMBEDDED_TEXTS]]
   vocab = os.path.join(work_dir, "embedded_vocab.txt")
   if not os.path.exists(vocab):
+    os.makedirs(work_dir, exist_ok=True)
     corpus = os.path.join(work_dir, "embedded_corpus.txt")
     with open(corpus, "w", encoding="utf-8") as f:
       f.write("\n".join(paragraphs) + "\n")
