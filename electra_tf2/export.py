@@ -22,7 +22,7 @@ from typing import Callable, Dict, Optional, Sequence
 
 import tensorflow as tf
 
-from electra_tf2 import model_directory, vocab as vocab_lib
+from electra_tf2 import model_directory, precision, vocab as vocab_lib
 from electra_tf2.checkpoints import describe as describe_lib
 from electra_tf2.scoring import graph as scoring_graph
 from electra_tf2.atomic_io import atomic_directory
@@ -169,30 +169,46 @@ def finetuned_outputs(model) -> Callable[..., Dict[str, tf.Tensor]]:
   return predict
 
 
+def float32_outputs(predict: Callable[..., Dict[str, tf.Tensor]]
+                    ) -> Callable[..., Dict[str, tf.Tensor]]:
+  """`predict` with its bfloat16 outputs cast to float32."""
+  def cast(input_ids, input_mask, segment_ids):  # the token_ids signature's input names
+    return {k: tf.cast(v, tf.float32) if v.dtype == tf.bfloat16 else v
+            for k, v in predict(input_ids, input_mask, segment_ids).items()}
+  return cast
+
+
 def serving_module(model, kind: str, vocab_file: Optional[str] = None,
                    do_lower_case: bool = True, max_seq_length: int = 128,
-                   window_stride: Optional[int] = None) -> ServingModule:
+                   window_stride: Optional[int] = None,
+                   dtype: Optional[str] = None) -> ServingModule:
   """The `ServingModule` of one `kind`.
 
   `model` is an `ElectraPretrainer` for "encoder" and "discriminator", a
   `FinetuningModel` for "finetuned". `window_stride` is the discriminator's
-  `score` signature's (default half a window).
+  `score` signature's (default half a window). dtype "bfloat16": bfloat16 weights
+  and matmuls (electra_tf2/precision.py), float32 outputs.
   """
   if kind not in KINDS:
     raise ExportError(f"unknown kind {kind!r}: use one of {', '.join(KINDS)}")
+  precision.check_dtype(dtype, "--dtype")
   encoder = model.encoder if kind == "finetuned" else model.discriminator
   if max_seq_length > encoder.bert_config.max_position_embeddings:
     raise ExportError(f"max_seq_length {max_seq_length} exceeds max_position_embeddings "
                       f"{encoder.bert_config.max_position_embeddings}")
   options = dict(vocab_file=vocab_file, do_lower_case=do_lower_case,
                  max_seq_length=max_seq_length)
-  if kind == "encoder":
-    return ServingModule(encoder_outputs(encoder), encoder.variables, **options)
   if kind == "finetuned":
-    return ServingModule(finetuned_outputs(model), model.variables, **options)
+    model = precision.with_dtype(model, dtype)
+    return ServingModule(float32_outputs(finetuned_outputs(model)), model.variables, **options)
+  encoder = precision.with_dtype(encoder, dtype)
+  if kind == "encoder":
+    return ServingModule(float32_outputs(encoder_outputs(encoder)), encoder.variables,
+                         **options)
   model.check_electra_discriminator("--kind discriminator", "export --kind encoder")
-  head = model.discriminator_head
-  outputs = discriminator_outputs(encoder, head)
+  head = precision.with_dtype(model.discriminator_head, dtype,
+                              lambda h: h.build((None, None, encoder.hidden_size)))
+  outputs = float32_outputs(discriminator_outputs(encoder, head))
   return ServingModule(outputs, encoder.variables + head.variables,
                        score_logits=lambda *features: outputs(*features)["logits"],
                        window_stride=window_stride, **options)
@@ -257,6 +273,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                            "(default half of max_seq_length - 2)")
   parser.add_argument("--no-text-signatures", dest="text", action="store_false",
                       help="only the token_ids signature: no tensorflow-text op in the model")
+  parser.add_argument("--dtype", choices=precision.DTYPES, default="float32",
+                      help="bfloat16: bfloat16 weights and matmuls, faster on CPUs with bf16 "
+                           "units (AVX512_BF16, AMX); outputs stay float32")
   args = parser.parse_args(argv)
   model, kind, vocab_file, lower, max_seq_length, finetuned = _load(args.model_dir, args.kind,
                                                                     args.checkpoint)
@@ -264,6 +283,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   if args.text and vocab_file is None:
     raise ExportError("the text signatures need the vocabulary: pass --vocab-file (or "
                       "--no-text-signatures)")
+<<<<<<< HEAD
   lower = lower if args.do_lower_case is None else args.do_lower_case
   if kind == "finetuned" and args.text and any(spec["kind"] == "qa" for spec in model.head_specs):
     answerer = _question_answerer(finetuned, model, vocab_file, lower, args.max_seq_length)
@@ -275,6 +295,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     return 0
   module = serving_module(model, kind, vocab_file if args.text else None, lower,
                           args.max_seq_length or max_seq_length, args.window_stride)
+=======
+  module = serving_module(
+      model, kind, vocab_file if args.text else None,
+      lower if args.do_lower_case is None else args.do_lower_case,
+      args.max_seq_length or max_seq_length, args.window_stride, args.dtype)
+>>>>>>> inference
   with hold(args.output_dir):
     module.save(args.output_dir)
   print(f"wrote {args.output_dir} ({kind}; signatures: {', '.join(sorted(module.signatures()))})")

@@ -95,7 +95,7 @@ def test_the_package_has_no_import_circles():
 # of the longest length decides a module's layer.
 LAYERS = [
     ("base", ["errors", "atomic_io", "hparams", "vocab", "config", "encoder_config",
-              "checkpoint_files", "run_lock", "layers.activations"]),
+              "checkpoint_files", "run_lock", "layers.activations", "batching", "precision"]),
     ("text", ["text"]),
     ("checkpoints", ["checkpoints"]),
     ("data and tasks", ["data_prep", "input_pipeline", "finetune"]),
