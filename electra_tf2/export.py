@@ -283,24 +283,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   if args.text and vocab_file is None:
     raise ExportError("the text signatures need the vocabulary: pass --vocab-file (or "
                       "--no-text-signatures)")
-<<<<<<< HEAD
   lower = lower if args.do_lower_case is None else args.do_lower_case
   if kind == "finetuned" and args.text and any(spec["kind"] == "qa" for spec in model.head_specs):
     answerer = _question_answerer(finetuned, model, vocab_file, lower, args.max_seq_length)
     with hold(args.output_dir):
       ServingModule.check_output(args.output_dir)
-      answerer.export_saved_model(args.output_dir)
+      answerer.export_saved_model(args.output_dir, args.dtype)
     print(f"wrote {args.output_dir} (question answering; signatures: serving_default "
           f"(question, context), {', '.join(answerer.extra_signatures())})")
     return 0
   module = serving_module(model, kind, vocab_file if args.text else None, lower,
-                          args.max_seq_length or max_seq_length, args.window_stride)
-=======
-  module = serving_module(
-      model, kind, vocab_file if args.text else None,
-      lower if args.do_lower_case is None else args.do_lower_case,
-      args.max_seq_length or max_seq_length, args.window_stride, args.dtype)
->>>>>>> inference
+                          args.max_seq_length or max_seq_length, args.window_stride, args.dtype)
   with hold(args.output_dir):
     module.save(args.output_dir)
   print(f"wrote {args.output_dir} ({kind}; signatures: {', '.join(sorted(module.signatures()))})")
