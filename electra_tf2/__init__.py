@@ -37,6 +37,8 @@ _EXPORTS = {
     "Discriminator": "electra_tf2.models.discriminator",
     "TextClassifier": "electra_tf2.models.text_classifier",
     "TokenClassifier": "electra_tf2.models.token_classifier",
+    # .tflite files on raw text (docs/deploy.md)
+    "LiteRTModel": "electra_tf2.litert.model",
     # scoring text
     "TextScorer": "electra_tf2.scoring.scorer",
     # errors

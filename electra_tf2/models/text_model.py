@@ -11,20 +11,20 @@ subclass's head (`self.head`, official variable names under
   warm-up then linear decay, layer-wise learning-rate decay, clip 1.0).
 - `export_saved_model(path)`: a SavedModel on raw strings that needs only
   tensorflow and tensorflow-text (import tensorflow_text before loading).
+- `export_litert(path, quantize)`: a `.tflite` (LiteRT) file on raw strings.
 - `predict_file(path)`: batch prediction over a text file, with a progress bar.
 """
 
 from __future__ import annotations
 
-import json
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import keras
 import numpy as np
 import tensorflow as tf
 
-from electra_tf2 import optimization, variable_names
-from electra_tf2.atomic_io import atomic_directory, write_text_atomic
+from electra_tf2 import optimization, predictions, variable_names
+from electra_tf2.atomic_io import atomic_directory
 from electra_tf2.encoder_config import BertConfig
 from electra_tf2.layers.text_inputs import TextInputs
 from electra_tf2.models import sources
@@ -164,10 +164,21 @@ class TextModel(keras.Model):
 
   # -- serving -----------------------------------------------------------------
 
+  def text_features(self, *texts: tf.Tensor) -> Dict[str, tf.Tensor]:
+    """The BERT features `call` computes from tf.string `[batch]` texts (TextInputs')."""
+    return self.text_inputs(*texts)
+
+  def litert_features(self, tokenizer, *texts: tf.Tensor) -> Dict[str, tf.Tensor]:
+    """The same features from a `LiteRTTokenizer` (electra_tf2/text/litert_tokenizer.py)."""
+    return tokenizer.features(*texts)
+
+  def serve_features(self, features: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
+    """The SavedModel's outputs for `text_features` (subclasses name them)."""
+    raise NotImplementedError
+
   def serve(self, *texts: tf.Tensor) -> Dict[str, tf.Tensor]:
-    """The SavedModel's outputs for tf.string `[batch]` inputs (subclasses add names)."""
-    outputs = self(texts if len(texts) > 1 else texts[0], training=False)
-    return outputs if isinstance(outputs, dict) else {"outputs": outputs}
+    """The SavedModel's outputs for tf.string `[batch]` inputs."""
+    return self.serve_features(self.text_features(*texts))
 
   def serving_inputs(self) -> int:
     """How many tf.string tensors the serving function takes."""
@@ -202,23 +213,36 @@ class TextModel(keras.Model):
                    batch_size: int = 32) -> Dict[str, np.ndarray]:
     """Predictions for every line of a UTF-8 text file (pairs: tab-separated), with a
     progress bar; with `output_path`, also one JSON object per line written there."""
-    with open(path, encoding="utf-8") as f:
-      lines = [line.rstrip("\n") for line in f]
-    columns = self.serving_inputs()
-    rows = [line.split("\t", columns - 1) + [""] * (columns - 1) for line in lines]
-    progress = keras.utils.Progbar(len(rows), unit_name="text")
-    batches = []
-    for start in range(0, len(rows), batch_size):
-      chunk = rows[start:start + batch_size]
-      texts = [tf.constant([row[i] for row in chunk]) for i in range(columns)]
-      batches.append({k: v.numpy() for k, v in self.serve(*texts).items()})
-      progress.add(len(chunk))
-    outputs = {k: _concatenate_padded([b[k] for b in batches]) for k in batches[0]} \
-        if batches else {}
+    rows = predictions.read_rows(path, self.serving_inputs())
+    outputs = predictions.predict_rows(
+        lambda *texts: {k: v.numpy() for k, v in self.serve(*map(tf.constant, texts)).items()},
+        rows, batch_size)
     if output_path is not None:
-      write_text_atomic(output_path, "".join(json.dumps(row) + "\n"
-                                             for row in _rows(outputs, len(rows))))
+      predictions.write_jsonl(output_path, outputs, len(rows))
     return outputs
+
+  def export_litert(self, path: str, quantize: str = "none",
+                    calibration_texts: Optional[List[str]] = None) -> str:
+    """Writes a `.tflite` (LiteRT) file that takes raw strings; returns `path`.
+
+    Its `serving_default` signature has the inputs and outputs of
+    `export_saved_model`'s; the tokenizer runs inside, on TFLite kernels
+    (electra_tf2/text/litert_tokenizer.py). Run it with
+    `electra_tf2.LiteRTModel(path).predict(texts)`.
+
+    Args:
+      quantize: "none" (float32), "float16", "dynamic-int8" or "int8" (int8
+        activations too, calibrated on `calibration_texts`; pairs tab-separated).
+    """
+    from electra_tf2.litert import convert  # pylint: disable=g-import-not-at-top
+    from electra_tf2.text.litert_tokenizer import LiteRTTokenizer  # pylint: disable=g-import-not-at-top
+    tokenizer = LiteRTTokenizer(self.text_inputs.vocab, self.text_inputs.do_lower_case,
+                                max_seq_length=self.max_seq_length)
+    return convert.write_tflite(
+        path, lambda *texts: self.serve_features(self.litert_features(tokenizer, *texts)),
+        ["text", "text_b"][:self.serving_inputs()], self.variables,
+        {"do_lower_case": self.text_inputs.do_lower_case,
+         "max_seq_length": self.max_seq_length}, quantize, calibration_texts)
 
   def get_config(self) -> Dict[str, Any]:
     config = super().get_config()
@@ -255,22 +279,6 @@ def head_to_load(model: TextModel, source: sources.Source,
   if any(tuple(ours[k].shape) != source.tensors[v].shape for k, v in rename.items()):
     return {}, {}
   return ours, rename
-
-
-def _concatenate_padded(arrays: List[np.ndarray]) -> np.ndarray:
-  """Batches concatenated; per-token outputs padded with zeros to the longest batch."""
-  if arrays[0].ndim > 1:
-    length = max(a.shape[1] for a in arrays)
-    arrays = [np.pad(a, [(0, 0), (0, length - a.shape[1])] + [(0, 0)] * (a.ndim - 2))
-              for a in arrays]
-  return np.concatenate(arrays)
-
-
-def _rows(outputs: Dict[str, np.ndarray], n: int) -> Iterator[Dict[str, Any]]:
-  """One JSON-ready dict per input line."""
-  for i in range(n):
-    yield {k: (v[i].decode("utf-8") if isinstance(v[i], bytes) else v[i].tolist())
-           for k, v in outputs.items()}
 
 
 def _strings_to_tensors(x):

@@ -1,0 +1,178 @@
+"""`.tflite` files (LiteRT) that take raw strings: conversion, quantization, checks.
+
+`write_tflite` turns a serving function (tf.string `[batch]` inputs -> a dict
+of tensors) into a `.tflite` file with TFLite builtins plus the tensorflow-text
+ops of `tensorflow_text.tflite_registrar` (the tokenizer of
+electra_tf2/text/litert_tokenizer.py), no Select TF ops. Signatures:
+
+  serving_default  inputs `text` (and `text_b` for pairs): string [batch];
+                   outputs the SavedModel's, under the same names.
+
+The file's metadata entry "electra_tf2" holds JSON settings (`do_lower_case`,
+`max_seq_length`, `quantize`), which electra_tf2.litert.model.LiteRTModel reads.
+
+Quantization (`quantize`):
+  none          float32, as the SavedModel;
+  float16       weights stored as float16, computed in float32;
+  dynamic-int8  int8 weights; matrix products quantize their inputs at run time;
+  int8          int8 weights and activations, ranges calibrated on representative
+                texts (`calibration_texts`); the tokenizer and outputs stay as they are.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tempfile
+from typing import Callable, Dict, Optional, Sequence
+
+import numpy as np
+import tensorflow as tf
+
+from electra_tf2.atomic_io import atomic_path
+from electra_tf2.errors import ElectraError
+
+QUANTIZE = ("none", "float16", "dynamic-int8", "int8")
+_BYTES_PER_WEIGHT = {"none": 4, "float16": 2, "dynamic-int8": 1, "int8": 1}
+MAX_FLATBUFFER_BYTES = 2 ** 31  # a flatbuffer's offsets are 32-bit
+CALIBRATION_STEPS = 100
+METADATA_NAME = "electra_tf2"
+
+
+class LiteRTError(ElectraError, ValueError):
+  """A model or option that cannot be written as a .tflite file."""
+
+
+def check_quantize(quantize: str, calibration_texts: Optional[Sequence[str]]) -> None:
+  if quantize not in QUANTIZE:
+    raise LiteRTError(f"quantize must be one of {', '.join(QUANTIZE)}, got {quantize!r}")
+  if quantize == "int8" and not calibration_texts:
+    raise LiteRTError("quantize int8 calibrates activation ranges on representative texts: "
+                      "pass calibration_texts (--calibration-file: one text per line)")
+
+
+def check_size(variables: Sequence, quantize: str) -> None:
+  """Refuses, in one line, weights that a flatbuffer cannot hold (over 2 GB)."""
+  size = sum(int(np.prod(v.shape)) for v in variables) * _BYTES_PER_WEIGHT[quantize]
+  if size >= MAX_FLATBUFFER_BYTES:
+    raise LiteRTError(f"the weights take {size / 2 ** 30:.1f} GiB with quantize {quantize}; "
+                      "a .tflite flatbuffer holds at most 2 GiB: quantize them "
+                      "(dynamic-int8, float16) or export a SavedModel")
+
+
+def write_tflite(path: str, serve: Callable[..., Dict[str, tf.Tensor]],
+                 input_names: Sequence[str], variables: Sequence, settings: Dict[str, object],
+                 quantize: str = "none",
+                 calibration_texts: Optional[Sequence[str]] = None) -> str:
+  """Writes the `.tflite` of `serve` (tf.string `[batch]` per name of `input_names`)
+  to `path` (atomically); returns `path`.
+
+  `variables`: the Keras variables `serve` reads; `settings`: JSON values for the
+  metadata (do_lower_case, max_seq_length).
+  """
+  check_quantize(quantize, calibration_texts)
+  check_size(variables, quantize)
+  root = tf.Module()
+  root.weights = [v.value for v in variables]  # the TF variables under the Keras ones
+  root.serve = tf.function(
+      serve, input_signature=[tf.TensorSpec([None], tf.string, name) for name in input_names])
+  with tempfile.TemporaryDirectory() as saved_model:
+    tf.saved_model.save(root, saved_model,
+                        signatures={"serving_default": root.serve.get_concrete_function()})
+    converter = _converter(saved_model, quantize, input_names, calibration_texts,
+                           bool(settings.get("do_lower_case", True)))
+    try:
+      model = converter.convert()
+    except Exception as e:  # the converter's errors are pages of MLIR
+      raise LiteRTError(_conversion_error(e)) from None
+  model = with_metadata(model, dict(settings, quantize=quantize))
+  check_kernels(model, len(input_names))
+  with atomic_path(path) as tmp:
+    with open(tmp, "wb") as f:
+      f.write(model)
+  return path
+
+
+def _converter(saved_model: str, quantize: str, input_names: Sequence[str],
+               calibration_texts: Optional[Sequence[str]], do_lower_case: bool):
+  import tensorflow_text as tft  # pylint: disable=g-import-not-at-top
+  converter = tf.lite.TFLiteConverter.from_saved_model(saved_model)
+  converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
+  converter.allow_custom_ops = True  # the tensorflow-text ops, with kernels in the registrar
+  if quantize == "none":
+    return converter
+  converter.optimizations = [tf.lite.Optimize.DEFAULT]
+  if quantize == "float16":
+    converter.target_spec.supported_types = [tf.float16]
+  elif quantize == "int8":
+    # The calibrating interpreter runs the tokenizer too: it needs the TF Text kernels.
+    converter.target_spec._experimental_custom_op_registerers = list(  # pylint: disable=protected-access
+        tft.tflite_registrar.SELECT_TFTEXT_OPS)
+    converter.representative_dataset = _representative(calibration_texts, input_names,
+                                                       do_lower_case)
+  return converter
+
+
+def _representative(texts: Sequence[str], input_names: Sequence[str], do_lower_case: bool):
+  """The converter's calibration inputs: one text (tab-separated pairs) per step."""
+  from electra_tf2.text.litert_tokenizer import prepare_texts  # pylint: disable=g-import-not-at-top
+
+  def generate():
+    for text in list(texts)[:CALIBRATION_STEPS]:
+      columns = text.split("\t", len(input_names) - 1) + [""] * (len(input_names) - 1)
+      yield {name: np.array(prepare_texts([column], do_lower_case), dtype=object)
+             for name, column in zip(input_names, columns)}
+  return generate
+
+
+def _conversion_error(error: Exception) -> str:
+  """One line for the converter's error: the ops it has no kernel for, if that is it."""
+  text = str(error)
+  ops = sorted(set(re.findall(r"'(?:tf|tfl)\.(\w+)' op is neither a custom op nor a flex op",
+                              text)))
+  if ops:
+    return (f"LiteRT has no kernel for {', '.join(ops)}: this model cannot be written as a "
+            ".tflite without Select TF ops; export a SavedModel instead")
+  first = next((line.strip() for line in text.splitlines() if line.strip()), type(error).__name__)
+  return f"the TFLite converter failed: {first[:300]}"
+
+
+def with_metadata(model: bytes, settings: Dict[str, object]) -> bytes:
+  """`model` with the metadata entry METADATA_NAME: `settings` as JSON."""
+  from tensorflow.lite.python import schema_py_generated as schema  # pylint: disable=g-import-not-at-top
+  from tensorflow.lite.tools import flatbuffer_utils  # pylint: disable=g-import-not-at-top
+  model_object = flatbuffer_utils.convert_bytearray_to_object(model)
+  buffer = schema.BufferT()
+  buffer.data = np.frombuffer(json.dumps(settings).encode("utf-8"), np.uint8)
+  model_object.buffers.append(buffer)
+  entry = schema.MetadataT()
+  entry.name, entry.buffer = METADATA_NAME.encode("utf-8"), len(model_object.buffers) - 1
+  model_object.metadata = (model_object.metadata or []) + [entry]
+  return flatbuffer_utils.convert_object_to_bytearray(model_object)
+
+
+def read_metadata(model: bytes) -> Dict[str, object]:
+  """The settings `with_metadata` stored in `model`; {} if there are none."""
+  from tensorflow.lite.python import schema_py_generated as schema  # pylint: disable=g-import-not-at-top
+  root = schema.Model.GetRootAsModel(model, 0)
+  for i in range(root.MetadataLength()):
+    if root.Metadata(i).Name() == METADATA_NAME.encode("utf-8"):
+      return json.loads(root.Buffers(root.Metadata(i).Buffer()).DataAsNumpy().tobytes())
+  return {}
+
+
+def check_kernels(model: bytes, num_inputs: int) -> None:
+  """Refuses, in one line, a model with an op the interpreter has no kernel for (it
+  runs the model once on a text)."""
+  from electra_tf2.litert.model import make_interpreter  # pylint: disable=g-import-not-at-top
+  inputs = [np.array([b"a"], dtype=object)] * num_inputs
+  try:
+    runner = make_interpreter(model_content=model).get_signature_runner("serving_default")
+    runner(**dict(zip(runner.get_input_details(), inputs)))
+  except (RuntimeError, ValueError) as e:
+    ops = sorted(set(re.findall(r"unresolved custom op: (\w+)", str(e))))
+    if not ops:
+      raise
+    raise LiteRTError(f"LiteRT has no kernel for {', '.join(ops)}: this model cannot run "
+                      "as a .tflite; export a SavedModel instead") from None
+

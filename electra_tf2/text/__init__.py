@@ -1,0 +1,1 @@
+"""Text to model features: tokenizers and packing."""
