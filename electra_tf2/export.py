@@ -10,6 +10,11 @@ r"""TF SavedModels with serving signatures on token ids and on raw text.
 Kinds: encoder, discriminator (also the `score` signature of scoring.py) and
 finetuned; signatures: token_ids, text, text_pair, score. Their inputs,
 outputs and truncation rules: docs/design.md#savedmodels.
+
+`--format litert` writes the `text` signature (`text_pair` with --text-pairs) as
+a `.tflite` file instead, tokenizer included (docs/deploy.md):
+
+  electra export --model-dir DIR --format litert --quantize dynamic-int8 --output model.tflite
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from electra_tf2 import model_directory, vocab as vocab_lib
 from electra_tf2.scoring import graph as scoring_graph
 from electra_tf2.atomic_io import atomic_directory
 from electra_tf2.errors import ElectraError, command
+from electra_tf2.litert.convert import QUANTIZE, check_quantize
 from electra_tf2.run_lock import hold
 
 KINDS = ("encoder", "discriminator", "finetuned")
@@ -105,6 +111,7 @@ class ServingModule(tf.Module):
       raise ExportError(f"max_seq_length must be >= 3 for text pairs, got {max_seq_length}")
     vocab = vocab_lib.load_vocab(vocab_file)
     tokens = sorted(vocab, key=vocab.get)
+    self._vocab_tokens = tokens
     self.tokenizer = TokenizerModule(tokens, do_lower_case=do_lower_case)
     self.vocab_file = tf.saved_model.Asset(vocab_file)
     self._max_seq_length = max_seq_length
@@ -144,6 +151,23 @@ class ServingModule(tf.Module):
                                           tf.constant(self._max_seq_length - 3, tf.int64))
     return self._with_features(self._features([keep_first(ids_a, len_a),
                                                keep_first(ids_b, len_b)]))
+
+  def write_litert(self, path: str, quantize: str = "none",
+                   calibration_texts: Optional[Sequence[str]] = None,
+                   text_pairs: bool = False) -> str:
+    """Writes the `text` signature (`text_pair` with text_pairs) as a `.tflite` file
+    whose tokenizer runs on TFLite kernels (electra_tf2/litert/convert.py)."""
+    from electra_tf2.litert import convert  # pylint: disable=g-import-not-at-top
+    from electra_tf2.text.litert_tokenizer import LiteRTTokenizer  # pylint: disable=g-import-not-at-top
+    if self.tokenizer is None:
+      raise ExportError("a .tflite takes text: it needs the vocabulary (--vocab-file)")
+    tokenizer = LiteRTTokenizer(self._vocab_tokens, self.tokenizer.do_lower_case,
+                                max_seq_length=self._max_seq_length)
+    return convert.write_tflite(
+        path, lambda *texts: self._with_features(tokenizer.features(*texts)),
+        ["text", "text_b"] if text_pairs else ["text"], self._variables,
+        {"do_lower_case": self.tokenizer.do_lower_case, "max_seq_length": self._max_seq_length},
+        quantize, calibration_texts)
 
   def signatures(self) -> Dict[str, tf.types.experimental.ConcreteFunction]:
     functions = {"token_ids": self.token_ids.get_concrete_function()}
@@ -268,7 +292,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   parser.add_argument("--checkpoint", default=None, help="a ckpt-N prefix (default the latest)")
   parser.add_argument("--kind", choices=KINDS, default=None,
                       help="default: finetuned for a fine-tuned model dir, else discriminator")
-  parser.add_argument("--output-dir", required=True, help="SavedModel directory to write")
+  parser.add_argument("--format", choices=("savedmodel", "litert"), default="savedmodel",
+                      help="a SavedModel directory (default) or a .tflite file (LiteRT)")
+  parser.add_argument("--output-dir", default=None, help="SavedModel directory to write")
+  parser.add_argument("--output", default=None, help="--format litert: the .tflite file to write")
+  parser.add_argument("--quantize", choices=QUANTIZE, default="none",
+                      help="--format litert: float32 weights (none), float16, int8 weights "
+                           "(dynamic-int8) or int8 weights and activations (int8, calibrated "
+                           "on --calibration-file)")
+  parser.add_argument("--calibration-file", default=None,
+                      help="--quantize int8: representative texts, one per line (pairs "
+                           "tab-separated)")
+  parser.add_argument("--text-pairs", action="store_true",
+                      help="--format litert: the .tflite takes text and text_b (pair tasks)")
   parser.add_argument("--vocab-file", default=None,
                       help="vocabulary (default: the model dir's vocab.txt or the config's)")
   parser.add_argument("--do-lower-case", action=argparse.BooleanOptionalAction, default=None,
@@ -282,6 +318,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   parser.add_argument("--no-text-signatures", dest="text", action="store_false",
                       help="only the token_ids signature: no tensorflow-text op in the model")
   args = parser.parse_args(argv)
+  calibration_texts = _check_format_flags(args)
   model, kind, vocab_file, lower, max_seq_length = _load(args.model_dir, args.kind,
                                                          args.checkpoint)
   vocab_file = args.vocab_file or vocab_file
@@ -292,7 +329,38 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
       model, kind, vocab_file if args.text else None,
       lower if args.do_lower_case is None else args.do_lower_case,
       args.max_seq_length or max_seq_length, args.window_stride)
+  if args.format == "litert":
+    module.write_litert(args.output, args.quantize, calibration_texts, args.text_pairs)
+    print(f"wrote {args.output} ({kind}, quantize {args.quantize}; inputs: text"
+          f"{', text_b' if args.text_pairs else ''})")
+    return 0
   with hold(args.output_dir):
     module.save(args.output_dir)
   print(f"wrote {args.output_dir} ({kind}; signatures: {', '.join(sorted(module.signatures()))})")
   return 0
+
+
+def _check_format_flags(args) -> Optional[Sequence[str]]:
+  """The output flag of --format and the --quantize flags (one line if wrong); returns
+  the calibration texts."""
+  if args.format == "savedmodel":
+    if args.output_dir is None:
+      raise ExportError("--output-dir is required (the SavedModel directory to write)")
+    litert_only = [f"--{name.replace('_', '-')}" for name in
+                   ("output", "calibration_file", "text_pairs") if getattr(args, name)]
+    if args.quantize != "none":
+      litert_only.append("--quantize")
+    if litert_only:
+      raise ExportError(f"{', '.join(litert_only)} only apply to --format litert")
+    return None
+  if args.output is None:
+    raise ExportError("--format litert writes one file: give --output MODEL.tflite")
+  if not args.text:
+    raise ExportError("--format litert takes text: --no-text-signatures does not apply")
+  if args.calibration_file is None:
+    check_quantize(args.quantize, None)
+    return None
+  with open(args.calibration_file, encoding="utf-8") as f:
+    texts = [line.rstrip("\n") for line in f if line.strip()]
+  check_quantize(args.quantize, texts)
+  return texts

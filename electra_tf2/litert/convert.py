@@ -49,6 +49,9 @@ def check_quantize(quantize: str, calibration_texts: Optional[Sequence[str]]) ->
   if quantize == "int8" and not calibration_texts:
     raise LiteRTError("quantize int8 calibrates activation ranges on representative texts: "
                       "pass calibration_texts (--calibration-file: one text per line)")
+  if quantize != "int8" and calibration_texts:
+    raise LiteRTError(f"calibration texts (--calibration-file) only apply to quantize int8, "
+                      f"not {quantize}")
 
 
 def check_size(variables: Sequence, quantize: str) -> None:
@@ -67,13 +70,13 @@ def write_tflite(path: str, serve: Callable[..., Dict[str, tf.Tensor]],
   """Writes the `.tflite` of `serve` (tf.string `[batch]` per name of `input_names`)
   to `path` (atomically); returns `path`.
 
-  `variables`: the Keras variables `serve` reads; `settings`: JSON values for the
-  metadata (do_lower_case, max_seq_length).
+  `variables`: the TensorFlow variables `serve` reads (under Keras ones: `v.value`);
+  `settings`: JSON values for the metadata (do_lower_case, max_seq_length).
   """
   check_quantize(quantize, calibration_texts)
   check_size(variables, quantize)
   root = tf.Module()
-  root.weights = [v.value for v in variables]  # the TF variables under the Keras ones
+  root.weights = list(variables)
   root.serve = tf.function(
       serve, input_signature=[tf.TensorSpec([None], tf.string, name) for name in input_names])
   with tempfile.TemporaryDirectory() as saved_model:

@@ -240,7 +240,7 @@ class TextModel(keras.Model):
                                 max_seq_length=self.max_seq_length)
     return convert.write_tflite(
         path, lambda *texts: self.serve_features(self.litert_features(tokenizer, *texts)),
-        ["text", "text_b"][:self.serving_inputs()], self.variables,
+        ["text", "text_b"][:self.serving_inputs()], [v.value for v in self.variables],
         {"do_lower_case": self.text_inputs.do_lower_case,
          "max_seq_length": self.max_seq_length}, quantize, calibration_texts)
 
