@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 import time
-from typing import Sequence, Tuple
+from typing import Any, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -17,6 +18,28 @@ def log(message: str, tag: str = "") -> None:
   """Prints one line at once, after `[tag HH:MM:SS] ` when a tag is given."""
   prefix = f"[{tag} {time.strftime('%H:%M:%S')}] " if tag else ""
   print(prefix + message, flush=True)
+
+
+def append_json(path: Optional[str], record: Mapping[str, Any]) -> None:
+  """Appends `record` as one JSON line to `path` (nothing when path is None): a file of
+  results that a run killed midway keeps whole up to its last line."""
+  if path:
+    with open(path, "a", encoding="utf-8") as f:
+      f.write(json.dumps(record) + "\n")
+
+
+def add_step_flags(parser, steps: int, rounds: Optional[int] = 3) -> None:
+  """The flags the training-step benches share: hparams over the preset's, precision, XLA,
+  steps (per round, with `rounds` rounds unless None) and a JSON output file."""
+  parser.add_argument("--hparams", default="{}",
+                      help="JSON object of hparams over the preset's, e.g. '{\"debug\": true}' "
+                           "for the 3-layer debug encoder")
+  parser.add_argument("--mixed-precision", default="float32")
+  parser.add_argument("--jit-compile", action="store_true")
+  parser.add_argument("--steps", type=int, default=steps)
+  if rounds is not None:
+    parser.add_argument("--rounds", type=int, default=rounds)
+  parser.add_argument("--json", default=None, help="append the result as JSON here")
 
 
 def pad_rows(rows: Sequence[Sequence[int]]) -> Tuple[np.ndarray, np.ndarray]:

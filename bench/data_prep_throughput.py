@@ -190,7 +190,7 @@ def ours_run(files, vocab_file, max_length, num_shards, processes, seed=1):
 
 def tokenizer_only(files, vocab_file):
   """tokens/s of the two tokenizers alone over every line."""
-  from electra_tf2.tokenization import FullTokenizer  # pylint: disable=g-import-not-at-top
+  from electra_tf2.text.tokenizer import FullTokenizer  # pylint: disable=g-import-not-at-top
   lines = []
   for path in files:
     with open(path, "rb") as f:

@@ -5,7 +5,7 @@ r"""What an ELECTRA discriminator flags: calibration, part of speech, grammatica
       [--stages calibration,pos,cola,rerank] [--seed 0]
 
 DIR is a pre-trained ELECTRA model directory (ours, or an official checkpoint
-converted with `python -m electra_tf2.convert to-tf2`); its generator corrupts the
+converted with `electra convert to-tf2`); its generator corrupts the
 text and gives the pseudo-log-likelihood baseline. Nothing is fine-tuned.
 
   calibration  held-out WikiText-2 valid paragraphs cut into windows of the model's

@@ -104,7 +104,7 @@ def main(argv=None) -> int:
   import keras
   from electra_tf2 import model_directory
   from electra_tf2.models.pretrainer import ElectraPretrainer
-  from electra_tf2.tokenization import FullTokenizer
+  from electra_tf2.text.tokenizer import FullTokenizer
   data = (read_task(os.path.join(args.task_dir, "train.tsv"), args.train_examples),
           read_task(os.path.join(args.task_dir, "dev.tsv"), 10 ** 9))
   models = dict(m.split("=", 1) for m in args.model)

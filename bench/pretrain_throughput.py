@@ -2,6 +2,7 @@
 
     python bench/pretrain_throughput.py [--model-name electra_small] [--batch-sizes 8,32]
         [--steps 10] [--rounds 3] [--mixed-precision float32] [--jit-compile]
+        [--max-batch 256] [--anchor-jit-compile] [--peak-tflops 989.4] [--json FILE]
 
 For each batch size it times a full training step (forward, backward,
 optimizer update) of
@@ -19,20 +20,29 @@ dtype of `--mixed-precision` (bfloat16 or float16 for the mixed policies).
 Model Garden always runs in float32: its `ElectraPretrainer` fails under a
 mixed policy (its MaskedLM head adds a float32 bias to half-precision logits). Inputs are in memory: the input
 pipeline is measured separately (--pipeline).
+
+`--max-batch N` replaces the fixed batch sizes: each side runs at the largest
+of N, N/2, N/4, ... whose step fits in memory (a GPU's out-of-memory error
+moves on to the next). `--anchor-jit-compile` compiles Model Garden's step
+with XLA. `--peak-tflops` adds MFU against a datasheet peak (a GPU's dense
+bf16 rate), `--json FILE` appends one JSON object per row.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
+import json
 import os
 import time
-from typing import Callable, Dict
+from typing import Any, Callable, Dict, Tuple
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+from common import add_step_flags, append_json  # noqa: E402
 from electra_tf2.config import PretrainingConfig, resolve_pretraining_config  # noqa: E402
 from electra_tf2.training.driver import RunOptions  # noqa: E402
 from electra_tf2.training.pretraining import PretrainingRun  # noqa: E402
@@ -71,6 +81,7 @@ def compute_dtype(mixed_precision: str) -> tf.DType:
 
 
 def matmul_peak_flops(dtype: tf.DType = tf.float32, n: int = 2048, repeats: int = 10) -> float:
+  """FLOP/s of `repeats` chained `[n, n]` matmuls in `dtype`, best of 3."""
   a = tf.random.normal([n, n], dtype=dtype)
   b = tf.random.normal([n, n], dtype=dtype)
 
@@ -114,7 +125,8 @@ def ours_step(config: PretrainingConfig, batch: int, options: RunOptions) -> Cal
   return step
 
 
-def model_garden_step(config: PretrainingConfig, batch: int) -> Callable:
+def model_garden_step(config: PretrainingConfig, batch: int, jit_compile: bool = False
+                      ) -> Callable:
   import tf_keras
   from official.nlp.modeling import models, networks
   d, g = config.bert_config, config.generator_bert_config
@@ -145,7 +157,7 @@ def model_garden_step(config: PretrainingConfig, batch: int) -> Callable:
             "masked_lm_ids": tf.gather(features["input_ids"], positions, batch_dims=1),
             "masked_lm_weights": tf.ones([batch, N])}
 
-  @tf.function
+  @tf.function(jit_compile=jit_compile)
   def step():
     with tf.GradientTape() as tape:
       out = pretrainer(inputs, training=True)
@@ -174,44 +186,131 @@ def time_steps(step: Callable, steps: int) -> float:
   return (time.perf_counter() - start) / steps
 
 
-def main() -> None:
+def is_out_of_memory(error: Exception) -> bool:
+  """Whether a TensorFlow error is an allocation failure (XLA reports some as internal)."""
+  text = str(error)
+  return isinstance(error, tf.errors.ResourceExhaustedError) or any(
+      words in text for words in ("RESOURCE_EXHAUSTED", "Out of memory", "out of memory", "OOM"))
+
+
+def largest_batch(make_step: Callable[[int], Callable], top: int, name: str = ""
+                  ) -> Tuple[int, Callable]:
+  """The first of top, top/2, top/4, ... whose step builds and runs (compiled and warmed
+  up: two steps), with that step; re-raises any error but running out of memory."""
+  batch = top
+  while True:
+    try:
+      step = make_step(batch)
+      time_steps(step, 2)
+      return batch, step
+    except tf.errors.OpError as e:
+      if not is_out_of_memory(e) or batch == 1:
+        raise
+      print(f"{name} batch {batch}: out of memory, trying {batch // 2}", flush=True)
+    step = None
+    gc.collect()
+    batch //= 2
+
+
+def device_name() -> str:
+  """The first GPU's name as TensorFlow reports it, or "CPU"."""
+  gpus = tf.config.list_physical_devices("GPU")
+  if not gpus:
+    return "CPU"
+  return tf.config.experimental.get_device_details(gpus[0]).get("device_name", gpus[0].name)
+
+
+def measure(steps: Dict[str, Tuple[int, Callable]], args, dtype: tf.DType,
+            peak: float) -> Tuple[Dict[str, float], float]:
+  """Best seconds per step of each side over `args.rounds` alternating rounds, and the
+  matmul peak (FLOP/s) re-measured beside every round."""
+  best = {name: float("inf") for name in steps}
+  for _ in range(args.rounds):
+    peak = max(peak, matmul_peak_flops(dtype, args.peak_size))
+    for name, (_, step) in steps.items():
+      best[name] = min(best[name], time_steps(step, args.steps))
+  return best, peak
+
+
+def row(args, config: PretrainingConfig, steps, best, peak: float) -> Dict[str, Any]:
+  """One result: sequences/s of both sides, the ratio, FLOP/s and MFU of ours."""
+  batch = steps["ours"][0]
+  flops = train_step_flops(config, batch) / best["ours"]
+  anchor = steps["mg"][0] / best["mg"] if "mg" in steps else None
+  ours = batch / best["ours"]
+  return {
+      "model": args.model_name, "hparams": json.loads(args.hparams), "seq_len": args.seq_len,
+      "precision": args.mixed_precision,
+      "jit_compile": args.jit_compile, "batch": batch, "ours_seq_per_s": ours,
+      "anchor_batch": steps["mg"][0] if "mg" in steps else None,
+      "anchor_jit_compile": args.anchor_jit_compile if "mg" in steps else None,
+      "anchor_seq_per_s": anchor, "ratio": ours / anchor if anchor else None,
+      "ours_tflops": flops / 1e12, "matmul_peak_tflops": peak / 1e12,
+      "mfu_vs_matmul": flops / peak,
+      "peak_tflops": args.peak_tflops,
+      "mfu_vs_peak": flops / (args.peak_tflops * 1e12) if args.peak_tflops else None,
+      "tf32": tf.config.experimental.tensor_float_32_execution_enabled(),
+      "device": device_name(), "steps": args.steps, "rounds": args.rounds}
+
+
+def print_row(r: Dict[str, Any]) -> None:
+  anchor = "" if r["anchor_seq_per_s"] is None else (
+      f"{r['anchor_seq_per_s']:>9.2f} {r['anchor_batch']:>5} {r['ratio']:>6.2f}")
+  mfu = "" if r["mfu_vs_peak"] is None else f" {r['mfu_vs_peak']:>9.1%}"
+  print(f"{r['batch']:>5} {r['ours_seq_per_s']:>11.2f} {anchor:>22} "
+        f"{r['ours_tflops'] * 1e3:>13.1f} {r['mfu_vs_matmul']:>6.1%}{mfu}", flush=True)
+
+
+def parse_args(argv=None) -> argparse.Namespace:
   parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
   parser.add_argument("--model-name", default="electra_small")
   parser.add_argument("--batch-sizes", default="8,32")
+  parser.add_argument("--max-batch", type=int, default=None,
+                      help="instead of --batch-sizes: the largest of N, N/2, ... that fits")
   parser.add_argument("--seq-len", type=int, default=128)
-  parser.add_argument("--steps", type=int, default=10)
-  parser.add_argument("--rounds", type=int, default=3)
-  parser.add_argument("--mixed-precision", default="float32")
-  parser.add_argument("--jit-compile", action="store_true")
+  add_step_flags(parser, steps=10)
   parser.add_argument("--skip-model-garden", action="store_true")
-  args = parser.parse_args()
+  parser.add_argument("--anchor-jit-compile", action="store_true",
+                      help="Model Garden's step compiled with XLA")
+  parser.add_argument("--peak-size", type=int, default=2048,
+                      help="n of the [n, n] matmuls timed for the peak (8192 on a GPU)")
+  parser.add_argument("--peak-tflops", type=float, default=None,
+                      help="a datasheet peak in TFLOP/s for a second MFU column")
+  return parser.parse_args(argv)
 
+
+def main(argv=None) -> None:
+  args = parse_args(argv)
   peak = 0.0
   dtype = compute_dtype(args.mixed_precision)
-  print(f"{'batch':>5} {'ours seq/s':>11} {'MG seq/s':>9} {'ratio':>6} {'ours GFLOP/s':>13} "
-        f"{'MFU':>6}")
-  for batch in (int(b) for b in args.batch_sizes.split(",")):
-    config = resolve_pretraining_config(args.model_name, None, {
-        "max_seq_length": args.seq_len, "train_batch_size": batch, "num_warmup_steps": 0})
-    options = RunOptions(distribution_strategy="one_device",
-                         mixed_precision=args.mixed_precision, jit_compile=args.jit_compile)
-    steps = {"ours": ours_step(config, batch, options)}
-    if not args.skip_model_garden:
-      steps["mg"] = model_garden_step(config, batch)
-    for step in steps.values():  # compile and warm up
-      time_steps(step, 2)
-    best = {name: float("inf") for name in steps}
-    for _ in range(args.rounds):  # the peak is re-measured beside every round
-      peak = max(peak, matmul_peak_flops(dtype))
-      for name, step in steps.items():
-        best[name] = min(best[name], time_steps(step, args.steps))
-    ours = batch / best["ours"]
-    flops = train_step_flops(config, batch) / best["ours"]
-    mg = batch / best["mg"] if "mg" in best else float("nan")
-    print(f"{batch:>5} {ours:>11.2f} {mg:>9.2f} {ours / mg:>6.2f} {flops / 1e9:>13.1f} "
-          f"{flops / peak:>6.1%}", flush=True)
-  print(f"{dtype.name} matmul peak (2048^3, best of this run's rounds): {peak / 1e9:.1f} "
-        "GFLOP/s; MFU is against it")
+  options = RunOptions(distribution_strategy="one_device",
+                       mixed_precision=args.mixed_precision, jit_compile=args.jit_compile)
+  hparams = json.loads(args.hparams)
+
+  def config(batch: int) -> PretrainingConfig:
+    return resolve_pretraining_config(args.model_name, None, {
+        **hparams, "max_seq_length": args.seq_len, "train_batch_size": batch,
+        "num_warmup_steps": 0})
+  makers = {"ours": lambda b: ours_step(config(b), b, options)}
+  if not args.skip_model_garden:
+    makers["mg"] = lambda b: model_garden_step(config(b), b, args.anchor_jit_compile)
+  print(f"{'batch':>5} {'ours seq/s':>11} {'MG seq/s':>9} {'batch':>5} {'ratio':>6} "
+        f"{'ours GFLOP/s':>13} {'MFU':>6}" + (" MFU(peak)" if args.peak_tflops else ""))
+  batches = ([None] if args.max_batch else
+             [int(b) for b in args.batch_sizes.split(",")])
+  for batch in batches:
+    if batch is None:  # each side at its largest batch
+      steps = {name: largest_batch(make, args.max_batch, name) for name, make in makers.items()}
+    else:
+      steps = {name: (batch, make(batch)) for name, make in makers.items()}
+      for _, step in steps.values():  # compile and warm up
+        time_steps(step, 2)
+    best, peak = measure(steps, args, dtype, peak)
+    record = row(args, config(steps["ours"][0]), steps, best, peak)
+    print_row(record)
+    append_json(args.json, record)
+  print(f"{dtype.name} matmul peak ({args.peak_size}^3, best of this run's rounds): "
+        f"{peak / 1e9:.1f} GFLOP/s; MFU is against it")
 
 
 if __name__ == "__main__":

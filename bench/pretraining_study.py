@@ -144,9 +144,10 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
   unknown = set(args.stages) - {"data", "pretrain", "finetune", "report"}
   if unknown:
     parser.error(f"--stages: unknown stage(s) {', '.join(sorted(unknown))}")
-  for part in ("corpus", "glue"):
-    if not os.path.isdir(os.path.join(args.shared_data, part)):
-      parser.error(f"--shared-data {args.shared_data} has no {part}/ directory")
+  if {"data", "finetune"} & set(args.stages):  # the stages that read it
+    for part in ("corpus", "glue"):
+      if not os.path.isdir(os.path.join(args.shared_data, part)):
+        parser.error(f"--shared-data {args.shared_data} has no {part}/ directory")
   if args.budget is None:
     args.budget = PRESETS[args.preset]["budget"]
   args.deadline = None if args.time_limit is None else time.time() + 60 * args.time_limit

@@ -18,6 +18,7 @@ The names below are imported on first use, so `import electra_tf2` (and the
 """
 
 import importlib
+import sys
 
 # Public name -> the module that defines it.
 _EXPORTS = {
@@ -50,6 +51,11 @@ _ALIASES = {"load_pretrainer": "restore_pretrainer", "pretrain": "run_pretrainin
 
 __all__ = sorted(_EXPORTS)
 __version__ = "0.1.0"
+
+
+if sys.argv[:1] == ["-m"]:  # `python -m electra_tf2.<module>` is locating its module
+  from electra_tf2 import commands as _commands
+  _commands.run_module_as_main(_commands.module_being_run(sys.orig_argv), sys.argv[1:])
 
 
 def __getattr__(name):

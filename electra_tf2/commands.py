@@ -26,6 +26,8 @@ import os
 import sys
 from typing import Callable, Dict, Optional, Sequence, Tuple
 
+from electra_tf2 import errors
+
 # name: (module, what it does). Each module has `main(argv) -> int`; pretrain and
 # finetune are absl commands in electra_tf2.training.cli.
 SUBCOMMANDS: Dict[str, Tuple[str, str]] = {
@@ -54,6 +56,17 @@ SUBCOMMANDS: Dict[str, Tuple[str, str]] = {
     "flops": ("electra_tf2.flops", "pre-training FLOPs, counted as the paper"),
 }
 BEAM_MODULE = "electra_tf2.data_prep.beam_pretraining"
+# `python -m <module>` for the modules that were commands before the `electra` command:
+# each runs as its subcommand. `python -m` on any other module of the package is refused
+# in one line (run_module_as_main); the packages with a __main__.py run it.
+MODULE_COMMANDS: Dict[str, str] = {
+    **{module: name for name, (module, _) in SUBCOMMANDS.items()
+       if module != "electra_tf2.training.cli"},
+    BEAM_MODULE: "build-data",
+    "electra_tf2.commands": "",
+}
+RUNNABLE_PACKAGES = ("electra_tf2", "electra_tf2.__main__", "electra_tf2.scoring",
+                     "electra_tf2.scoring.__main__")
 
 
 def _usage() -> str:
@@ -74,9 +87,60 @@ def subcommand_main(name: str, argv: Sequence[str]) -> Callable[[], int]:
   module_name = SUBCOMMANDS[name][0]
   if name == "build-data" and any(a == "--runner" or a.startswith("--runner=") for a in argv):
     module_name = BEAM_MODULE
+  return _module_main(module_name, prog, argv)
+
+
+def _module_main(module_name: str, prog: str, argv: Sequence[str]) -> Callable[[], int]:
   sys.argv[0] = prog  # argparse's prog: what --help and usage errors print
-  module = importlib.import_module(module_name)
+  try:
+    module = importlib.import_module(module_name)
+  except ImportError as e:
+    if module_name != BEAM_MODULE:
+      raise
+    message = (f"apache-beam is not installed ({e}): run bash scripts/setup.sh beam "
+               "(or pip install 'electra-tf2[beam]')")
+    return lambda: errors.report(errors.ElectraError(message))
   return lambda: module.main(list(argv))
+
+
+def module_being_run(orig_argv: Sequence[str]) -> Optional[str]:
+  """MODULE of `python [options] -m MODULE ...` (the interpreter's own argv), else None."""
+  for index, arg in enumerate(orig_argv[1:], 1):
+    if arg == "-m":
+      return orig_argv[index + 1] if index + 1 < len(orig_argv) else None
+    if arg.startswith("-m"):
+      return arg[2:]
+  return None
+
+
+def _is_source_module(module: str) -> bool:
+  """Whether electra_tf2.a.b names a module or package file here (nothing is imported)."""
+  path = os.path.join(os.path.dirname(os.path.abspath(__file__)), *module.split(".")[1:])
+  return os.path.isfile(path + ".py") or os.path.isfile(os.path.join(path, "__init__.py"))
+
+
+def run_module_as_main(module: Optional[str], argv: Sequence[str]) -> None:
+  """`python -m electra_tf2.<module> ARGV`: runs a command module as its subcommand and
+  exits; any other module exits 2 with one line naming the command to use. Returns for
+  the runnable packages and for modules outside electra_tf2.
+
+  electra_tf2/__init__.py calls it while `python -m` locates the module (sys.argv[0]
+  is "-m" then), before the module itself is imported.
+  """
+  if (module is None or not module.startswith("electra_tf2.") or module in RUNNABLE_PACKAGES
+      or not _is_source_module(module)):
+    return  # runpy runs it, or says that there is no such module
+  if module in MODULE_COMMANDS:
+    name = MODULE_COMMANDS[module]
+    if not name:
+      sys.exit(main(argv))
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    sys.exit(_module_main(module, f"electra {name}", argv)())
+  hint = ("electra pretrain / electra finetune" if module == "electra_tf2.training.cli"
+          else "electra convert from-hf" if module == "electra_tf2.hf_import"
+          else "electra --help (the subcommands)")
+  sys.exit(errors.report(errors.ElectraError(
+      f"python -m {module}: {module} is a library module, not a command; use {hint}")))
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

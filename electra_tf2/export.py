@@ -21,17 +21,19 @@ from __future__ import annotations
 
 import argparse
 import os
-from typing import Callable, Dict, Optional, Sequence, Tuple
+from typing import Callable, Dict, Optional, Sequence
 
 
 import tensorflow as tf
 
 from electra_tf2 import model_directory, vocab as vocab_lib
+from electra_tf2.checkpoints import describe as describe_lib
 from electra_tf2.scoring import graph as scoring_graph
 from electra_tf2.atomic_io import atomic_directory
 from electra_tf2.errors import ElectraError, command
 from electra_tf2.litert.convert import QUANTIZE, check_quantize
 from electra_tf2.run_lock import hold
+from electra_tf2.text.packing import TextFeaturizer
 
 KINDS = ("encoder", "discriminator", "finetuned")
 _IDS = tf.TensorSpec([None, None], tf.int32)
@@ -40,39 +42,6 @@ _TEXT = tf.TensorSpec([None], tf.string)
 
 class ExportError(ElectraError, ValueError):
   """A model or option that cannot be exported as asked."""
-
-
-def truncated_pair_lengths(len_a, len_b, budget) -> Tuple:
-  """Lengths BERT's `_truncate_seq_pair` leaves: tensors (or numbers) in, same out.
-
-  It pops from the longer sequence (from b on a tie) while len_a + len_b >
-  budget, so the shorter keeps its length when it fits in half the budget and
-  otherwise a gets ceil(budget / 2) and b floor(budget / 2).
-  """
-  half_up = budget - budget // 2
-  half_down = budget // 2
-  new_a = tf.minimum(len_a, tf.maximum(budget - len_b, half_up))
-  new_b = tf.minimum(len_b, tf.maximum(budget - len_a, half_down))
-  return new_a, new_b
-
-
-def keep_first(ragged: tf.RaggedTensor, lengths: tf.Tensor) -> tf.RaggedTensor:
-  """The first `lengths[i]` items of row i."""
-  positions = tf.ragged.range(ragged.row_lengths())
-  return tf.ragged.boolean_mask(ragged, positions < tf.expand_dims(lengths, 1))
-
-
-def bert_features(segments, cls_id: int, sep_id: int) -> Dict[str, tf.Tensor]:
-  """Ragged WordPiece ids per segment -> `[CLS] a [SEP] (b [SEP])`, padded int32
-  `input_ids`, `input_mask`, `segment_ids` `[batch, longest row]`."""
-  import tensorflow_text as tft
-  ids, segment_ids = tft.combine_segments(segments, start_of_sequence_id=cls_id,
-                                          end_of_segment_id=sep_id)
-  # At least [CLS] [SEP] wide: an empty batch gives [0, 2] (the heads read position 0).
-  shape = tf.stack([ids.nrows(), tf.maximum(ids.bounding_shape(axis=1), 2)])
-  return {"input_ids": tf.cast(ids.to_tensor(shape=shape), tf.int32),
-          "input_mask": tf.ones_like(ids, tf.int32).to_tensor(shape=shape),
-          "segment_ids": tf.cast(segment_ids.to_tensor(shape=shape), tf.int32)}
 
 
 class ServingModule(tf.Module):
@@ -103,54 +72,37 @@ class ServingModule(tf.Module):
     self._predict = predict
     self._variables = [v.value for v in variables]
     self.token_ids = tf.function(predict, input_signature=[_IDS] * 3)
-    self.tokenizer = None
+    self.featurizer = None
     if vocab_file is None:
       return
-    from electra_tf2.tokenization import TokenizerModule  # imports tensorflow_text
     if max_seq_length < 3:
       raise ExportError(f"max_seq_length must be >= 3 for text pairs, got {max_seq_length}")
     vocab = vocab_lib.load_vocab(vocab_file)
-    tokens = sorted(vocab, key=vocab.get)
-    self._vocab_tokens = tokens
-    self.tokenizer = TokenizerModule(tokens, do_lower_case=do_lower_case)
+    self._vocab_tokens = sorted(vocab, key=vocab.get)
+    self.featurizer = TextFeaturizer(self._vocab_tokens, do_lower_case, max_seq_length)
     self.vocab_file = tf.saved_model.Asset(vocab_file)
-    self._max_seq_length = max_seq_length
-    self._cls_id, self._sep_id = vocab["[CLS]"], vocab["[SEP]"]
-    self.text = tf.function(self._predict_text, input_signature=[_TEXT])
-    self.text_pair = tf.function(self._predict_text_pair, input_signature=[_TEXT, _TEXT])
+    self.text = tf.function(lambda text: self._with_features(self.featurizer.single(text)),
+                            input_signature=[_TEXT])
+    self.text_pair = tf.function(
+        lambda text, text_b: self._with_features(self.featurizer.pair(text, text_b)),
+        input_signature=[_TEXT, _TEXT])
     self.score = None
     if score_logits is not None:
       stride = scoring_graph.check_stride(max_seq_length, window_stride)
       self.window_stride = stride
       self.score = tf.function(
-          lambda text: scoring_graph.score_text_graph(self.tokenizer, score_logits, text,
-                                                      max_seq_length, stride, self._cls_id,
-                                                      self._sep_id),
+          lambda text: scoring_graph.score_text_graph(self.featurizer, score_logits, text,
+                                                      stride),
           input_signature=[_TEXT])
       settings = {"max_seq_length": max_seq_length, "window_stride": stride,
                   "do_lower_case": bool(do_lower_case)}
       self.score_settings = tf.function(
           lambda: {k: tf.constant(v) for k, v in settings.items()}, input_signature=[])
 
-  def _features(self, segments) -> Dict[str, tf.Tensor]:
-    return bert_features(segments, self._cls_id, self._sep_id)
-
   def _with_features(self, features: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
     outputs = dict(self._predict(**features))
     outputs.update(features)
     return outputs
-
-  def _predict_text(self, text):
-    ids = self.tokenizer.tokenize_to_ids(text)
-    return self._with_features(self._features([ids[:, :self._max_seq_length - 2]]))
-
-  def _predict_text_pair(self, text, text_b):
-    ids_a = self.tokenizer.tokenize_to_ids(text)
-    ids_b = self.tokenizer.tokenize_to_ids(text_b)
-    len_a, len_b = truncated_pair_lengths(ids_a.row_lengths(), ids_b.row_lengths(),
-                                          tf.constant(self._max_seq_length - 3, tf.int64))
-    return self._with_features(self._features([keep_first(ids_a, len_a),
-                                               keep_first(ids_b, len_b)]))
 
   def write_litert(self, path: str, quantize: str = "none",
                    calibration_texts: Optional[Sequence[str]] = None,
@@ -158,20 +110,19 @@ class ServingModule(tf.Module):
     """Writes the `text` signature (`text_pair` with text_pairs) as a `.tflite` file
     whose tokenizer runs on TFLite kernels (electra_tf2/litert/convert.py)."""
     from electra_tf2.litert import convert  # pylint: disable=g-import-not-at-top
-    from electra_tf2.text.litert_tokenizer import LiteRTTokenizer  # pylint: disable=g-import-not-at-top
-    if self.tokenizer is None:
+    from electra_tf2.text.litert_tokenizer import LiteRTFeaturizer  # pylint: disable=g-import-not-at-top
+    if self.featurizer is None:
       raise ExportError("a .tflite takes text: it needs the vocabulary (--vocab-file)")
-    tokenizer = LiteRTTokenizer(self._vocab_tokens, self.tokenizer.do_lower_case,
-                                max_seq_length=self._max_seq_length)
+    lower, length = self.featurizer.tokenizer.do_lower_case, self.featurizer.max_seq_length
+    featurizer = LiteRTFeaturizer(self._vocab_tokens, lower, max_seq_length=length)
     return convert.write_tflite(
-        path, lambda *texts: self._with_features(tokenizer.features(*texts)),
+        path, lambda *texts: self._with_features(featurizer.features(*texts)),
         ["text", "text_b"] if text_pairs else ["text"], self._variables,
-        {"do_lower_case": self.tokenizer.do_lower_case, "max_seq_length": self._max_seq_length},
-        quantize, calibration_texts)
+        {"do_lower_case": lower, "max_seq_length": length}, quantize, calibration_texts)
 
   def signatures(self) -> Dict[str, tf.types.experimental.ConcreteFunction]:
     functions = {"token_ids": self.token_ids.get_concrete_function()}
-    if self.tokenizer is not None:
+    if self.featurizer is not None:
       functions["text"] = self.text.get_concrete_function()
       functions["text_pair"] = self.text_pair.get_concrete_function()
       if self.score is not None:
@@ -265,20 +216,22 @@ def serving_module(model, kind: str, vocab_file: Optional[str] = None,
 
 def _load(model_dir: str, kind: Optional[str], checkpoint_path: Optional[str]):
   """`(model, kind, vocab_file, do_lower_case, max_seq_length)` of a model directory."""
-  from electra_tf2 import convert
+  found = describe_lib.describe(model_dir)
+  if found.kind not in ("pretrained", "finetuned"):
+    raise ExportError(f"--model-dir {model_dir} is {describe_lib.KIND_NAMES[found.kind]}: export "
+                      "takes our model directories (electra convert to-tf2, to-tf2-finetuned or "
+                      "from-hf writes one)")
   if kind is None:
-    kind = "finetuned" if convert.is_finetuned_model_dir(model_dir) else "discriminator"
+    kind = "finetuned" if found.kind == "finetuned" else "discriminator"
   if kind == "finetuned":
-    from electra_tf2.finetune import model as finetune_model
-    model, config = finetune_model.load_finetuned_model(model_dir, checkpoint_path)
-    # Chunking always lowercases (official quirk), whatever do_lower_case says.
-    lower = config.do_lower_case or config.task_names == ["chunk"]
-    vocab_file = config.vocab_file if tf.io.gfile.exists(config.vocab_file) else None
-    return model, kind, vocab_file, lower, config.max_seq_length
-  config = model_directory.load_pretraining_config(model_dir)
-  model = model_directory.restore_pretrainer(model_dir, checkpoint_path, config)
-  return (model, kind, model_directory.find_vocab(model_dir, config), config.do_lower_case,
-          config.max_seq_length)
+    from electra_tf2.finetune import model as finetune_model  # pylint: disable=g-import-not-at-top
+    model, config = finetune_model.load_finetuned_model(found.model_dir,
+                                                        checkpoint_path or found.checkpoint)
+    return model, kind, found.vocab_file, found.do_lower_case, config.max_seq_length
+  config = found.pretraining_config
+  model = model_directory.restore_pretrainer(found.model_dir, checkpoint_path or found.checkpoint,
+                                             config)
+  return model, kind, found.vocab_file, found.do_lower_case, config.max_seq_length
 
 
 @command

@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import struct
 from typing import Any, Dict, Mapping, Optional, Sequence
 
@@ -37,6 +36,8 @@ import tensorflow as tf
 from electra_tf2 import model_directory, variable_names
 from electra_tf2.atomic_io import (atomic_path, copy_file_atomic,
                                    write_json_atomic)
+from electra_tf2.checkpoints import directories
+from electra_tf2.checkpoints.huggingface import hf_parameter_name
 from electra_tf2.encoder_config import BertConfig
 from electra_tf2.errors import ElectraError, command
 from electra_tf2.run_lock import hold
@@ -99,25 +100,6 @@ def hf_config(bert_config: BertConfig, embedding_size: int, architecture: str,
   }
 
 
-def hf_parameter_name(official_name: str, encoder_scope: str) -> str:
-  """The PyTorch parameter name of an official variable name.
-
-  `encoder_scope` is the scope that becomes HF's `electra.` ("electra" for the
-  discriminator, "generator" for the generator); `electra/embeddings/` always
-  does, as the generator shares it.
-  """
-  name = re.sub(rf"^({re.escape(encoder_scope)}|electra)/embeddings/", "electra/embeddings/",
-                official_name)
-  name = re.sub(rf"^{re.escape(encoder_scope)}/", "electra/", name)
-  name = name.replace("generator_predictions/output_bias", "generator_lm_head/bias")
-  name = name.replace("/dense_1/", "/dense_prediction/")
-  name = re.sub(r"/layer_(\d+)/", r"/layer/\1/", name)
-  name = re.sub(r"/(kernel|gamma)$", "/weight", name)
-  name = re.sub(r"/beta$", "/bias", name)
-  name = re.sub(r"_embeddings$", "_embeddings/weight", name)
-  return name.replace("/", ".")
-
-
 def hf_state_dict(model, generator: bool = False) -> Dict[str, np.ndarray]:
   """`{PyTorch name: array}` of the discriminator or of the generator of an `ElectraPretrainer`."""
   names = variable_names.pretrainer_variable_map(model)
@@ -178,9 +160,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   parser.add_argument("--vocab-file", default=None,
                       help="vocabulary to include (default MODEL_DIR/vocab.txt or the config's)")
   args = parser.parse_args(argv)
-  config = model_directory.load_pretraining_config(args.model_dir)
+  config = directories.load_pretraining_config(args.model_dir)
   model = model_directory.restore_pretrainer(args.model_dir, args.checkpoint, config)
-  vocab_file = args.vocab_file or model_directory.find_vocab(args.model_dir, config)
+  vocab_file = args.vocab_file or directories.find_vocab(args.model_dir, config)
   with hold(args.output_dir):
     export_hugging_face(model, args.output_dir, args.generator, vocab_file,
                         config.do_lower_case)

@@ -1,303 +1,30 @@
-r"""Hugging Face ELECTRA directories in: the inverse of electra_tf2/hf_export.py.
+r"""Hugging Face ELECTRA directories -> our model directories (`electra convert from-hf`).
 
   electra convert from-hf --hf-dir electra-small-discriminator \
       --output-dir DATA/models/electra_small_hf
 
-A directory holds `config.json` (model_type "electra"), the weights
-(`model.safetensors`, sharded safetensors with their `.index.json`, or
-`pytorch_model.bin`, which needs torch) and, for text, `vocab.txt` with
-`do_lower_case` in `tokenizer_config.json`. Safetensors are read with numpy
-alone. Parameter names are matched through `hf_export.hf_parameter_name`
-(dense weights transposed back to `[in, out]`), so export then import gives
-the same arrays bit for bit; matching is strict, with convert.py's report.
-
-`ElectraForPreTraining` becomes a model directory with the discriminator and
-its head, `ElectraForMaskedLM` one with the MLM model (the BERT objective, the
-encoder under `electra`), `ElectraModel` and the fine-tuned architectures their
-encoder (the discriminator head stays random: `--no-strict`, with a notice).
+Reading a directory (config, weights by official name, vocabulary):
+electra_tf2/checkpoints/huggingface.py. `ElectraForPreTraining` becomes a model
+directory with the discriminator and its head, `ElectraForMaskedLM` one with
+the MLM model (the BERT objective, the encoder under `electra`), `ElectraModel`
+and the fine-tuned architectures their encoder (the discriminator head stays
+random: `--no-strict`, with a notice). Matching is strict, with
+checkpoints/report.py's report.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import os
-import re
-import struct
-from typing import Any, Dict, Mapping, Optional, Tuple
 
-import numpy as np
-
-from electra_tf2 import convert, hf_export, variable_names
-from electra_tf2.atomic_io import copy_file_atomic, write_json_atomic
+from electra_tf2 import model_directory, variable_names
+from electra_tf2.atomic_io import copy_file_atomic
+from electra_tf2.checkpoints.directories import VOCAB_FILE
+from electra_tf2.checkpoints.huggingface import (  # noqa: F401  (their import path here too)
+    CONFIG_FILE, HuggingFaceDirectory, HuggingFaceImportError, read_directory,
+    read_safetensors)
+from electra_tf2.checkpoints.report import ConversionReport, notice, write_report  # noqa: F401
 from electra_tf2.config import resolve_pretraining_config
-from electra_tf2.encoder_config import BertConfig
-from electra_tf2.hparams import ConfigError
-from electra_tf2.errors import ElectraError
-
-CONFIG_FILE = "config.json"
-SAFETENSORS_FILE = "model.safetensors"
-TORCH_FILE = "pytorch_model.bin"
-TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
-# transformers' buffers, and the generator's output matrix that is tied to the word
-# embeddings (hf_import checks that it equals them).
-HF_IGNORE = (r"(^|\.)position_ids$", r"^generator_lm_head\.weight$")
-PRETRAINING_ARCHITECTURES = ("ElectraForPreTraining", "ElectraForMaskedLM", "ElectraModel")
-# ElectraConfig's defaults, for keys a config.json leaves out (as transformers reads it).
-_HF_DEFAULTS = {"vocab_size": 30522, "embedding_size": 128, "hidden_size": 256,
-                "num_hidden_layers": 12, "num_attention_heads": 4, "intermediate_size": 1024,
-                "hidden_act": "gelu", "hidden_dropout_prob": 0.1,
-                "attention_probs_dropout_prob": 0.1, "max_position_embeddings": 512,
-                "type_vocab_size": 2, "initializer_range": 0.02, "layer_norm_eps": 1e-12,
-                "position_embedding_type": "absolute", "tie_word_embeddings": True}
-_NUMPY_DTYPES = {"F32": np.float32, "F16": np.float16, "F64": np.float64, "BF16": np.uint16,
-                 "I64": np.int64, "I32": np.int32}
-
-
-class HuggingFaceImportError(ElectraError, ValueError):
-  """A Hugging Face directory that cannot be read as ELECTRA; one line naming the file."""
-
-
-# ---------------------------------------------------------------------------
-# Files
-# ---------------------------------------------------------------------------
-
-
-def read_safetensors(path: str) -> Dict[str, np.ndarray]:
-  """`{name: float32 array}` of a safetensors file (bf16/f16 widened), with numpy alone."""
-  with open(path, "rb") as f:
-    data = f.read()
-  try:
-    (size,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8:8 + size])
-  except (struct.error, ValueError) as e:
-    raise HuggingFaceImportError(f"{path} is not a safetensors file ({e})") from None
-  header.pop("__metadata__", None)
-  tensors = {}
-  for name, info in header.items():
-    if info["dtype"] not in _NUMPY_DTYPES:
-      raise HuggingFaceImportError(f"{path}: {name} has dtype {info['dtype']}; "
-                                   f"supported: {', '.join(_NUMPY_DTYPES)}")
-    begin, end = (8 + size + offset for offset in info["data_offsets"])
-    array = np.frombuffer(data[begin:end], np.dtype(_NUMPY_DTYPES[info["dtype"]]).newbyteorder("<"))
-    if info["dtype"] == "BF16":
-      array = (array.astype(np.uint32) << 16).view(np.float32)
-    tensors[name] = array.reshape(info["shape"]).astype(
-        np.float32 if array.dtype.kind == "f" else array.dtype.newbyteorder("="))
-  return tensors
-
-
-def read_torch_file(path: str) -> Dict[str, np.ndarray]:
-  """`{name: float32 array}` of a `pytorch_model.bin` (needs torch)."""
-  try:
-    import torch  # pylint: disable=g-import-not-at-top
-  except ImportError:
-    raise HuggingFaceImportError(
-        f"{path} needs torch to read: pip install torch, or convert the directory to "
-        "safetensors (model.save_pretrained(dir, safe_serialization=True))") from None
-  state = torch.load(path, map_location="cpu", weights_only=True)
-  return {name: (value.float() if value.is_floating_point() else value).numpy()
-          for name, value in state.items()}
-
-
-def _read_sharded(directory: str, index_file: str, read) -> Dict[str, np.ndarray]:
-  path = os.path.join(directory, index_file)
-  try:
-    with open(path, encoding="utf-8") as f:
-      weight_map = json.load(f)["weight_map"]
-  except (ValueError, KeyError, TypeError) as e:
-    raise HuggingFaceImportError(f"{path}: no readable weight_map ({e})") from None
-  tensors = {}
-  for shard in sorted(set(weight_map.values())):
-    tensors.update(read(os.path.join(directory, shard)))
-  return tensors
-
-
-def read_weights(directory: str) -> Tuple[Dict[str, np.ndarray], str]:
-  """The directory's tensors and the file (or index) they came from."""
-  for name, read in ((SAFETENSORS_FILE, read_safetensors), (TORCH_FILE, read_torch_file)):
-    if os.path.exists(os.path.join(directory, name)):
-      return read(os.path.join(directory, name)), name
-    index = name + ".index.json"
-    if os.path.exists(os.path.join(directory, index)):
-      return _read_sharded(directory, index, read), index
-  raise HuggingFaceImportError(
-      f"{directory} holds no weights: expected {SAFETENSORS_FILE}, "
-      f"{SAFETENSORS_FILE}.index.json or {TORCH_FILE} (save with save_pretrained)")
-
-
-def read_config(directory: str) -> Dict[str, Any]:
-  """config.json, checked to be an ELECTRA config."""
-  path = os.path.join(directory, CONFIG_FILE)
-  if not os.path.exists(path):
-    raise HuggingFaceImportError(f"{path} is missing: {directory} is not a Hugging Face "
-                                 "model directory")
-  try:
-    with open(path, encoding="utf-8") as f:
-      config = json.load(f)
-  except ValueError as e:
-    raise HuggingFaceImportError(f"{path} is not JSON ({e})") from None
-  if not isinstance(config, dict) or config.get("model_type") != "electra":
-    found = config.get("model_type") if isinstance(config, dict) else None
-    raise HuggingFaceImportError(f"{path}: model_type is {found!r}, not 'electra': only "
-                                 "ELECTRA checkpoints load here")
-  return config
-
-
-def encoder_shape(config: Mapping[str, Any], path: str) -> Tuple[BertConfig, int]:
-  """`(BertConfig, embedding_size)` of an ElectraConfig dict; errors name the field."""
-  values = dict(_HF_DEFAULTS, **config)
-  for key, expected in (("layer_norm_eps", 1e-12), ("position_embedding_type", "absolute")):
-    if values[key] != expected:
-      raise HuggingFaceImportError(f"{path}: {key} is {values[key]!r}; ELECTRA (and this "
-                                   f"port) uses {expected!r}")
-  fields = {f.name for f in dataclasses.fields(BertConfig)}
-  bert = BertConfig(**{k: values[k] for k in fields})
-  try:
-    bert.validate(path)
-  except ConfigError as e:
-    raise HuggingFaceImportError(str(e)) from None
-  return bert, int(values["embedding_size"])
-
-
-# ---------------------------------------------------------------------------
-# A directory
-# ---------------------------------------------------------------------------
-
-
-@dataclasses.dataclass
-class HuggingFaceDirectory:
-  """What a Hugging Face ELECTRA directory holds.
-
-  tensors: `{PyTorch name: float32 array}` as stored (dense weights `[out, in]`).
-  vocab_file: its vocab.txt, None if absent; do_lower_case from tokenizer_config.json.
-  """
-  path: str
-  config: Dict[str, Any]
-  architecture: str
-  bert_config: BertConfig
-  embedding_size: int
-  tensors: Dict[str, np.ndarray]
-  weights_file: str
-  vocab_file: Optional[str]
-  do_lower_case: bool
-
-  def hf_names(self, variable_map: Mapping[str, Any], scope: str = "electra",
-               extra: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
-    """`{official name: PyTorch name}`: hf_export's rule, `extra` for heads it does not know."""
-    names = {name: hf_export.hf_parameter_name(name, scope) for name in variable_map}
-    names.update(extra or {})
-    return names
-
-  def value(self, official: str, hf_name: str) -> np.ndarray:
-    """The tensor of `hf_name` in our layout (`kernel`s transposed to `[in, out]`)."""
-    value = self.tensors[hf_name]
-    return value.T if official.endswith("/kernel") else value
-
-  def official_tensors(self) -> Dict[str, np.ndarray]:
-    """Every tensor under its official name in our layout; names outside hf_export's rule
-    (and the ignored buffers) are kept as stored."""
-    tensors = {}
-    for name, value in self.tensors.items():
-      if convert.is_ignored(name, HF_IGNORE):
-        continue
-      official = official_name(name)
-      if hf_export.hf_parameter_name(official, "electra") != name:
-        official = name
-      tensors[official] = self.value(official, name) if official != name else value
-    return tensors
-
-  def match(self, variable_map: Mapping[str, Any], names: Mapping[str, str]
-            ) -> convert.ConversionReport:
-    """convert.py's report of `variable_map` against this directory's tensors."""
-    shapes = {official: tuple(self.value(official, hf).shape) for official, hf in names.items()
-              if hf in self.tensors}
-    used = {names[official] for official in shapes}
-    shapes.update({hf: tuple(v.shape) for hf, v in self.tensors.items() if hf not in used})
-    source = os.path.join(self.path, self.weights_file)
-    return convert.match_shapes(variable_map, shapes, source, HF_IGNORE)
-
-  def assign(self, variable_map: Mapping[str, Any], names: Mapping[str, str],
-             strict: bool = True, allow_unused: bool = False) -> convert.ConversionReport:
-    """Assigns every matching tensor; strict: nothing assigned unless all fit (one-line error)."""
-    report = self.match(variable_map, names)
-    if strict and not (report.complete if allow_unused else report.ok):
-      raise HuggingFaceImportError(f"{report.one_line()} (strict import; --no-strict or "
-                                   "strict=False loads what fits)")
-    for official in report.loaded:
-      variable_map[official].assign(self.value(official, names[official]))
-    return report
-
-
-def official_name(hf_name: str) -> str:
-  """The official name of a PyTorch parameter name: `hf_export.hf_parameter_name` undone.
-
-  Callers check `hf_parameter_name(official_name(n), "electra") == n`, so a name
-  outside the rule (a fine-tuned head's, say) is never renamed by accident.
-  """
-  name = re.sub(r"\.layer\.(\d+)\.", r".layer_\1.", hf_name).replace(".", "/")
-  name = re.sub(r"_embeddings/weight$", "_embeddings", name)
-  name = re.sub(r"LayerNorm/weight$", "LayerNorm/gamma", name)
-  name = re.sub(r"LayerNorm/bias$", "LayerNorm/beta", name)
-  name = re.sub(r"/weight$", "/kernel", name)
-  name = name.replace("/dense_prediction/", "/dense_1/")
-  return name.replace("generator_lm_head/bias", "generator_predictions/output_bias")
-
-
-def read_directory(path: str) -> HuggingFaceDirectory:
-  """Reads and checks a Hugging Face ELECTRA directory (nothing is built or written)."""
-  config = read_config(path)
-  config_path = os.path.join(path, CONFIG_FILE)
-  bert, embedding_size = encoder_shape(config, config_path)
-  architectures = config.get("architectures") or ["ElectraModel"]
-  if not architectures[0].startswith("Electra"):
-    raise HuggingFaceImportError(f"{config_path}: architectures is {architectures}, not an "
-                                 "ELECTRA class")
-  tensors, weights_file = read_weights(path)
-  if not any(name.startswith("electra.") for name in tensors):  # ElectraModel: no prefix
-    tensors = {f"electra.{name}": value for name, value in tensors.items()}
-  _check_tied_output(tensors, config, os.path.join(path, weights_file))
-  vocab_file = os.path.join(path, "vocab.txt")
-  vocab_file = vocab_file if os.path.exists(vocab_file) else None
-  directory = HuggingFaceDirectory(path, config, architectures[0], bert, embedding_size,
-                                   tensors, weights_file, vocab_file, _do_lower_case(path))
-  if vocab_file is not None:
-    with open(vocab_file, encoding="utf-8") as f:
-      size = sum(1 for _ in f)
-    if size != bert.vocab_size:
-      raise HuggingFaceImportError(f"{vocab_file} has {size} tokens but the embeddings "
-                                   f"(vocab_size in {CONFIG_FILE}) have {bert.vocab_size}")
-  return directory
-
-
-def _check_tied_output(tensors: Mapping[str, np.ndarray], config: Mapping[str, Any],
-                       path: str) -> None:
-  """The generator's output matrix must be the word embeddings, as in ELECTRA."""
-  output = tensors.get("generator_lm_head.weight")
-  embeddings = tensors.get("electra.embeddings.word_embeddings.weight")
-  untied = config.get("tie_word_embeddings") is False
-  if output is not None and embeddings is not None and (
-      untied or output.shape != embeddings.shape or not np.array_equal(output, embeddings)):
-    raise HuggingFaceImportError(f"{path}: generator_lm_head.weight is not tied to the word "
-                                 "embeddings (tie_word_embeddings), which ELECTRA's generator is")
-
-
-def _do_lower_case(path: str) -> bool:
-  """tokenizer_config.json's do_lower_case (ElectraTokenizer's default True)."""
-  config_path = os.path.join(path, TOKENIZER_CONFIG_FILE)
-  if not os.path.exists(config_path):
-    return True
-  try:
-    with open(config_path, encoding="utf-8") as f:
-      return bool(json.load(f).get("do_lower_case", True))
-  except (ValueError, AttributeError) as e:
-    raise HuggingFaceImportError(f"{config_path} is not a JSON object ({e})") from None
-
-
-# ---------------------------------------------------------------------------
-# A model directory (`convert from-hf`)
-# ---------------------------------------------------------------------------
-
+from electra_tf2.models.pretrainer import ElectraPretrainer
 
 def pretraining_config(directory: HuggingFaceDirectory):
   """The `PretrainingConfig` of the directory's model: the discriminator with its head
@@ -316,7 +43,6 @@ def pretraining_config(directory: HuggingFaceDirectory):
 
 def pretrainer_from_directory(directory: HuggingFaceDirectory, strict: bool = True):
   """`(ElectraPretrainer, config, report)` with the directory's weights."""
-  from electra_tf2.models.pretrainer import ElectraPretrainer  # TF-heavy; imported on use
   config = pretraining_config(directory)
   model = ElectraPretrainer.from_pretraining_config(config)
   variable_map = variable_names.pretrainer_variable_map(model)
@@ -325,7 +51,7 @@ def pretrainer_from_directory(directory: HuggingFaceDirectory, strict: bool = Tr
 
 
 def convert_directory(hf_dir: str, output_dir: str, strict: bool = True
-                      ) -> convert.ConversionReport:
+                      ) -> ConversionReport:
   """A Hugging Face directory -> our model directory (as `convert to-tf2` writes it).
 
   Everything is read and checked before anything is written.
@@ -333,27 +59,9 @@ def convert_directory(hf_dir: str, output_dir: str, strict: bool = True
   directory = read_directory(hf_dir)
   model, config, report = pretrainer_from_directory(directory, strict)
   if directory.vocab_file is not None:
-    target = os.path.join(output_dir, convert.VOCAB_FILE)
+    target = os.path.join(output_dir, VOCAB_FILE)
     copy_file_atomic(directory.vocab_file, target)
     config = config.replace(vocab_file=target)
-  convert.write_model_dir(model, config, output_dir)
-  write_json_atomic(os.path.join(output_dir, convert.REPORT_FILE), report.to_dict(),
-                            sort_keys=False)
+  model_directory.write_model_dir(model, config, output_dir)
+  write_report(report, output_dir)
   return report
-
-
-def notice(report: convert.ConversionReport) -> Optional[str]:
-  """A line naming what was not loaded (random) and what was left unused, or None."""
-  parts = []
-  if report.missing or report.shape_mismatches:
-    names = report.missing + [name for name, _, _ in report.shape_mismatches]
-    parts.append(f"not loaded (initialised at random): {', '.join(names[:6])}"
-                 + (f" and {len(names) - 6} more" if len(names) > 6 else ""))
-  if report.unused:
-    parts.append(f"unused: {', '.join(report.unused[:6])}"
-                 + (f" and {len(report.unused) - 6} more" if len(report.unused) > 6 else ""))
-  return f"notice: {report.checkpoint}: " + "; ".join(parts) if parts else None
-
-
-__all__ = ["HuggingFaceDirectory", "HuggingFaceImportError", "read_directory",
-           "convert_directory", "read_safetensors", "notice"]

@@ -6,6 +6,7 @@
 #   bash scripts/setup.sh test       # plus the test tools and every optional feature (extra "test")
 #   bash scripts/setup.sh beam       # plus Apache Beam (electra build-data --runner ..., local files)
 #   bash scripts/setup.sh beam-gcp   # plus Beam's Google Cloud extras (gs://, DataflowRunner)
+#   bash scripts/setup.sh gpu        # plus TensorFlow's CUDA libraries (NVIDIA GPUs, Linux)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3.11}"
@@ -19,7 +20,8 @@ case "${1:-}" in
   test) extra="[test]"; sets="test beam run" ;;
   beam) extra="[beam]"; sets="beam run" ;;
   beam-gcp) extra="[beam-gcp]"; sets="beam-gcp beam run" ;;
-  *) echo "error: unknown set '$1': give none, test, beam or beam-gcp" >&2; exit 2 ;;
+  gpu) extra="[gpu]"; sets="gpu run" ;;
+  *) echo "error: unknown set '$1': give none, test, beam, beam-gcp or gpu" >&2; exit 2 ;;
 esac
 if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv

@@ -1,4 +1,4 @@
-"""Config resolution follows configure_pretraining.py (spec 2.1 and 2.2)."""
+"""Config resolution follows configure_pretraining.py."""
 
 import json
 import re

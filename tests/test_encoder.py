@@ -29,7 +29,7 @@ def np_gelu(x):
   return 0.5 * x * (1.0 + erf(x / np.sqrt(2.0)))
 
 
-# The official modeling.get_activation names (spec 4.1), written in numpy.
+# The official modeling.get_activation names (model/modeling.py), written in numpy.
 NP_ACTIVATIONS = {"gelu": np_gelu, "relu": lambda x: np.maximum(x, 0.0), "tanh": np.tanh,
                   "linear": lambda x: x, "": lambda x: x, None: lambda x: x,
                   "ReLU": lambda x: np.maximum(x, 0.0)}

@@ -12,10 +12,11 @@ import tensorflow as tf
 
 from conftest import REPO_ROOT, shared_data_path
 from electra_tf2 import convert, export
+from electra_tf2.text import packing
 from electra_tf2.config import resolve_pretraining_config
 from electra_tf2.finetune import config as finetune_config, model as finetune_model
 from electra_tf2.models.pretrainer import ElectraPretrainer, NoDiscriminatorError
-from electra_tf2.tokenization import FullTokenizer
+from electra_tf2.text.tokenizer import FullTokenizer
 from fixtures import noisy_pretrainer
 
 MAX_LEN = 16
@@ -59,7 +60,7 @@ def test_truncated_pair_lengths_follow_bert():
     bert_truncate_seq_pair(tokens_a, tokens_b, m)
     expected.append((len(tokens_a), len(tokens_b)))
   la, lb, budget = (tf.constant(column, tf.int64) for column in zip(*grid))
-  new_a, new_b = export.truncated_pair_lengths(la, lb, budget)
+  new_a, new_b = packing.truncated_pair_lengths(la, lb, budget)
   assert list(zip(new_a.numpy().tolist(), new_b.numpy().tolist())) == expected
 
 

@@ -1,4 +1,4 @@
-"""Fine-tuning config resolution follows configure_finetuning.py (spec 2.3)."""
+"""Fine-tuning config resolution follows configure_finetuning.py."""
 
 import json
 import os

@@ -1,4 +1,4 @@
-"""The fine-tuning model: official names, loss, optimizer rules, save and rebuild (spec 6.1)."""
+"""The fine-tuning model: official names, loss, optimizer rules, save and rebuild (run_finetuning.py:37-114)."""
 
 import json
 import os

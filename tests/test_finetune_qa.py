@@ -1,10 +1,11 @@
-"""QA featurisation, decoding and head (spec 6.3)."""
+"""QA featurisation, decoding and head (finetune/qa/qa_tasks.py)."""
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from electra_tf2.finetune import heads, qa, qa_decoding
+from electra_tf2.text import windows
 from tests.fixtures import make_config, make_tasks
 
 CONTEXT = "The leader was John Smith (1895-1943). He was born in Paris."
@@ -35,7 +36,7 @@ def make_example(task, answer="1895", start=27, impossible=False, split="train")
 
 
 def test_context_split_and_word_positions(tmp_path):
-  words, offsets = qa.split_context("a  b\u202fc\nd")
+  words, offsets = windows.split_context("a  b\u202fc\nd")
   assert words == ["a", "b", "c", "d"]
   assert offsets == [0, 0, 0, 1, 1, 2, 2, 3]
   _, task = qa_setup(tmp_path)

@@ -1,4 +1,4 @@
-"""Scorers against hand-computed values (spec 6.5); the SQuAD/MRQA formulas (spec 6.3)."""
+"""Scorers against hand-computed values (finetune/*/..._metrics.py); the SQuAD/MRQA formulas (finetune/qa/qa_metrics.py, squad_official_eval*.py)."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""Task readers and featurisation: GLUE column layouts, chunking quirks, bad input (spec 6.2-6.4)."""
+"""Task readers and featurisation: GLUE column layouts, chunking quirks, bad input (finetune/classification, qa and tagging tasks)."""
 
 import json
 import os

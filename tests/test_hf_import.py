@@ -1,4 +1,5 @@
-"""Reading Hugging Face ELECTRA directories (electra_tf2/hf_import.py).
+"""Reading Hugging Face ELECTRA directories (electra_tf2/checkpoints/huggingface.py) and
+converting them into model directories (electra_tf2/hf_import.py).
 
 Oracles: our own exporter (hf_export then hf_import gives every array back bit
 for bit) and transformers' `save_pretrained`, whose tensors must land in our
@@ -16,12 +17,14 @@ import pytest
 from hf_models import load_hf, save_hf_model  # noqa: E402  (sets USE_TF=0 first)
 from fixtures import noisy_pretrainer, write_vocab  # noqa: E402
 from electra_tf2 import convert, hf_export, hf_import, model_directory, variable_names  # noqa: E402
+from electra_tf2.checkpoints import huggingface  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def hf_dirs(tmp_path_factory):
   root = tmp_path_factory.mktemp("hf")
-  return {arch: save_hf_model(str(root / arch), arch) for arch in hf_import.PRETRAINING_ARCHITECTURES}
+  return {arch: save_hf_model(str(root / arch), arch)
+          for arch in huggingface.PRETRAINING_ARCHITECTURES}
 
 
 def _restored_state(model_dir, generator):
@@ -57,10 +60,10 @@ def test_export_then_import_round_trips_bit_exactly(tmp_path, generator):
       assert a.read() == b.read(), name
 
 
-@pytest.mark.parametrize("architecture", hf_import.PRETRAINING_ARCHITECTURES)
+@pytest.mark.parametrize("architecture", huggingface.PRETRAINING_ARCHITECTURES)
 def test_transformers_tensors_land_in_our_variables(tmp_path, hf_dirs, architecture):
   hf_dir = hf_dirs[architecture]
-  directory = hf_import.read_directory(hf_dir)
+  directory = huggingface.read_directory(hf_dir)
   assert directory.architecture == architecture
   assert directory.bert_config.hidden_size == 36 and directory.embedding_size == 20
   out = str(tmp_path / "model")
@@ -84,14 +87,14 @@ def test_transformers_tensors_land_in_our_variables(tmp_path, hf_dirs, architect
 
 
 def test_sharded_safetensors_and_torch_bin_read_the_same(tmp_path):
-  plain = hf_import.read_directory(save_hf_model(str(tmp_path / "a"), seed=4))
+  plain = huggingface.read_directory(save_hf_model(str(tmp_path / "a"), seed=4))
   bin_dir = save_hf_model(str(tmp_path / "b"), seed=4, safe=False)
-  assert os.path.exists(os.path.join(bin_dir, hf_import.TORCH_FILE))
-  from_bin = hf_import.read_directory(bin_dir)
+  assert os.path.exists(os.path.join(bin_dir, huggingface.TORCH_FILE))
+  from_bin = huggingface.read_directory(bin_dir)
   sharded = str(tmp_path / "c")
   load_hf(plain.path, "ElectraForPreTraining").save_pretrained(sharded, max_shard_size="20KB")
   assert os.path.exists(os.path.join(sharded, "model.safetensors.index.json"))
-  from_shards = hf_import.read_directory(sharded)
+  from_shards = huggingface.read_directory(sharded)
   for other in (from_bin, from_shards):
     assert set(other.tensors) - {"electra.embeddings.position_ids"} == set(plain.tensors)
     for name, value in plain.tensors.items():
@@ -102,7 +105,7 @@ def test_safetensors_reader_widens_half_precision(tmp_path):
   from safetensors.numpy import save_file
   values = np.array([[1.5, -2.25], [3.0, 1e-3]], np.float32)
   save_file({"h": values.astype(np.float16)}, str(tmp_path / "x.safetensors"))
-  read = hf_import.read_safetensors(str(tmp_path / "x.safetensors"))
+  read = huggingface.read_safetensors(str(tmp_path / "x.safetensors"))
   assert read["h"].dtype == np.float32
   np.testing.assert_array_equal(read["h"], values.astype(np.float16).astype(np.float32))
 
@@ -129,7 +132,7 @@ def _bad_inputs(tmp_path, good):
       {"electra.embeddings_project.weight": t["electra.embeddings_project.weight"][:, :5]})),
                      ("missing", lambda t: t.pop("electra.encoder.layer.1.output.dense.bias"))):
     path = copy(name)
-    tensors = hf_import.read_safetensors(os.path.join(path, "model.safetensors"))
+    tensors = huggingface.read_safetensors(os.path.join(path, "model.safetensors"))
     edit(tensors)
     hf_export.write_safetensors(os.path.join(path, "model.safetensors"), tensors)
     cases.append((path, ["model.safetensors", "embeddings_project/kernel: [5, 36] instead of "
@@ -156,8 +159,8 @@ def test_bad_input_is_one_line_and_writes_nothing(tmp_path, hf_dirs, capsys):
 def test_torch_file_without_torch_says_what_to_do(tmp_path, monkeypatch):
   bin_dir = save_hf_model(str(tmp_path / "bin"), safe=False)
   monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` raises ImportError
-  with pytest.raises(hf_import.HuggingFaceImportError, match="pytorch_model.bin needs torch"):
-    hf_import.read_directory(bin_dir)
+  with pytest.raises(huggingface.HuggingFaceImportError, match="pytorch_model.bin needs torch"):
+    huggingface.read_directory(bin_dir)
   assert not os.path.exists(str(tmp_path / "out"))
 
 

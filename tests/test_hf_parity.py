@@ -31,7 +31,7 @@ from conftest import shared_data_path  # noqa: E402
 from electra_tf2 import convert, hf_export, variable_names  # noqa: E402
 from electra_tf2.config import resolve_pretraining_config
 from electra_tf2.models.pretrainer import ElectraPretrainer  # noqa: E402
-from electra_tf2.tokenization import FullTokenizer  # noqa: E402
+from electra_tf2.text.tokenizer import FullTokenizer  # noqa: E402
 
 TOLERANCE = 1e-4
 MAX_LEN = 48

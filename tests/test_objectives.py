@@ -1,7 +1,7 @@
 """Fake-data labels, losses and eval metrics against the spec's definitions.
 
 Oracles: hand-built cases for the labels, numpy re-implementations of the
-official loss formulas (spec 3.7) and of TF1 `tf.metrics.auc`, and
+official loss formulas (run_pretraining.py:37-162) and of TF1 `tf.metrics.auc`, and
 scikit-learn's exact ROC AUC for a sanity bound.
 """
 
@@ -54,7 +54,7 @@ def test_fake_data_labels_electric_marks_every_sampled_slot():
 
 
 def test_fake_data_duplicate_slots_floor_average():
-  """Two slots on position 2 sampling 4 and 7 insert floor(11/2) = 5 (spec 3.2)."""
+  """Two slots on position 2 sampling 4 and 7 insert floor(11/2) = 5 (pretrain/pretrain_helpers.py:62-115)."""
   inputs = masked_inputs()._replace(masked_lm_positions=tf.constant([[2, 2, 0]]),
                                     masked_lm_ids=tf.constant([[8, 8, 0]]))
   fake = objectives.get_fake_data(cfg(), inputs, peaked_logits([4, 7, 0]),

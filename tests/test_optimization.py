@@ -1,6 +1,6 @@
 """Tests for electra_tf2.optimization against independent numpy references.
 
-The references below re-implement the official formulas (spec 3.8) in float64:
+The references below re-implement the official formulas (model/optimization.py) in float64:
 TF1 `polynomial_decay(cycle=False, end=0)` times the warmup factor, and the
 `AdamWeightDecayOptimizer` update (no bias correction, decoupled decay added to
 the update, `tf.clip_by_global_norm` of all gradients first). Float32 results

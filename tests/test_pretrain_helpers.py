@@ -165,7 +165,7 @@ def test_get_candidates_mask():
   inputs = make_inputs(ids, input_mask)
   got = ph.get_candidates_mask(make_config(3), inputs).numpy()
   # [UNK] may be masked; so may the [PAD] id under input_mask 1 (only
-  # [SEP]/[CLS]/[MASK] ids and input_mask 0 are excluded, spec 3.3).
+  # [SEP]/[CLS]/[MASK] ids and input_mask 0 are excluded, pretrain/pretrain_helpers.py:130-142).
   np.testing.assert_array_equal(got, [[0, 1, 1, 0, 1, 0, 0, 0],
                                       [0, 1, 1, 1, 0, 1, 0, 0]])
   assert got.dtype == np.bool_

@@ -190,7 +190,7 @@ TRUNCATED_NORMAL_STD = 0.02 * 0.8796256610342398  # std of N(0, 0.02) cut at 2 s
 
 @pytest.mark.parametrize("objective", ["electra", "electric"])
 def test_initial_weights_follow_the_official_initializers(objective):
-  """Every variable has the distribution of its official initialiser (spec 4.1), drawn
+  """Every variable has the distribution of its official initialiser (model/modeling.py), drawn
   independently: truncated normal(0.02), glorot uniform, zeros or ones."""
   model = debug_model(**OBJECTIVES[objective])
   names = variable_names.pretrainer_variable_map(model)

@@ -13,6 +13,7 @@ import tensorflow as tf
 from conftest import REPO_ROOT
 from electra_tf2 import convert, export, scoring, variable_names
 from electra_tf2.scoring import cli as scoring_cli, graph as scoring_graph
+from electra_tf2.text import windows
 from electra_tf2.config import resolve_pretraining_config
 from electra_tf2.models.pretrainer import ElectraPretrainer
 from fixtures import noisy_pretrainer
@@ -127,7 +128,7 @@ def test_window_layout_matches_the_rule():
   cases = [(n, w, s) for w in (1, 2, 5, 6, 9) for s in range(1, w + 1) for n in range(0, 30)]
   for width, stride in {(w, s) for _, w, s in cases}:
     lengths = [n for n, w, s in cases if (w, s) == (width, stride)]
-    layout = {k: v.numpy() for k, v in scoring_graph.window_layout(
+    layout = {k: v.numpy() for k, v in windows.window_layout(
         tf.constant(lengths, tf.int64), width, stride).items()}
     w = 0
     for row, n in enumerate(lengths):
@@ -153,9 +154,9 @@ def test_each_token_is_read_from_its_window():
   ids = tf.ragged.constant(rows, dtype=tf.int64)
   width, stride = 6, 4
   logits, num_windows = scoring_graph.windowed_token_logits(ids, fake, width + 2, stride, 2, 3)
-  for row, got, windows in zip(rows, logits.to_list(), num_windows.numpy()):
+  for row, got, count in zip(rows, logits.to_list(), num_windows.numpy()):
     starts = oracle_windows(len(row), width, stride)
-    assert windows == len(starts)
+    assert count == len(starts)
     expected = [1000 * (1 + p - starts[oracle_owner(p, starts, len(row), width)]) + row[p]
                 for p in range(len(row))]
     assert got == expected
@@ -423,7 +424,7 @@ def test_cli_model_errors(models, tmp_path, capsys):
   for model_dir, message in [
       (mlm_dir, "needs an ELECTRA discriminator; this model was pre-trained as MLM only"),
       (str(tmp_path / "missing"), "does not exist"),
-      (str(tmp_path), "is not a pre-trained model directory")]:
+      (str(tmp_path), "is no ELECTRA checkpoint: expected")]:
     code, _, stderr = run(["score", "--model-dir", model_dir, "--input", str(source),
                            "--output", str(tmp_path / "o.jsonl")], capsys)
     assert code == 2 and len(stderr) == 1 and message in stderr[0], stderr

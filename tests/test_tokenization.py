@@ -1,4 +1,4 @@
-"""The tensorflow-text tokenizer gives the ids of BERT's FullTokenizer (spec 5.1).
+"""The tensorflow-text tokenizer gives the ids of BERT's FullTokenizer (model/tokenization.py).
 
 Oracle: `official.nlp.tools.tokenization.FullTokenizer` (tf-models-official, pure
 Python), set to the ELECTRA/BERT behaviour it differs in: words over 200
@@ -21,7 +21,7 @@ Differences that remain, each checked below rather than hidden:
    where they are [UNK] either way.
 
 Fixed differences of tensorflow-text's own BertTokenizer (see the module doc of
-electra_tf2/tokenization.py) are covered by `TRICKY`.
+electra_tf2/text/tokenizer.py) are covered by `TRICKY`.
 """
 
 import os
@@ -38,7 +38,7 @@ tf = pytest.importorskip("tensorflow")
 pytest.importorskip("tensorflow_text")
 oracle_lib = pytest.importorskip("official.nlp.tools.tokenization")
 
-from electra_tf2.tokenization import BasicTokenizer, FullTokenizer  # noqa: E402
+from electra_tf2.text.tokenizer import BasicTokenizer, FullTokenizer  # noqa: E402
 from electra_tf2.vocab import VocabError  # noqa: E402
 
 CONFIGS = [  # (do_lower_case, strip_accents)
@@ -195,7 +195,7 @@ def test_lowercasing_ignores_the_process_locale(rich_vocab):
   texts = ["ISTANBUL İzmir JIJ Įį ÌÍĨ Ì\u0301x", "I\u0307 DIŞ ıI"]
   want = FullTokenizer(rich_vocab).encode_batch(texts)
   code = ("import sys, json;"
-          "from electra_tf2.tokenization import FullTokenizer;"
+          "from electra_tf2.text.tokenizer import FullTokenizer;"
           "print(json.dumps([FullTokenizer(sys.argv[2]).encode_batch(json.loads(sys.argv[3])),"
           " FullTokenizer(sys.argv[2], strip_accents=False).encode_batch(json.loads(sys.argv[3]))]))")
   import json

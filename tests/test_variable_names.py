@@ -64,7 +64,7 @@ def official_discriminator(V, E, H, L) -> Shapes:
 
 
 def official_electra_checkpoint(V, E, H, L, h, Lg) -> Shapes:
-  """The default-objective pre-training checkpoint of spec 4.2 (no global_step/adam)."""
+  """The default-objective pre-training checkpoint (model/modeling.py, run_pretraining.py) (no global_step/adam)."""
   names = official_discriminator(V, E, H, L)
   names.update(official_encoder("generator", E, h, 4 * h, Lg))
   names.update(official_mlm_head("generator_predictions", h, E, V))

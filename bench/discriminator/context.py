@@ -12,7 +12,7 @@ class Context:
 
   def __init__(self, args):
     from electra_tf2 import model_directory, scoring
-    from electra_tf2.tokenization import FullTokenizer
+    from electra_tf2.text.tokenizer import FullTokenizer
     self.config = model_directory.load_pretraining_config(args.model_dir)
     self.model = model_directory.restore_pretrainer(args.model_dir, args.checkpoint, self.config)
     vocab_file = model_directory.find_vocab(args.model_dir, self.config)

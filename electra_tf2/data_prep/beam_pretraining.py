@@ -58,13 +58,7 @@ def _import_beam():
   return apache_beam
 
 
-try:
-  beam = _import_beam()
-except ImportError:
-  if __name__ == "__main__":
-    sys.exit("error: apache-beam is not installed: run bash scripts/setup.sh beam "
-             "(or install pip install 'electra-tf2[beam]')")
-  raise
+beam = _import_beam()
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
 from apache_beam.io.filesystem import BeamIOError, CompressionTypes
@@ -460,7 +454,3 @@ def main(argv=None) -> int:
         progress=False, label="beam_pretraining")
     build_with_beam(cfg, ["--runner", args.runner, *pipeline_args])
   return run_script(work, f"{args.output_dir} was left as it was")
-
-
-if __name__ == "__main__":
-  sys.exit(main())

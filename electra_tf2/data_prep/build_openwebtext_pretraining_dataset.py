@@ -66,7 +66,3 @@ def main(argv=None) -> int:
         label="build_openwebtext_pretraining_dataset")
     build_pretraining_data(cfg)
   return run_script(work, f"{output_dir} was left as it was (the unfinished shards were removed)")
-
-
-if __name__ == "__main__":
-  sys.exit(main())

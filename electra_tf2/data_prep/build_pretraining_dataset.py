@@ -10,7 +10,6 @@ whole run has succeeded. See docs/data_prep.md.
 """
 
 import os
-import sys
 
 
 import argparse
@@ -128,7 +127,3 @@ def main(argv=None) -> int:
     build_pretraining_data(cfg)
   return run_script(work, f"{args.output_dir} was left as it was (the unfinished shards were "
                           "removed)")
-
-
-if __name__ == "__main__":
-  sys.exit(main())

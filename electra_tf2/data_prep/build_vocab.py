@@ -41,7 +41,7 @@ def count_words(files: Sequence[str], do_lower_case: bool = True,
   """
   import numpy as np  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from electra_tf2.tokenization import BasicTokenizer  # pylint: disable=g-import-not-at-top
+  from electra_tf2.text.tokenizer import BasicTokenizer  # pylint: disable=g-import-not-at-top
   splitter = BasicTokenizer(do_lower_case, strip_accents)
   counts: collections.Counter = collections.Counter()
   stats = {"files": 0, "skipped": 0, "lines": 0, "bytes": 0}
@@ -248,7 +248,3 @@ def main(argv=None) -> int:
                            args.strip_accents, args.num_unused, args.max_corpus_bytes,
                            args.binary_search)
   return run_script(work, f"{args.output} was not written")
-
-
-if __name__ == "__main__":
-  sys.exit(main())

@@ -27,7 +27,6 @@ import importlib.util
 import os
 import re
 import shutil
-import sys
 import sysconfig
 import time
 import warnings
@@ -332,7 +331,3 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                                corpus_bytes=args.corpus_bytes)
   return run_script(work, f"{args.data_dir} keeps the steps that were complete (each is "
                           "written whole or not at all)")
-
-
-if __name__ == "__main__":
-  sys.exit(main())

@@ -31,7 +31,7 @@ from electra_tf2.data_prep.summary import Stats
 class InputExamples:
   """Yields the serialized examples of text files and archives, counting into `stats`.
 
-  tokenizer: an `electra_tf2.tokenization.FullTokenizer`.
+  tokenizer: an `electra_tf2.text.tokenizer.FullTokenizer`.
   seed: the seed of every document's generator (`document_rng`).
   order_rng: shuffles an archive's members (the order of the examples only).
   progress(bytes_read): called now and then with the bytes read of the current input.

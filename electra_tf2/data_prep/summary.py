@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import TYPE_CHECKING, Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
+from electra_tf2.data_prep.build_config import BuildConfig
 from electra_tf2.data_prep.common import SHARD_PREFIX, human_bytes, human_count, human_seconds
-
-if TYPE_CHECKING:
-  from electra_tf2.data_prep.builder import BuildConfig
 
 # The summary warns above this share of [UNK] tokens (BERT's vocab on English
 # prose gives well under 0.1%).

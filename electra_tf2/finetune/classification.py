@@ -27,6 +27,7 @@ from electra_tf2.finetune import scorers
 from electra_tf2.finetune.config import FinetuningConfig
 from electra_tf2.finetune.task import (CachedTokenizer, Example, FeatureSpec,
                                        FinetuningDataError, Task, log_features)
+from electra_tf2.text.packing import pack_tokens, padded_features, truncate_seq_pair
 
 # GLUE's directory and submission-file names for our task names.
 GLUE_NAMES = {"cola": "CoLA", "sst": "SST-2", "mrpc": "MRPC", "sts": "STS-B", "qqp": "QQP",
@@ -69,15 +70,6 @@ def read_tsv(path: str, max_lines: Optional[int] = None) -> List[List[str]]:
     raise FinetuningDataError(f"{path} is not UTF-8 text ({e.reason} at byte {e.start})"
                               ) from None
   return rows
-
-
-def truncate_seq_pair(tokens_a: List[str], tokens_b: List[str], max_length: int) -> None:
-  """Pops the last token of the longer list (b on ties) until both fit in max_length."""
-  while len(tokens_a) + len(tokens_b) > max_length:
-    if len(tokens_a) > len(tokens_b):
-      tokens_a.pop()
-    else:
-      tokens_b.pop()
 
 
 # ---------------------------------------------------------------------------
@@ -177,18 +169,10 @@ class SingleOutputTask(Task):
       truncate_seq_pair(tokens_a, tokens_b, max_len - 3)
     else:
       tokens_a = tokens_a[:max_len - 2]
-    tokens = ["[CLS]"] + tokens_a + ["[SEP]"]
-    segment_ids = [0] * len(tokens)
-    if tokens_b:
-      tokens += tokens_b + ["[SEP]"]
-      segment_ids += [1] * (len(tokens_b) + 1)
+    tokens, segment_ids = pack_tokens(tokens_a, tokens_b)
     input_ids = self._tokenizer.convert_tokens_to_ids(tokens)
-    pad = max_len - len(input_ids)
-    features = {"input_ids": input_ids + [0] * pad,
-                "input_mask": [1] * len(input_ids) + [0] * pad,
-                "segment_ids": segment_ids + [0] * pad,
-                "task_id": self.task_id,
-                self.name + "_eid": example.eid}
+    features = padded_features(input_ids, segment_ids, max_len)
+    features.update({"task_id": self.task_id, self.name + "_eid": example.eid})
     features[self.name + self.label_suffix] = self._label_value(example)
     if log:
       log_features(self.name, features, tokens)

@@ -37,8 +37,8 @@ from electra_tf2.encoder_config import BertConfig, check_model_overrides, get_be
 from electra_tf2.hparams import (ConfigError, ResolvedConfig, check_hparams, check_optimizer_hparams,
                                  check_seed, check_tpu_hparams, parse_hparams, read_config)
 
-from electra_tf2.model_directory import (PRETRAIN_CONFIG_FILE, model_dir_of,
-                                         read_saved_pretraining_config)
+from electra_tf2.checkpoints.directories import (PRETRAIN_CONFIG_FILE, model_dir_of,
+                                                 read_saved_pretraining_config)
 
 _DERIVED = ("encoder_config", "bert_config", "model_name", "data_dir", "pretrained_model_dir")
 LOSS_REDUCTIONS = ("sum", "mean")

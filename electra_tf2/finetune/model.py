@@ -25,10 +25,11 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 import keras
 import tensorflow as tf
 
-from electra_tf2 import checkpoint_files, variable_names
+from electra_tf2 import checkpoint_files, model_directory, variable_names
 from electra_tf2.atomic_io import write_json_atomic
+from electra_tf2.checkpoints import directories
+from electra_tf2.checkpoints.directories import FINETUNING_CONFIG_FILE, MODEL_CONFIG_FILE
 from electra_tf2.encoder_config import BertConfig
-from electra_tf2.hparams import ConfigError, read_json
 from electra_tf2.finetune import config as finetune_config
 from electra_tf2.finetune.config import FinetuningConfig
 from electra_tf2.finetune.heads import ClassificationHead, QAHead, RegressionHead, TaggingHead
@@ -36,8 +37,6 @@ from electra_tf2.networks.encoder import Encoder
 
 HEADS = {"classification": ClassificationHead, "regression": RegressionHead, "qa": QAHead,
          "tagging": TaggingHead}
-MODEL_CONFIG_FILE = "model_config.json"
-FINETUNING_CONFIG_FILE = "finetuning_config.json"
 
 
 def build_head(spec: Mapping[str, Any], dtype=None) -> keras.layers.Layer:
@@ -149,8 +148,7 @@ def load_pretrained_encoder(model: FinetuningModel, init_checkpoint: str) -> str
   Returns:
     The checkpoint path that was read.
   """
-  from electra_tf2 import model_directory  # pylint: disable=g-import-not-at-top
-  return model_directory.restore_encoder(model.encoder, model_directory.locate(init_checkpoint))
+  return model_directory.restore_encoder(model.encoder, directories.locate(init_checkpoint))
 
 
 def save_model_files(model: FinetuningModel, config: FinetuningConfig, model_dir: str) -> None:
@@ -172,14 +170,9 @@ def load_finetuned_model(model_dir: str, checkpoint_path: Optional[str] = None
   Returns:
     The model (weights restored) and the fine-tuning config it was trained with.
   """
+  model_config, config_values = directories.read_finetuned_files(model_dir)
   paths = {name: os.path.join(model_dir, name)
            for name in (MODEL_CONFIG_FILE, FINETUNING_CONFIG_FILE)}
-  for path in paths.values():
-    if not tf.io.gfile.exists(path):
-      raise FileNotFoundError(f"{path} is missing: {model_dir} is not a fine-tuned model "
-                              "directory written by run_finetuning.py")
-  model_config, config_values = (_read_model_file(paths[name])
-                                 for name in (MODEL_CONFIG_FILE, FINETUNING_CONFIG_FILE))
   checkpoint_path = checkpoint_path or checkpoint_files.latest_checkpoint(model_dir)
   if checkpoint_path is None:
     raise checkpoint_files.ModelDirectoryError(f"{model_dir} holds no checkpoint (ckpt-N.index files)")
@@ -198,11 +191,3 @@ def load_finetuned_model(model_dir: str, checkpoint_path: Optional[str] = None
                       match_existing=True,
                       mismatch_hint=f": it is not the model that {MODEL_CONFIG_FILE} describes")
   return model, FinetuningConfig.from_dict(config_values)
-
-
-def _read_model_file(path: str) -> Dict[str, Any]:
-  """A JSON object of a fine-tuned model directory; ModelDirectoryError if unreadable."""
-  try:
-    return read_json(path)
-  except ConfigError as e:
-    raise checkpoint_files.ModelDirectoryError(f"{e}; fine-tune again to re-create it") from None

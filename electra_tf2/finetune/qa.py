@@ -29,7 +29,6 @@ Head: `finetune/heads.py` (`QAHead`, task_specific/<task>/...).
 from __future__ import annotations
 
 import abc
-import collections
 import dataclasses
 import json
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -37,9 +36,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from electra_tf2.finetune.config import FinetuningConfig
 from electra_tf2.finetune.task import (CachedTokenizer, Example, FeatureSpec,
                                        FinetuningDataError, Task, log_features, read_lines)
-
-DocSpan = collections.namedtuple("DocSpan", ["start", "length"])
-
+from electra_tf2.text.packing import pack_tokens, padded_features
+from electra_tf2.text.windows import check_is_max_context, doc_spans_for, split_context
 
 @dataclasses.dataclass(eq=False)
 class QAExample(Example):
@@ -59,42 +57,6 @@ class QAExample(Example):
     return self.qas_id if self.qas_id is not None else self.qid
 
 
-def is_whitespace(c: str) -> bool:
-  return c in " \t\r\n" or ord(c) == 0x202F
-
-
-def split_context(text: str) -> Tuple[List[str], List[int]]:
-  """Whitespace words of a context and the word index of every character."""
-  doc_tokens: List[str] = []
-  char_to_word_offset: List[int] = []
-  prev_is_whitespace = True
-  for c in text:
-    if is_whitespace(c):
-      prev_is_whitespace = True
-    else:
-      if prev_is_whitespace:
-        doc_tokens.append(c)
-      else:
-        doc_tokens[-1] += c
-      prev_is_whitespace = False
-    char_to_word_offset.append(len(doc_tokens) - 1)
-  return doc_tokens, char_to_word_offset
-
-
-def check_is_max_context(doc_spans: Sequence[DocSpan], cur_span_index: int, position: int
-                         ) -> bool:
-  """Whether window `cur_span_index` gives token `position` its most balanced context."""
-  best_score, best_span_index = None, None
-  for span_index, doc_span in enumerate(doc_spans):
-    end = doc_span.start + doc_span.length - 1
-    if position < doc_span.start or position > end:
-      continue
-    score = min(position - doc_span.start, end - position) + 0.01 * doc_span.length
-    if best_score is None or score > best_score:
-      best_score, best_span_index = score, span_index
-  return cur_span_index == best_span_index
-
-
 def improve_answer_span(doc_tokens: Sequence[str], input_start: int, input_end: int,
                         tokenizer: CachedTokenizer, orig_answer_text: str) -> Tuple[int, int]:
   """The tightest wordpiece sub-span whose text equals the tokenized answer, if any."""
@@ -104,19 +66,6 @@ def improve_answer_span(doc_tokens: Sequence[str], input_start: int, input_end: 
       if " ".join(doc_tokens[new_start:new_end + 1]) == tok_answer_text:
         return new_start, new_end
   return input_start, input_end
-
-
-def doc_spans_for(n_tokens: int, max_tokens_for_doc: int, doc_stride: int) -> List[DocSpan]:
-  """The sliding windows over `n_tokens` document wordpieces."""
-  spans = []
-  start = 0
-  while start < n_tokens:
-    length = min(n_tokens - start, max_tokens_for_doc)
-    spans.append(DocSpan(start, length))
-    if start + length == n_tokens:
-      break
-    start += min(length, doc_stride)
-  return spans
 
 
 class QATask(Task):
@@ -246,30 +195,19 @@ class QATask(Task):
     doc_spans = doc_spans_for(len(all_doc_tokens), max_tokens_for_doc, config.doc_stride)
     all_features = []
     for doc_span_index, doc_span in enumerate(doc_spans):
-      tokens = ["[CLS]"] + query_tokens + ["[SEP]"]
-      segment_ids = [0] * len(tokens)
-      token_to_orig_map: Dict[int, int] = {}
-      token_is_max_context: Dict[int, bool] = {}
-      for i in range(doc_span.length):
-        split_token_index = doc_span.start + i
-        token_to_orig_map[len(tokens)] = tok_to_orig_index[split_token_index]
-        token_is_max_context[len(tokens)] = check_is_max_context(doc_spans, doc_span_index,
-                                                                 split_token_index)
-        tokens.append(all_doc_tokens[split_token_index])
-        segment_ids.append(1)
-      tokens.append("[SEP]")
-      segment_ids.append(1)
+      window = range(doc_span.start, doc_span.start + doc_span.length)
+      tokens, segment_ids = pack_tokens(query_tokens, [all_doc_tokens[i] for i in window])
+      shift = len(query_tokens) + 2 - doc_span.start  # document token i is at i + shift
+      token_to_orig_map = {i + shift: tok_to_orig_index[i] for i in window}
+      token_is_max_context = {i + shift: check_is_max_context(doc_spans, doc_span_index, i)
+                              for i in window}
       input_ids = self._tokenizer.convert_tokens_to_ids(tokens)
-      pad = config.max_seq_length - len(input_ids)
 
       start_position = end_position = None
       if is_training and not example.is_impossible:
-        doc_start = doc_span.start
-        doc_end = doc_span.start + doc_span.length - 1
-        if tok_start_position >= doc_start and tok_end_position <= doc_end:
-          doc_offset = len(query_tokens) + 2
-          start_position = tok_start_position - doc_start + doc_offset
-          end_position = tok_end_position - doc_start + doc_offset
+        if tok_start_position >= window.start and tok_end_position < window.stop:
+          start_position = tok_start_position + shift
+          end_position = tok_end_position + shift
         else:
           start_position = end_position = 0
       if is_training and example.is_impossible:
@@ -278,9 +216,7 @@ class QATask(Task):
       features: Dict[str, Any] = {
           "task_id": self.task_id,
           self.name + "_eid": 1000 * example.eid + doc_span_index,
-          "input_ids": input_ids + [0] * pad,
-          "input_mask": [1] * len(input_ids) + [0] * pad,
-          "segment_ids": segment_ids + [0] * pad,
+          **padded_features(input_ids, segment_ids, config.max_seq_length),
       }
       if is_training:
         features.update({self.name + "_start_positions": start_position,

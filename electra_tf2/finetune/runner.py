@@ -32,7 +32,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from electra_tf2 import checkpoint_files, model_directory, optimization, run_lock, variable_names
+from electra_tf2 import checkpoint_files, optimization, run_lock, variable_names
 from electra_tf2 import vocab as vocab_lib
 from electra_tf2.atomic_io import write_json_atomic, write_text_atomic
 from electra_tf2.finetune import classification, model as model_lib
@@ -40,7 +40,8 @@ from electra_tf2.finetune.config import FinetuningConfig, GLUE_TASKS
 from electra_tf2.finetune.preprocessing import Preprocessor
 from electra_tf2.finetune.task import FinetuningDataError, Task
 from electra_tf2.finetune.task_builder import get_tasks
-from electra_tf2.model_directory import PRETRAIN_CONFIG_FILE, PretrainedModelError
+from electra_tf2.checkpoints import describe as describe_lib
+from electra_tf2.checkpoints.directories import PRETRAIN_CONFIG_FILE, PretrainedModelError
 from electra_tf2.training import distribution
 from electra_tf2.training.driver import (RunOptions, run_training_loop, scaled_loss,
                                          with_loss_scaling)
@@ -338,14 +339,19 @@ def check_pretrained_model(config: FinetuningConfig) -> None:
   if not (config.init_checkpoint and config.do_train):
     return
   try:
-    source = model_directory.locate(config.init_checkpoint)
-  except PretrainedModelError:
+    found = describe_lib.describe(config.init_checkpoint)
+  except describe_lib.UnknownCheckpointError:
     raise PretrainedModelError(
         f"no pre-trained model at {config.init_checkpoint} ({PRETRAIN_CONFIG_FILE} missing): "
         f"pre-train one with run_pretraining.py --data-dir {config.data_dir} --model-name "
         f"{config.model_name}, or fine-tune from random initialisation with --hparams "
         "'{\"init_checkpoint\": null}'") from None
-  if source.checkpoint_path is None:
+  if found.kind != "pretrained":
+    raise PretrainedModelError(
+        f"init_checkpoint {config.init_checkpoint} is {describe_lib.KIND_NAMES[found.kind]}: "
+        "fine-tuning starts from a pre-trained model directory (electra convert to-tf2 or "
+        "from-hf writes one)")
+  if found.checkpoint is None:
     raise PretrainedModelError(f"{config.init_checkpoint} holds no checkpoint (ckpt-N.index)")
 
 

@@ -33,6 +33,8 @@ from electra_tf2.finetune import scorers
 from electra_tf2.finetune.config import FinetuningConfig
 from electra_tf2.finetune.task import (CachedTokenizer, Example, FeatureSpec,
                                        FinetuningDataError, Task, log_features, read_lines)
+from electra_tf2.text.packing import padded_features
+from electra_tf2.text.tagging import tagging_ids
 
 LABEL_ENCODING = "BIOES"
 Sentence = Tuple[Tuple[str, ...], Tuple[str, ...]]
@@ -141,38 +143,23 @@ class Chunking(Task):
   def release(self) -> None:
     self._tokenizer.clear()
 
-  def _word_tokens(self, words: Sequence[str]) -> List[List[str]]:
-    """The official tokenize_and_align: specials kept, every word tokenized alone."""
-    return [["[CLS]"]] + [self._tokenizer.tokenize(w) for w in words] + [["[SEP]"]]
-
   def featurize(self, example: TaggingExample, is_training: bool, log: bool = False
                 ) -> List[Dict[str, Any]]:
     max_len = self.config.max_seq_length
     vocab = self._tokenizer.vocab
-    words_to_tokens = self._word_tokens(example.words)
-    input_ids: List[int] = []
-    tagged_positions: List[int] = []
-    for word_tokens in words_to_tokens:
-      if len(words_to_tokens) + len(input_ids) + 1 > max_len:
-        input_ids.append(vocab["[SEP]"])
-        break
-      if "[CLS]" not in word_tokens and "[SEP]" not in word_tokens:
-        tagged_positions.append(len(input_ids))
-      input_ids.extend(vocab[t] for t in word_tokens)
-    if len(input_ids) > max_len:
-      input_ids = input_ids[:max_len - 1] + [vocab["[SEP]"]]
-      tagged_positions = [p for p in tagged_positions if p < max_len - 1]
+    word_ids = [self._tokenizer.convert_tokens_to_ids(self._tokenizer.tokenize(word))
+                for word in example.words]
+    input_ids, tagged_positions = tagging_ids(word_ids, vocab["[CLS]"], vocab["[SEP]"], max_len)
 
     def pad(values: List[Any]) -> List[Any]:
       return values + [0] * (max_len - len(values))
-    features = {"input_ids": pad(input_ids),
-                "input_mask": pad([1] * len(input_ids)),
-                "segment_ids": pad([1] * len(input_ids)),
-                "task_id": self.task_id,
-                self.name + "_eid": example.eid,
-                self.name + "_labels": pad(example.labels[:max_len]),
-                self.name + "_labels_mask": pad([1.0] * len(tagged_positions)),
-                self.name + "_labeled_positions": pad(tagged_positions)}
+    # Official quirk: segment 1 for every token, [CLS] included.
+    features = padded_features(input_ids, [1] * len(input_ids), max_len)
+    features.update({"task_id": self.task_id,
+                     self.name + "_eid": example.eid,
+                     self.name + "_labels": pad(example.labels[:max_len]),
+                     self.name + "_labels_mask": pad([1.0] * len(tagged_positions)),
+                     self.name + "_labeled_positions": pad(tagged_positions)})
     if log:
       log_features(self.name, features)
     return [features]

@@ -23,7 +23,8 @@ import tensorflow as tf
 
 from electra_tf2.finetune.heads import ClassificationHead, RegressionHead, TaskHead
 from electra_tf2.layers.activations import gelu
-from electra_tf2.models import sources, text_model
+from electra_tf2.checkpoints import source as sources
+from electra_tf2.models import text_model
 from electra_tf2.models.text_model import TextModel, VariableMap
 
 HEADS = ("official", "hf")

@@ -6,7 +6,7 @@ subclass's head (`self.head`, official variable names under
 `task_specific/<task>/`, or the discriminator's) gives the outputs. So
 `predict`, `fit` and `evaluate` take strings, with any Keras loss and metric.
 
-- `from_pretrained(path, ...)`: any source of electra_tf2/models/sources.py.
+- `from_pretrained(path, ...)`: any checkpoint of electra_tf2/checkpoints/source.py.
 - `official_optimizer(...)`: the official fine-tuning optimizer (AdamWeightDecay,
   warm-up then linear decay, layer-wise learning-rate decay, clip 1.0).
 - `export_saved_model(path)`: a SavedModel on raw strings that needs only
@@ -27,7 +27,7 @@ from electra_tf2 import optimization, predictions, variable_names
 from electra_tf2.atomic_io import atomic_directory
 from electra_tf2.encoder_config import BertConfig
 from electra_tf2.layers.text_inputs import TextInputs
-from electra_tf2.models import sources
+from electra_tf2.checkpoints import source as sources
 from electra_tf2.networks.encoder import Encoder
 
 VariableMap = Dict[str, keras.Variable]
@@ -112,7 +112,7 @@ class TextModel(keras.Model):
   def from_pretrained(cls, path: str, *, model_name: Optional[str] = None,
                       vocab_file: Optional[str] = None, strict: bool = True,
                       **options) -> "TextModel":
-    """The model with the weights at `path` (any source of models/sources.py).
+    """The model with the weights at `path` (any checkpoint of checkpoints/source.py).
 
     Args:
       path: a Hugging Face directory, our pre-trained or fine-tuned model
@@ -168,9 +168,9 @@ class TextModel(keras.Model):
     """The BERT features `call` computes from tf.string `[batch]` texts (TextInputs')."""
     return self.text_inputs(*texts)
 
-  def litert_features(self, tokenizer, *texts: tf.Tensor) -> Dict[str, tf.Tensor]:
-    """The same features from a `LiteRTTokenizer` (electra_tf2/text/litert_tokenizer.py)."""
-    return tokenizer.features(*texts)
+  def litert_features(self, featurizer, *texts: tf.Tensor) -> Dict[str, tf.Tensor]:
+    """The same features from a `LiteRTFeaturizer` (electra_tf2/text/litert_tokenizer.py)."""
+    return featurizer.features(*texts)
 
   def serve_features(self, features: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
     """The SavedModel's outputs for `text_features` (subclasses name them)."""
@@ -196,7 +196,7 @@ class TextModel(keras.Model):
     root = tf.Module()
     # The TensorFlow variables under the Keras ones, as export.ServingModule does.
     root.weights = [v.value for v in self.variables]
-    root.tokenizer = self.text_inputs.tokenizer
+    root.featurizer = self.text_inputs.featurizer
     if self.serving_inputs() == 1:
       root.serve = tf.function(lambda text: self.serve(text),
                                input_signature=[tf.TensorSpec([None], tf.string, "text")])
@@ -235,11 +235,11 @@ class TextModel(keras.Model):
         activations too, calibrated on `calibration_texts`; pairs tab-separated).
     """
     from electra_tf2.litert import convert  # pylint: disable=g-import-not-at-top
-    from electra_tf2.text.litert_tokenizer import LiteRTTokenizer  # pylint: disable=g-import-not-at-top
-    tokenizer = LiteRTTokenizer(self.text_inputs.vocab, self.text_inputs.do_lower_case,
-                                max_seq_length=self.max_seq_length)
+    from electra_tf2.text.litert_tokenizer import LiteRTFeaturizer  # pylint: disable=g-import-not-at-top
+    featurizer = LiteRTFeaturizer(self.text_inputs.vocab, self.text_inputs.do_lower_case,
+                                  max_seq_length=self.max_seq_length)
     return convert.write_tflite(
-        path, lambda *texts: self.serve_features(self.litert_features(tokenizer, *texts)),
+        path, lambda *texts: self.serve_features(self.litert_features(featurizer, *texts)),
         ["text", "text_b"][:self.serving_inputs()], [v.value for v in self.variables],
         {"do_lower_case": self.text_inputs.do_lower_case,
          "max_seq_length": self.max_seq_length}, quantize, calibration_texts)

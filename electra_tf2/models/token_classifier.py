@@ -22,7 +22,8 @@ import keras
 import tensorflow as tf
 
 from electra_tf2.finetune.heads import TaggingHead
-from electra_tf2.models import sources, text_model
+from electra_tf2.checkpoints import source as sources
+from electra_tf2.models import text_model
 from electra_tf2.models.text_model import TextModel, VariableMap
 
 HF_ARCHITECTURE = "ElectraForTokenClassification"
@@ -70,8 +71,8 @@ class TokenClassifier(TextModel):
   def text_features(self, text):
     return self.text_inputs.call_words(text)
 
-  def litert_features(self, tokenizer, text):
-    return tokenizer.word_features(text)
+  def litert_features(self, featurizer, text):
+    return featurizer.word_features(text)
 
   def serve_features(self, features):
     """`logits`, the `labels` strings and `words_mask` `[batch, max_seq_length]`."""

@@ -2,6 +2,6 @@
 
 import sys
 
-from electra_tf2.scoring.cli import main
+from electra_tf2.commands import subcommand_main
 
-sys.exit(main())
+sys.exit(subcommand_main("score", sys.argv[1:])())

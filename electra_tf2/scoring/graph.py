@@ -13,6 +13,8 @@ import tensorflow as tf
 
 from electra_tf2 import vocab as vocab_lib
 from electra_tf2.errors import ElectraError
+from electra_tf2.text import windows
+from electra_tf2.text.packing import TextFeaturizer
 
 SENTENCE_SCORES = ("mean_probability", "max_probability", "sum_log_odds", "mean_log_odds")
 # Tokens per discriminator pass when a batch's windows are many (bounded memory).
@@ -26,37 +28,6 @@ class ScoringError(ElectraError, ValueError):
 def default_stride(max_seq_length: int) -> int:
   """Half a window of max_seq_length - 2 tokens (at least 1)."""
   return max(1, (max_seq_length - 2) // 2)
-
-
-def window_layout(lengths: tf.Tensor, width: int, stride: int) -> Dict[str, tf.Tensor]:
-  """Where the windows of each text lie and which tokens each one scores.
-
-  Args:
-    lengths: int64 `[batch]`, tokens per text.
-    width: tokens per window (max_seq_length - 2).
-    stride: tokens between window starts, 1 <= stride <= width.
-
-  Returns int64 tensors: `num_windows` `[batch]` (1 for a text that fits, also an
-  empty one) and, per window `[num_windows_total]` in text order, `row`, `start`,
-  `length` (its tokens are `start .. start + length` of the text) and `own_start`,
-  `own_end` (the text positions it scores: those nearer its centre than any other's).
-  """
-  extra = tf.maximum(lengths - width, 0)
-  num_windows = 1 + (extra + stride - 1) // stride
-  row = tf.repeat(tf.range(tf.size(lengths, out_type=tf.int64)), num_windows)
-  index = tf.ragged.range(num_windows).flat_values
-  start = tf.minimum(index * stride, tf.gather(extra, row))
-  length = tf.minimum(tf.gather(lengths, row) - start, width)
-  twice_centre = 2 * start + length - 1
-  is_first = tf.equal(index, 0)
-  is_last = tf.equal(index, tf.gather(num_windows, row) - 1)
-  # Position p leaves window j-1 for window j once 4p > 2c(j-1) + 2c(j).
-  previous = tf.concat([[0], twice_centre[:-1]], 0)
-  own_start = tf.where(is_first, tf.zeros_like(start), (previous + twice_centre) // 4 + 1)
-  following = tf.concat([own_start[1:], [0]], 0)
-  own_end = tf.where(is_last, tf.gather(lengths, row), following)
-  return {"num_windows": num_windows, "row": row, "start": start, "length": length,
-          "own_start": own_start, "own_end": own_end}
 
 
 def _logits_in_passes(logits_fn: Callable, input_ids: tf.Tensor, input_mask: tf.Tensor,
@@ -84,31 +55,17 @@ def windowed_token_logits(ids: tf.RaggedTensor, logits_fn: Callable, max_seq_len
     logits_fn: `(input_ids, input_mask, segment_ids)` int32 `[rows, seq_len]` ->
       float32 logits `[rows, seq_len]`.
     max_seq_length: the model's input length ([CLS] and [SEP] included).
-    stride, cls_id, sep_id: see `window_layout` and the vocabulary.
+    stride, cls_id, sep_id: see `text.windows.windowed_inputs` and the vocabulary.
 
   Returns:
     float32 RaggedTensor `[batch, (tokens)]` shaped as `ids`, and int64 `num_windows` `[batch]`.
   """
-  width = max_seq_length - 2
-  layout = window_layout(ids.row_lengths(), width, stride)
-  offsets = tf.gather(ids.row_splits, layout["row"])
-  positions = tf.ragged.range(offsets + layout["start"],
-                              offsets + layout["start"] + layout["length"])
-  window_ids = tf.gather(ids.flat_values, positions)
-  windows = tf.size(layout["row"])
-  full = tf.concat([tf.fill([windows, 1], tf.constant(cls_id, tf.int64)), window_ids,
-                    tf.fill([windows, 1], tf.constant(sep_id, tf.int64))], axis=1)
-  input_ids = tf.cast(full.to_tensor(), tf.int32)
-  input_mask = tf.cast(tf.ones_like(full).to_tensor(), tf.int32)
-  logits = _logits_in_passes(logits_fn, input_ids, input_mask,
+  features, owner, num_windows = windows.windowed_inputs(ids, max_seq_length, stride, cls_id,
+                                                        sep_id)
+  logits = _logits_in_passes(logits_fn, features["input_ids"], features["input_mask"],
                              max(1, TOKENS_PER_PASS // max_seq_length))
-  # Window w scores text positions own_start..own_end, at 1 + position - start in its row.
-  local = tf.ragged.range(layout["own_start"] - layout["start"] + 1,
-                          layout["own_end"] - layout["start"] + 1)
-  window_of = tf.cast(local.value_rowids(), tf.int32)
-  token_logits = tf.gather_nd(logits, tf.stack([window_of, tf.cast(local.flat_values,
-                                                                    tf.int32)], 1))
-  return tf.RaggedTensor.from_row_splits(token_logits, ids.row_splits), layout["num_windows"]
+  token_logits = tf.gather_nd(logits, owner)
+  return tf.RaggedTensor.from_row_splits(token_logits, ids.row_splits), num_windows
 
 
 def sentence_scores(token_logits: tf.RaggedTensor) -> Dict[str, tf.Tensor]:
@@ -126,8 +83,8 @@ def sentence_scores(token_logits: tf.RaggedTensor) -> Dict[str, tf.Tensor]:
   }
 
 
-def score_text_graph(tokenizer, logits_fn: Callable, text: tf.Tensor, max_seq_length: int,
-                     stride: int, cls_id: int, sep_id: int) -> Dict[str, tf.Tensor]:
+def score_text_graph(featurizer: TextFeaturizer, logits_fn: Callable, text: tf.Tensor,
+                     stride: int) -> Dict[str, tf.Tensor]:
   """Strings `[batch]` -> the `score` signature's outputs (dense; see docs/scoring.md).
 
   `[batch, tokens]` (the text's WordPieces, no [CLS]/[SEP], padded with 0):
@@ -135,9 +92,10 @@ def score_text_graph(tokenizer, logits_fn: Callable, text: tf.Tensor, max_seq_le
   `logits`, `replaced_probability`; `[batch]`: the four sentence scores,
   `num_tokens` and `num_windows` (int32).
   """
+  tokenizer = featurizer.tokenizer
   ids = tokenizer.tokenize_to_ids(text)
-  logits, num_windows = windowed_token_logits(ids, logits_fn, max_seq_length, stride,
-                                              cls_id, sep_id)
+  logits, num_windows = windowed_token_logits(ids, logits_fn, featurizer.max_seq_length,
+                                              stride, featurizer.cls_id, featurizer.sep_id)
   outputs = {name: value for name, value in sentence_scores(logits).items()}
   outputs.update(
       token_ids=tf.cast(ids.to_tensor(), tf.int32),
@@ -171,14 +129,11 @@ def score_function(model, vocab_file: str, do_lower_case: bool, max_seq_length: 
                    window_stride: Optional[int] = None):
   """`(tf.function text [batch] -> outputs, vocab tokens by id, stride)` of an
   `ElectraPretrainer`."""
-  from electra_tf2.tokenization import TokenizerModule  # pylint: disable=g-import-not-at-top
   vocab = vocab_lib.load_vocab(vocab_file)
   tokens = sorted(vocab, key=vocab.get)
-  tokenizer = TokenizerModule(tokens, do_lower_case=do_lower_case)
   stride = check_stride(max_seq_length, window_stride)
+  featurizer = TextFeaturizer(tokens, do_lower_case, max_seq_length)
   logits_fn = discriminator_logits(model)
-  function = tf.function(
-      lambda text: score_text_graph(tokenizer, logits_fn, text, max_seq_length, stride,
-                                    vocab["[CLS]"], vocab["[SEP]"]),
-      input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+  function = tf.function(lambda text: score_text_graph(featurizer, logits_fn, text, stride),
+                         input_signature=[tf.TensorSpec([None], tf.string, name="text")])
   return function, tokens, stride

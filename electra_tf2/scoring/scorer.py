@@ -21,6 +21,7 @@ import numpy as np
 import tensorflow as tf
 
 from electra_tf2 import model_directory
+from electra_tf2.checkpoints import describe as describe_lib
 from electra_tf2.scoring import graph
 from electra_tf2.scoring.graph import SENTENCE_SCORES, ScoringError
 
@@ -165,7 +166,7 @@ class TextScorer:
     `max_seq_length` (default the config's) and `window_stride` (default half a
     window) apply to model directories; a SavedModel keeps those it was exported with.
     """
-    if tf.io.gfile.exists(os.path.join(path, "saved_model.pb")):
+    if describe_lib.kind_of(path) == "savedmodel":
       if checkpoint or max_seq_length or window_stride:
         raise ScoringError(f"{path} is a SavedModel: its checkpoint, max_seq_length and "
                            "window stride were fixed at export (score a model directory to "
@@ -175,17 +176,19 @@ class TextScorer:
 
   @classmethod
   def _from_model_dir(cls, model_dir, checkpoint, batch_size, max_seq_length, window_stride):
-    if not tf.io.gfile.isdir(model_dir):
-      raise ScoringError(f"--model-dir {model_dir} does not exist: give a pre-trained model "
-                         "directory, a converted official checkpoint or a SavedModel")
-    config = model_directory.load_pretraining_config(model_dir)
-    model = model_directory.restore_pretrainer(model_dir, checkpoint, config)
-    vocab_file = model_directory.find_vocab(model_dir, config)
-    if vocab_file is None:
+    found = describe_lib.describe(model_dir)
+    if found.kind != "pretrained":
+      raise ScoringError(f"--model-dir {model_dir} is {describe_lib.KIND_NAMES[found.kind]}: "
+                         "give a pre-trained model directory (electra convert to-tf2 or from-hf "
+                         "writes one) or a SavedModel of the discriminator")
+    config = found.pretraining_config
+    model = model_directory.restore_pretrainer(found.model_dir, checkpoint or found.checkpoint,
+                                               config)
+    if found.vocab_file is None:
       raise ScoringError(f"{model_dir} has no vocab.txt and its config's vocab_file "
                          f"{config.vocab_file} is missing: copy the vocabulary to "
                          f"{os.path.join(model_dir, 'vocab.txt')}")
-    return cls.from_pretrainer(model, vocab_file, config.do_lower_case,
+    return cls.from_pretrainer(model, found.vocab_file, config.do_lower_case,
                                max_seq_length or config.max_seq_length, batch_size,
                                window_stride, model_dir)
 

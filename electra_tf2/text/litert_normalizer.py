@@ -2,7 +2,7 @@
 
 LiteRT (TFLite) has kernels for tensorflow-text's `FastBertNormalize`, but
 not for the regex and `normalize_utf8` ops of our SavedModel tokenizer
-(electra_tf2/tokenization.py). `FastBertNormalize` maps every code point to a
+(electra_tf2/text/tokenizer.py). `FastBertNormalize` maps every code point to a
 string through a trie held in its model buffer. The stock buffer applies NFKC
 case folding, where the official tokenizer uses `str.lower()`: "ß" becomes "ss",
 "½" becomes "1⁄2", "…" becomes "...". It also turns control characters into
@@ -71,7 +71,7 @@ _CJK_RANGES = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700,
 
 
 def is_official_cjk(char: str) -> bool:
-  """`_is_chinese_char` (model/tokenization.py:223-245)."""
+  """`_is_chinese_char` (model/tokenization.py:225-245)."""
   cp = ord(char)
   return any(lo <= cp <= hi for lo, hi in _CJK_RANGES)
 

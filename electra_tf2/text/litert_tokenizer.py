@@ -1,8 +1,8 @@
 """Raw text -> BERT features with ops that LiteRT (TFLite) can run.
 
-`LiteRTTokenizer` is our in-graph tokenizer (electra_tf2/tokenization.py) and
-TextInputs' packing (electra_tf2/layers/text_inputs.py) rebuilt from ops with
-TFLite kernels only: TFLite builtins plus the tensorflow-text ops of
+`LiteRTFeaturizer` is `TextFeaturizer` (text/packing.py: the official
+tokenizer of text/tokenizer.py, truncation, packing) and the tagging features
+of text/tagging.py rebuilt from ops with TFLite kernels only: TFLite builtins plus the tensorflow-text ops of
 `tensorflow_text.tflite_registrar` (FastBertNormalize, FastWordpieceTokenize,
 ByteSplit, WhitespaceTokenize). A `.tflite` file holding it takes tf.string
 `[batch]` and needs no Select TF ops:
@@ -14,7 +14,7 @@ ByteSplit, WhitespaceTokenize). A `.tflite` file holding it takes tf.string
    splitting, then greedy longest-match WordPiece), words of over 800 bytes ->
    [UNK];
 3. words of 201 to 800 bytes and over 200 characters -> one [UNK]
-   (model/tokenization.py:283-286), counted with `ByteSplit`;
+   (model/tokenization.py:292-294), counted with `ByteSplit`;
 4. `[CLS] a [SEP] (b [SEP])` with BERT's pair truncation, padded to the batch's
    longest row, with gathers on the flat ids (no ragged ops without kernels).
 
@@ -29,9 +29,9 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 import tensorflow as tf
 import tensorflow_text as tft
 
-from electra_tf2.export import truncated_pair_lengths
 from electra_tf2.text import litert_normalizer
-from electra_tf2.tokenization import MAX_CHARS_PER_WORD, resolve_strip_accents
+from electra_tf2.text.packing import truncated_pair_lengths
+from electra_tf2.text.tokenizer import MAX_CHARS_PER_WORD, resolve_strip_accents, to_utf8
 from electra_tf2.vocab import VocabError
 
 Features = Dict[str, tf.Tensor]
@@ -42,12 +42,12 @@ _ASCII_SPACE_CONFIG = bytes(
     sum(1 << (c % 8) for c in b" \t\n\v\f\r" if c // 8 == i) for i in range(5))
 
 
-class LiteRTTokenizer(tf.Module):
+class LiteRTFeaturizer(tf.Module):
   """tf.string `[batch]` -> WordPiece ids and BERT features, with TFLite kernels only.
 
   Args:
     vocab_tokens: the WordPiece tokens in id order.
-    do_lower_case, strip_accents: as electra_tf2.tokenization.TokenizerModule.
+    do_lower_case, strip_accents: as electra_tf2.text.tokenizer.TokenizerModule.
     max_seq_length: WordPieces per row of `features`, [CLS] and [SEP] included.
   """
 
@@ -96,23 +96,30 @@ class LiteRTTokenizer(tf.Module):
 
   # -- features ----------------------------------------------------------------
 
-  def features(self, text: tf.Tensor, text_b: Optional[tf.Tensor] = None) -> Features:
-    """`input_ids`, `input_mask`, `segment_ids` int32 `[batch, longest row]`, as
-    TextInputs: a text keeps max_seq_length - 2 WordPieces, a pair is cut by BERT's
-    `_truncate_seq_pair` to max_seq_length - 3."""
+  def single(self, text: tf.Tensor) -> Features:
+    """tf.string `[batch]` -> `[CLS] a [SEP]` features `[batch, longest row]`, a text
+    cut to max_seq_length - 2 WordPieces (TextFeaturizer.single)."""
     ids, splits = self.token_ids(text)
-    lengths = splits[1:] - splits[:-1]
-    if text_b is None:
-      return self.pack([(ids, splits, tf.minimum(lengths, self.max_seq_length - 2))])
+    return self.pack([(ids, splits, tf.minimum(splits[1:] - splits[:-1],
+                                               self.max_seq_length - 2))])
+
+  def pair(self, text: tf.Tensor, text_b: tf.Tensor) -> Features:
+    """Two tf.string `[batch]` -> `[CLS] a [SEP] b [SEP]` features, cut by BERT's
+    `_truncate_seq_pair` to max_seq_length - 3 WordPieces (TextFeaturizer.pair)."""
+    ids, splits = self.token_ids(text)
     ids_b, splits_b = self.token_ids(text_b)
-    keep_a, keep_b = truncated_pair_lengths(lengths, splits_b[1:] - splits_b[:-1],
+    keep_a, keep_b = truncated_pair_lengths(splits[1:] - splits[:-1], splits_b[1:] - splits_b[:-1],
                                             self.max_seq_length - 3)
     return self.pack([(ids, splits, keep_a), (ids_b, splits_b, keep_b)])
 
+  def features(self, text: tf.Tensor, text_b: Optional[tf.Tensor] = None) -> Features:
+    """`single(text)`, or `pair(text, text_b)` when text_b is given."""
+    return self.single(text) if text_b is None else self.pair(text, text_b)
+
   def word_features(self, text: tf.Tensor) -> Features:
-    """TextInputs.call_words' tagging features: every ASCII-whitespace-separated word
-    tokenized alone, whole words kept while they fit, segment 1; `labeled_positions`
-    and `words_mask` `[batch, max_seq_length]`."""
+    """text/tagging.py `word_features`: every ASCII-whitespace-separated word tokenized
+    alone, whole words kept while they fit, segment 1; `labeled_positions` and
+    `words_mask` `[batch, max_seq_length]`."""
     words = self._words.tokenize(text)
     word_splits = tf.cast(words.row_splits, tf.int32)
     ids, splits = self.token_ids(words.flat_values)
@@ -197,10 +204,9 @@ def prepare_texts(texts: Sequence[Union[str, bytes]], do_lower_case: bool) -> Li
     official order (controls removed, then `str.lower()`), for the final-sigma
     rule ("ΟΔΟΣ" -> "οδος"); the graph's map is the identity on lowercase text.
   """
-  from electra_tf2.tokenization import _to_utf8  # pylint: disable=g-import-not-at-top
   out = []
   for text in texts:
-    data = _to_utf8(text)
+    data = to_utf8(text)
     if do_lower_case and "Σ".encode("utf-8") in data:
       cleaned = "".join(c for c in data.decode("utf-8")
                         if c not in "\0\ufffd" and not litert_normalizer.is_control(c))

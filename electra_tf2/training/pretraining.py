@@ -35,8 +35,9 @@ from electra_tf2 import vocab as vocab_lib
 from electra_tf2.atomic_io import write_json_atomic, write_text_atomic
 from electra_tf2.config import PretrainingConfig
 from electra_tf2.hparams import ConfigError
-from electra_tf2.model_directory import (PRETRAIN_CONFIG_FILE, check_same_architecture,
-                                         read_saved_pretraining_config)
+from electra_tf2.checkpoints.directories import (PRETRAIN_CONFIG_FILE,
+                                                 read_saved_pretraining_config)
+from electra_tf2.model_directory import check_same_architecture
 from electra_tf2.models.pretrainer import ElectraPretrainer
 from electra_tf2.training import distribution
 from electra_tf2.training.driver import (RunOptions, run_training_loop, scaled_loss,

@@ -1,0 +1,11 @@
+"""What is at a path, and its weights by official name (docs/design.md#layers).
+
+- `describe`: the one place that tells the kinds of ELECTRA checkpoint apart
+  (ours pre-trained or fine-tuned, official TF1, Hugging Face, SavedModel) and
+  describes one without building a model;
+- `directories`, `official`, `huggingface`: each kind's files, read (and the
+  official layout written) by official variable name;
+- `report`: the one report type of every reader (`ConversionReport`);
+- `source`: every tensor of any checkpoint under its official name, for the
+  Keras models' `from_pretrained` (it restores our own directories' models).
+"""

@@ -1,0 +1,174 @@
+"""What is at a path: the one place that tells the kinds of ELECTRA checkpoint apart.
+
+  from electra_tf2.checkpoints.describe import describe
+  describe("DATA/models/electra_small")  # Description(kind="pretrained", ...)
+
+Kinds (`KINDS`), detected from the files, in this order:
+- "savedmodel": a TF SavedModel (`saved_model.pb`);
+- "huggingface": a Hugging Face directory (`config.json`, checkpoints/huggingface.py);
+- "pretrained": our pre-trained model directory (`pretrain_config.json` + `ckpt-N`),
+  or a `ckpt-N` prefix inside one;
+- "finetuned": our fine-tuned model directory (`model_config.json` + `ckpt-N`);
+- "official" / "official_finetuned": an official TF1 checkpoint (a prefix, or a
+  directory holding one), recognised by its variable names (`electra/...`;
+  `task_specific/<task>/...` for fine-tuned ones).
+
+Nothing is built or restored: configs and checkpoint indexes are read. Weights by
+official name: checkpoints/source.py.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Any, Dict, Optional, Tuple
+
+import tensorflow as tf
+
+from electra_tf2 import checkpoint_files
+from electra_tf2.checkpoints import directories, huggingface, official
+from electra_tf2.encoder_config import BertConfig
+from electra_tf2.errors import ElectraError
+
+KINDS = ("savedmodel", "huggingface", "pretrained", "finetuned", "official",
+         "official_finetuned")
+# What each kind is, for messages: "<path> is <KIND_NAMES[kind]>".
+KIND_NAMES = {"savedmodel": "a SavedModel", "huggingface": "a Hugging Face directory",
+              "pretrained": "a pre-trained model directory",
+              "finetuned": "a fine-tuned model directory",
+              "official": "an official pre-training checkpoint",
+              "official_finetuned": "an official fine-tuning checkpoint"}
+SAVED_MODEL_FILE = "saved_model.pb"
+
+
+class UnknownCheckpointError(ElectraError, ValueError):
+  """A path that holds none of the kinds of checkpoint."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Description:
+  """An ELECTRA checkpoint, described.
+
+  kind: one of KINDS.
+  checkpoint: the checkpoint prefix to read (None for a SavedModel, a Hugging
+    Face directory, or one of our directories with no checkpoint yet).
+  model_dir: our model directory (pretrained, finetuned), else None.
+  bert_config, embedding_size: the encoder's shape (None for a SavedModel).
+  vocab_file, do_lower_case: the tokenizer (vocab_file None when there is none).
+  tasks: the fine-tuned heads' tasks, in id order (official: name order).
+  pretraining_config: our pre-trained directory's `PretrainingConfig`.
+  finetuning_values: our fine-tuned directory's finetuning_config.json.
+  model_config: our fine-tuned directory's model_config.json (its heads).
+  architecture: a Hugging Face directory's class (`architectures[0]`).
+  """
+  path: str
+  kind: str
+  checkpoint: Optional[str] = None
+  model_dir: Optional[str] = None
+  bert_config: Optional[BertConfig] = None
+  embedding_size: Optional[int] = None
+  vocab_file: Optional[str] = None
+  do_lower_case: bool = True
+  tasks: Tuple[str, ...] = ()
+  pretraining_config: Any = None
+  finetuning_values: Optional[Dict[str, Any]] = None
+  model_config: Optional[Dict[str, Any]] = None
+  architecture: Optional[str] = None
+
+
+def kind_of(path: str) -> str:
+  """The kind of checkpoint at `path` (KINDS); UnknownCheckpointError if none."""
+  if not (tf.io.gfile.exists(path) or tf.io.gfile.exists(path + ".index")):
+    raise UnknownCheckpointError(f"{path} does not exist: give a model directory, a checkpoint "
+                                 "prefix, a Hugging Face directory or a SavedModel")
+  if tf.io.gfile.exists(os.path.join(path, SAVED_MODEL_FILE)):
+    return "savedmodel"
+  if tf.io.gfile.isdir(path) and tf.io.gfile.exists(os.path.join(path, huggingface.CONFIG_FILE)):
+    return "huggingface"
+  model_dir = directories.model_dir_of(path)
+  if tf.io.gfile.exists(os.path.join(model_dir, directories.PRETRAIN_CONFIG_FILE)):
+    return "pretrained"
+  if directories.is_finetuned_model_dir(model_dir):
+    return "finetuned"
+  names = _official_names(path)
+  if official.WORD_EMBEDDINGS in names:
+    return ("official_finetuned" if official.checkpoint_layout(list(names)) == "finetuning"
+            else "official")
+  raise UnknownCheckpointError(
+      f"{path} is no ELECTRA checkpoint: expected a Hugging Face directory (config.json), a "
+      f"model directory ({directories.PRETRAIN_CONFIG_FILE} or "
+      f"{directories.MODEL_CONFIG_FILE}), an official TF1 checkpoint (prefix or directory) "
+      f"or a SavedModel ({SAVED_MODEL_FILE})")
+
+
+def describe(path: str, model_name: Optional[str] = None) -> Description:
+  """The `Description` of the checkpoint at `path`.
+
+  model_name: an official checkpoint's preset (e.g. electra_base_released), for
+  the number of attention heads and the lowercasing its shapes do not give.
+  """
+  kind = kind_of(path)
+  if kind == "savedmodel":
+    return Description(path, kind)
+  if kind == "huggingface":
+    return _huggingface(path)
+  if kind == "pretrained":
+    return _pretrained(path)
+  if kind == "finetuned":
+    return _finetuned(path)
+  return _official(path, kind, model_name)
+
+
+def _huggingface(path: str) -> Description:
+  config = huggingface.read_config(path)
+  bert, embedding_size = huggingface.encoder_shape(
+      config, os.path.join(path, huggingface.CONFIG_FILE))
+  vocab = os.path.join(path, directories.VOCAB_FILE)
+  architecture = (config.get("architectures") or ["ElectraModel"])[0]
+  return Description(path, "huggingface", None, None, bert, embedding_size,
+                     vocab if os.path.exists(vocab) else None,
+                     huggingface.read_do_lower_case(path), architecture=architecture)
+
+
+def _pretrained(path: str) -> Description:
+  located = directories.locate(path)
+  config = directories.load_pretraining_config(located.model_dir)
+  return Description(path, "pretrained", located.checkpoint_path, located.model_dir,
+                     config.bert_config, config.resolved_embedding_size,
+                     directories.find_vocab(located.model_dir, config), config.do_lower_case,
+                     pretraining_config=config)
+
+
+def _finetuned(path: str) -> Description:
+  model_dir = directories.model_dir_of(path)
+  model_config, values = directories.read_finetuned_files(model_dir)
+  checkpoint = path if model_dir != path else checkpoint_files.latest_checkpoint(model_dir)
+  vocab = values.get("vocab_file")
+  tasks = tuple(spec["task"] for spec in model_config.get("heads", ()))
+  bert = model_config.get("bert_config")
+  # Chunking always lowercases (official quirk, finetune/tagging/tagging_tasks.py).
+  lower = bool(values.get("do_lower_case", True)) or values.get("task_names") == ["chunk"]
+  return Description(path, "finetuned", checkpoint, model_dir,
+                     BertConfig(**bert) if isinstance(bert, dict) else None,
+                     model_config.get("embedding_size"),
+                     vocab if vocab and tf.io.gfile.exists(vocab) else None, lower, tasks,
+                     finetuning_values=values, model_config=model_config)
+
+
+def _official(path: str, kind: str, model_name: Optional[str]) -> Description:
+  prefix = official.resolve_checkpoint_path(path)
+  shapes = official.checkpoint_shapes(prefix)
+  bert, embedding_size, lower = official.encoder_shape(shapes, model_name, prefix)
+  vocab = os.path.join(os.path.dirname(prefix), directories.VOCAB_FILE)
+  tasks = tuple(sorted({name.split("/")[1] for name in shapes
+                        if name.startswith("task_specific/")}))
+  return Description(path, kind, prefix, None, bert, embedding_size,
+                     vocab if os.path.exists(vocab) else None, lower, tasks)
+
+
+def _official_names(path: str) -> Dict[str, Any]:
+  """`{name: shape}` of an official checkpoint at `path`, {} when it is none."""
+  try:
+    return official.checkpoint_shapes(official.resolve_checkpoint_path(path))
+  except (official.ConversionError, tf.errors.OpError, ValueError):
+    return {}
