@@ -89,18 +89,3 @@ def _find_base(labels: np.ndarray, used: np.ndarray, bases: set) -> int:
     base += 256
   return base
 
-
-def lookup(units: np.ndarray, key: bytes):
-  """The value of `key`, or None: the kernels' lookup, for tests."""
-  def offset(unit):
-    return (unit >> 10) << ((unit & _EXTENSION) >> 6)
-  node = 0
-  for byte in key:
-    child = node ^ offset(int(units[node])) ^ byte
-    if child >= len(units) or int(units[child]) & 0x800000FF != byte:
-      return None
-    node = child
-  unit = int(units[node])
-  if not unit & _HAS_LEAF:
-    return None
-  return int(units[node ^ offset(unit)]) & _MAX_VALUE
