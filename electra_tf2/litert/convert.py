@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import re
-import tempfile
 from typing import Callable, Dict, Optional, Sequence
 
 import numpy as np
@@ -31,12 +30,12 @@ import tensorflow as tf
 
 from electra_tf2.atomic_io import atomic_path
 from electra_tf2.errors import ElectraError
+from electra_tf2.litert.model import METADATA_NAME, make_interpreter
 
 QUANTIZE = ("none", "float16", "dynamic-int8", "int8")
 _BYTES_PER_WEIGHT = {"none": 4, "float16": 2, "dynamic-int8": 1, "int8": 1}
 MAX_FLATBUFFER_BYTES = 2 ** 31  # a flatbuffer's offsets are 32-bit
 CALIBRATION_STEPS = 100
-METADATA_NAME = "electra_tf2"
 
 
 class LiteRTError(ElectraError, ValueError):
@@ -77,17 +76,14 @@ def write_tflite(path: str, serve: Callable[..., Dict[str, tf.Tensor]],
   check_size(variables, quantize)
   root = tf.Module()
   root.weights = list(variables)
-  root.serve = tf.function(
-      serve, input_signature=[tf.TensorSpec([None], tf.string, name) for name in input_names])
-  with tempfile.TemporaryDirectory() as saved_model:
-    tf.saved_model.save(root, saved_model,
-                        signatures={"serving_default": root.serve.get_concrete_function()})
-    converter = _converter(saved_model, quantize, input_names, calibration_texts,
-                           bool(settings.get("do_lower_case", True)))
-    try:
-      model = converter.convert()
-    except Exception as e:  # the converter's errors are pages of MLIR
-      raise LiteRTError(_conversion_error(e)) from None
+  function = _serving_default(serve, input_names)
+  converter = tf.lite.TFLiteConverter.from_concrete_functions([function], root)
+  _configure(converter, quantize, input_names, calibration_texts,
+             bool(settings.get("do_lower_case", True)))
+  try:
+    model = converter.convert()
+  except Exception as e:  # the converter's errors are pages of MLIR
+    raise LiteRTError(_conversion_error(e)) from None
   model = with_metadata(model, dict(settings, quantize=quantize))
   check_kernels(model, len(input_names))
   with atomic_path(path) as tmp:
@@ -96,14 +92,26 @@ def write_tflite(path: str, serve: Callable[..., Dict[str, tf.Tensor]],
   return path
 
 
-def _converter(saved_model: str, quantize: str, input_names: Sequence[str],
-               calibration_texts: Optional[Sequence[str]], do_lower_case: bool):
+def _serving_default(serve: Callable[..., Dict[str, tf.Tensor]], input_names: Sequence[str]):
+  """`serve` as a concrete function named serving_default (the converter names signatures
+  after functions) on tf.string `[batch]` inputs named `input_names`."""
+  specs = [tf.TensorSpec([None], tf.string, name) for name in input_names]
+  if len(input_names) == 1:
+    def serving_default(text):
+      return serve(text)
+  else:
+    def serving_default(text, text_b):
+      return serve(text, text_b)
+  return tf.function(serving_default, input_signature=specs).get_concrete_function()
+
+
+def _configure(converter, quantize: str, input_names: Sequence[str],
+               calibration_texts: Optional[Sequence[str]], do_lower_case: bool) -> None:
   import tensorflow_text as tft  # pylint: disable=g-import-not-at-top
-  converter = tf.lite.TFLiteConverter.from_saved_model(saved_model)
   converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
   converter.allow_custom_ops = True  # the tensorflow-text ops, with kernels in the registrar
   if quantize == "none":
-    return converter
+    return
   converter.optimizations = [tf.lite.Optimize.DEFAULT]
   if quantize == "float16":
     converter.target_spec.supported_types = [tf.float16]
@@ -113,7 +121,6 @@ def _converter(saved_model: str, quantize: str, input_names: Sequence[str],
         tft.tflite_registrar.SELECT_TFTEXT_OPS)
     converter.representative_dataset = _representative(calibration_texts, input_names,
                                                        do_lower_case)
-  return converter
 
 
 def _representative(texts: Sequence[str], input_names: Sequence[str], do_lower_case: bool):
@@ -154,20 +161,9 @@ def with_metadata(model: bytes, settings: Dict[str, object]) -> bytes:
   return flatbuffer_utils.convert_object_to_bytearray(model_object)
 
 
-def read_metadata(model: bytes) -> Dict[str, object]:
-  """The settings `with_metadata` stored in `model`; {} if there are none."""
-  from tensorflow.lite.python import schema_py_generated as schema  # pylint: disable=g-import-not-at-top
-  root = schema.Model.GetRootAsModel(model, 0)
-  for i in range(root.MetadataLength()):
-    if root.Metadata(i).Name() == METADATA_NAME.encode("utf-8"):
-      return json.loads(root.Buffers(root.Metadata(i).Buffer()).DataAsNumpy().tobytes())
-  return {}
-
-
 def check_kernels(model: bytes, num_inputs: int) -> None:
   """Refuses, in one line, a model with an op the interpreter has no kernel for (it
   runs the model once on a text)."""
-  from electra_tf2.litert.model import make_interpreter  # pylint: disable=g-import-not-at-top
   inputs = [np.array([b"a"], dtype=object)] * num_inputs
   try:
     runner = make_interpreter(model_content=model).get_signature_runner("serving_default")

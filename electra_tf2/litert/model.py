@@ -8,6 +8,7 @@ The interpreter gets tensorflow-text's TFLite kernels
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Dict, List, Optional, Sequence, Union
 
@@ -15,9 +16,9 @@ import numpy as np
 
 from electra_tf2 import predictions
 from electra_tf2.errors import ElectraError
-from electra_tf2.litert.convert import read_metadata
 
 Texts = Union[Sequence[str], Sequence[bytes]]
+METADATA_NAME = "electra_tf2"  # the .tflite metadata entry of our settings (JSON)
 
 
 class LiteRTModelError(ElectraError, ValueError):
@@ -35,6 +36,16 @@ def make_interpreter(model_path: Optional[str] = None, model_content: Optional[b
   return InterpreterWithCustomOps(custom_op_registerers=tft.tflite_registrar.SELECT_TFTEXT_OPS,
                                   model_path=model_path, model_content=model_content,
                                   num_threads=num_threads)
+
+
+def read_metadata(model: bytes) -> Dict[str, object]:
+  """The settings `with_metadata` stored in `model`; {} if there are none."""
+  from tensorflow.lite.python import schema_py_generated as schema  # pylint: disable=g-import-not-at-top
+  root = schema.Model.GetRootAsModel(model, 0)
+  for i in range(root.MetadataLength()):
+    if root.Metadata(i).Name() == METADATA_NAME.encode("utf-8"):
+      return json.loads(root.Buffers(root.Metadata(i).Buffer()).DataAsNumpy().tobytes())
+  return {}
 
 
 class LiteRTModel:

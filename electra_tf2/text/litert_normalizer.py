@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import functools
 import unicodedata
-from typing import Dict, Iterable, Tuple
+from typing import AbstractSet, Dict, FrozenSet, Iterable, Tuple
 
 import flatbuffers
 import numpy as np
@@ -120,7 +120,7 @@ def icu_classes() -> Dict[str, str]:
   return {c: k for c, k in zip(chars, kernel) if k != official_class(c)}
 
 
-def _fix_class(char: str, placeholder: str, in_vocab: set) -> str:
+def _fix_class(char: str, placeholder: str, in_vocab: AbstractSet[str]) -> str:
   """`char` (of normalized text) written so that the kernel splits it as officially."""
   kernel = icu_classes().get(char)
   if kernel is None:
@@ -136,17 +136,29 @@ def _fix_class(char: str, placeholder: str, in_vocab: set) -> str:
                    "officially: no map reproduces that")
 
 
-def char_map(vocab_tokens: Iterable[str], do_lower_case: bool, strip_accents: bool
+def normalizer_model(vocab_tokens: Iterable[str], do_lower_case: bool,
+                     strip_accents: bool) -> bytes:
+  """The FastBertNormalizer model buffer of `char_map` (cached: building takes seconds)."""
+  return _cached_model(frozenset("".join(vocab_tokens)), do_lower_case, strip_accents)
+
+
+@functools.lru_cache(maxsize=4)
+def _cached_model(vocab_chars: FrozenSet[str], do_lower_case: bool, strip_accents: bool
+                  ) -> bytes:
+  return model_buffer(char_map(vocab_chars, do_lower_case, strip_accents)[0])
+
+
+def char_map(vocab_chars: AbstractSet[str], do_lower_case: bool, strip_accents: bool
              ) -> Tuple[Dict[str, str], str]:
   """({character: official normalized string} for every character it changes, the
   placeholder used). A word character ICU would split on becomes the placeholder
-  only if no vocabulary token contains it (else its words' ids may differ)."""
-  in_vocab = set("".join(vocab_tokens))
-  placeholder = next(chr(cp) for cp in _PLACEHOLDER_CANDIDATES if chr(cp) not in in_vocab)
+  only if no vocabulary token contains it (else its words' ids may differ).
+  `vocab_chars`: the characters of the vocabulary's tokens."""
+  placeholder = next(chr(cp) for cp in _PLACEHOLDER_CANDIDATES if chr(cp) not in vocab_chars)
   mapping = {}
   for char in code_points():
     normalized = official_char(char, do_lower_case, strip_accents)
-    fixed = "".join(_fix_class(c, placeholder, in_vocab) for c in normalized)
+    fixed = "".join(_fix_class(c, placeholder, vocab_chars) for c in normalized)
     if fixed != char:
       mapping[char] = fixed
   return mapping, placeholder

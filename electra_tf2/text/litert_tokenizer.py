@@ -61,11 +61,8 @@ class LiteRTFeaturizer(tf.Module):
         raise VocabError(f"the vocabulary lacks {token}")
     self.do_lower_case = bool(do_lower_case)
     self.max_seq_length = max_seq_length
-    mapping, _ = litert_normalizer.char_map(
-        vocab_tokens, self.do_lower_case,
-        resolve_strip_accents(do_lower_case, strip_accents))
-    self._normalizer = tft.FastBertNormalizer(
-        model_buffer=litert_normalizer.model_buffer(mapping))
+    self._normalizer = tft.FastBertNormalizer(model_buffer=litert_normalizer.normalizer_model(
+        vocab_tokens, self.do_lower_case, resolve_strip_accents(do_lower_case, strip_accents)))
     self._wordpiece = tft.FastWordpieceTokenizer(
         vocab=vocab_tokens, suffix_indicator="##", max_bytes_per_word=4 * MAX_CHARS_PER_WORD,
         token_out_type=tf.int32, unknown_token="[UNK]", no_pretokenization=False)
