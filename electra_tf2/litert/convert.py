@@ -15,8 +15,11 @@ Quantization (`quantize`):
   none          float32, as the SavedModel;
   float16       weights stored as float16, computed in float32;
   dynamic-int8  int8 weights; matrix products quantize their inputs at run time;
-  int8          int8 weights and activations, ranges calibrated on representative
-                texts (`calibration_texts`); the tokenizer and outputs stay as they are.
+  int8          int8 weights and activations of the ops in INT8_OPS (matrix products,
+                GELU, the embedding gathers, means), their ranges calibrated on
+                representative texts (`calibration_texts`); additions, products,
+                softmax and the rest of LayerNorm stay float32: in int8 they lose
+                the model (SST-2 agreement with float32 50%; docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -36,6 +39,9 @@ QUANTIZE = ("none", "float16", "dynamic-int8", "int8")
 _BYTES_PER_WEIGHT = {"none": 4, "float16": 2, "dynamic-int8": 1, "int8": 1}
 MAX_FLATBUFFER_BYTES = 2 ** 31  # a flatbuffer's offsets are 32-bit
 CALIBRATION_STEPS = 100
+# The ops `quantize="int8"` runs in int8; every other op stays float32.
+INT8_OPS = ("FULLY_CONNECTED", "BATCH_MATMUL", "GELU", "MEAN", "GATHER", "RESHAPE",
+            "TRANSPOSE")
 
 
 class LiteRTError(ElectraError, ValueError):
@@ -82,6 +88,8 @@ def write_tflite(path: str, serve: Callable[..., Dict[str, tf.Tensor]],
              bool(settings.get("do_lower_case", True)))
   try:
     model = converter.convert()
+    if quantize == "int8":
+      model = _quantize_int8(model)
   except Exception as e:  # the converter's errors are pages of MLIR
     raise LiteRTError(_conversion_error(e)) from None
   model = with_metadata(model, dict(settings, quantize=quantize))
@@ -121,6 +129,25 @@ def _configure(converter, quantize: str, input_names: Sequence[str],
         tft.tflite_registrar.SELECT_TFTEXT_OPS)
     converter.representative_dataset = _representative(calibration_texts, input_names,
                                                        do_lower_case)
+    converter._experimental_calibrate_only = True  # pylint: disable=protected-access
+
+
+def _quantize_int8(calibrated: bytes) -> bytes:
+  """The calibrated float model with INT8_OPS quantized, the other ops denylisted (what
+  tf.lite.experimental.QuantizationDebugger's selective quantization does; it cannot
+  run the tokenizer's custom ops itself)."""
+  from tensorflow.lite.python import convert as lite_convert  # pylint: disable=g-import-not-at-top
+  from tensorflow.lite.python import schema_py_generated as schema  # pylint: disable=g-import-not-at-top
+  names = {code: name for name, code in vars(schema.BuiltinOperator).items()
+           if not name.startswith("_")}
+  root = schema.Model.GetRootAsModel(calibrated, 0)
+  ops = set()
+  for i in range(root.OperatorCodesLength()):
+    code = root.OperatorCodes(i)
+    builtin = max(code.BuiltinCode(), code.DeprecatedBuiltinCode())
+    if code.CustomCode() is None and names.get(builtin) not in INT8_OPS:
+      ops.add(names[builtin])
+  return lite_convert.mlir_quantize(calibrated, denylisted_ops=sorted(ops))
 
 
 def _representative(texts: Sequence[str], input_names: Sequence[str], do_lower_case: bool):
