@@ -195,15 +195,20 @@ def _char_counts(text: tf.Tensor, rows: tf.Tensor, begins: tf.Tensor,
 def prepare_texts(texts: Sequence[Union[str, bytes]], do_lower_case: bool) -> List[bytes]:
   """The texts as the .tflite should get them: what the per-character map cannot do.
 
-  - bytes are decoded as the official `convert_to_unicode` does (invalid UTF-8
-    dropped; the kernel would make each invalid byte a space);
+  - invalid UTF-8 in bytes becomes U+FFFD, which the map removes: the official
+    `convert_to_unicode` drops it ("ignore"), while the kernel would make each
+    invalid byte a space. As in the SavedModel (which also replaces it by
+    U+FFFD), a tagging word made only of invalid bytes stays a word;
+  - a str holding lone surrogates is encoded as the SavedModel's helpers do
+    (text/tokenizer.py `to_utf8`);
   - a text holding "Σ", when lowercasing, is lowercased here first, in the
     official order (controls removed, then `str.lower()`), for the final-sigma
     rule ("ΟΔΟΣ" -> "οδος"); the graph's map is the identity on lowercase text.
   """
   out = []
   for text in texts:
-    data = to_utf8(text)
+    data = (text.decode("utf-8", "replace").encode("utf-8") if isinstance(text, bytes)
+            else to_utf8(text))
     if do_lower_case and "Σ".encode("utf-8") in data:
       cleaned = "".join(c for c in data.decode("utf-8")
                         if c not in "\0\ufffd" and not litert_normalizer.is_control(c))
