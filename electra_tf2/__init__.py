@@ -38,6 +38,8 @@ _EXPORTS = {
     "Discriminator": "electra_tf2.models.discriminator",
     "TextClassifier": "electra_tf2.models.text_classifier",
     "TokenClassifier": "electra_tf2.models.token_classifier",
+    "QuestionAnswerer": "electra_tf2.models.question_answerer",
+    "squad_dataset": "electra_tf2.models.question_answerer",
     # .tflite files on raw text (docs/deploy.md)
     "LiteRTModel": "electra_tf2.litert.model",
     # scoring text

@@ -20,6 +20,7 @@ a `.tflite` file instead, tokenizer included (docs/deploy.md):
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 from typing import Callable, Dict, Optional, Sequence
 
@@ -130,16 +131,21 @@ class ServingModule(tf.Module):
     functions["serving_default"] = functions.get("text", functions["token_ids"])
     return functions
 
+  @staticmethod
+  def check_output(path: str) -> None:
+    """ExportError when `path` holds files that are not a SavedModel (never overwritten)."""
+    if tf.io.gfile.isdir(path) and tf.io.gfile.listdir(path) and \
+        not tf.io.gfile.exists(os.path.join(path, "saved_model.pb")):
+      raise ExportError(f"{path} already holds files that are not a SavedModel; give a new or "
+                        "empty output directory")
+
   def save(self, path: str) -> str:
     """Writes the SavedModel to `path` (through a temporary directory); returns `path`.
 
     An existing SavedModel at `path` is replaced; a directory holding anything
     else is refused, so that nothing already written is lost.
     """
-    if tf.io.gfile.isdir(path) and tf.io.gfile.listdir(path) and \
-        not tf.io.gfile.exists(os.path.join(path, "saved_model.pb")):
-      raise ExportError(f"{path} already holds files that are not a SavedModel; give a new or "
-                        "empty output directory")
+    self.check_output(path)
     with atomic_directory(path) as tmp:
       tf.saved_model.save(self, tmp, signatures=self.signatures())
     return path
@@ -215,7 +221,8 @@ def serving_module(model, kind: str, vocab_file: Optional[str] = None,
 
 
 def _load(model_dir: str, kind: Optional[str], checkpoint_path: Optional[str]):
-  """`(model, kind, vocab_file, do_lower_case, max_seq_length)` of a model directory."""
+  """`(model, kind, vocab_file, do_lower_case, max_seq_length, finetuned)` of a model
+  directory; finetuned: a fine-tuned model's `(Description, FinetuningConfig)`, else None."""
   found = describe_lib.describe(model_dir)
   if found.kind not in ("pretrained", "finetuned"):
     raise ExportError(f"--model-dir {model_dir} is {describe_lib.KIND_NAMES[found.kind]}: export "
@@ -227,11 +234,25 @@ def _load(model_dir: str, kind: Optional[str], checkpoint_path: Optional[str]):
     from electra_tf2.finetune import model as finetune_model  # pylint: disable=g-import-not-at-top
     model, config = finetune_model.load_finetuned_model(found.model_dir,
                                                         checkpoint_path or found.checkpoint)
-    return model, kind, found.vocab_file, found.do_lower_case, config.max_seq_length
+    return (model, kind, found.vocab_file, found.do_lower_case, config.max_seq_length,
+            (found, config))
   config = found.pretraining_config
   model = model_directory.restore_pretrainer(found.model_dir, checkpoint_path or found.checkpoint,
                                              config)
-  return model, kind, found.vocab_file, found.do_lower_case, config.max_seq_length
+  return model, kind, found.vocab_file, found.do_lower_case, config.max_seq_length, None
+
+
+def _question_answerer(finetuned, model, vocab_file: str, do_lower_case: bool,
+                       max_seq_length: Optional[int]):
+  """The `QuestionAnswerer` of a loaded fine-tuned QA model (SQuAD, MRQA)."""
+  from electra_tf2.checkpoints import source as source_lib  # pylint: disable=g-import-not-at-top
+  from electra_tf2.models import question_answerer  # pylint: disable=g-import-not-at-top
+  source = dataclasses.replace(source_lib.finetuned_source(*finetuned, model),
+                               vocab_file=vocab_file, do_lower_case=do_lower_case)
+  options = {} if max_seq_length is None else {"max_seq_length": max_seq_length}
+  answerer = question_answerer.QuestionAnswerer.from_source(source, **options)
+  answerer.load_source(source)
+  return answerer
 
 
 @command
@@ -272,16 +293,25 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                       help="only the token_ids signature: no tensorflow-text op in the model")
   args = parser.parse_args(argv)
   calibration_texts = _check_format_flags(args)
-  model, kind, vocab_file, lower, max_seq_length = _load(args.model_dir, args.kind,
-                                                         args.checkpoint)
+  model, kind, vocab_file, lower, max_seq_length, finetuned = _load(args.model_dir, args.kind,
+                                                                    args.checkpoint)
   vocab_file = args.vocab_file or vocab_file
   if args.text and vocab_file is None:
     raise ExportError("the text signatures need the vocabulary: pass --vocab-file (or "
                       "--no-text-signatures)")
-  module = serving_module(
-      model, kind, vocab_file if args.text else None,
-      lower if args.do_lower_case is None else args.do_lower_case,
-      args.max_seq_length or max_seq_length, args.window_stride)
+  lower = lower if args.do_lower_case is None else args.do_lower_case
+  if kind == "finetuned" and args.text and any(spec["kind"] == "qa" for spec in model.head_specs):
+    answerer = _question_answerer(finetuned, model, vocab_file, lower, args.max_seq_length)
+    if args.format == "litert":
+      answerer.export_litert(args.output, args.quantize, calibration_texts)  # refuses
+    with hold(args.output_dir):
+      ServingModule.check_output(args.output_dir)
+      answerer.export_saved_model(args.output_dir)
+    print(f"wrote {args.output_dir} (question answering; signatures: serving_default "
+          f"(question, context), {', '.join(answerer.extra_signatures())})")
+    return 0
+  module = serving_module(model, kind, vocab_file if args.text else None, lower,
+                          args.max_seq_length or max_seq_length, args.window_stride)
   if args.format == "litert":
     module.write_litert(args.output, args.quantize, calibration_texts, args.text_pairs)
     print(f"wrote {args.output} ({kind}, quantize {args.quantize}; inputs: text"

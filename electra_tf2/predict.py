@@ -74,6 +74,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   run, names = load_runner(args.model, args.signature, args.num_threads)
   rows = predictions.read_rows(args.input, len(names))
   outputs = predictions.predict_rows(run, rows, args.batch_size) if rows else {}
-  predictions.write_jsonl(args.output, outputs, len(rows))
+  predictions.write_jsonl(args.output, outputs, [{}] * len(rows))
   print(f"wrote {args.output} ({len(rows)} predictions; inputs: {', '.join(names)})")
   return 0

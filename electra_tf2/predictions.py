@@ -68,6 +68,8 @@ def _jsonable(value):
   return value.item() if isinstance(value, np.generic) else value
 
 
-def write_jsonl(path: str, outputs: Outputs, n: int) -> None:
-  """`n` rows of `outputs` as JSON lines, written atomically."""
-  write_text_atomic(path, "".join(json.dumps(row) + "\n" for row in json_rows(outputs, n)))
+def write_jsonl(path: str, outputs: Outputs, keys: Sequence[Dict[str, Any]]) -> None:
+  """One JSON line per row, `keys[i]` (what row i's line starts with: {} for nothing)
+  followed by row i of `outputs`; written atomically."""
+  write_text_atomic(path, "".join(json.dumps(dict(key, **row)) + "\n"
+                                  for key, row in zip(keys, json_rows(outputs, len(keys)))))

@@ -46,6 +46,8 @@ class Source:
   architecture: the Hugging Face class (config.json's `architectures[0]`), else None.
   label_lists: the label names of a fine-tuned source's heads, by task, when known.
   head_kinds: their kinds ("classification", "regression", "tagging", ...), when known.
+  head_specs: a fine-tuned source's head specs by task (`Task.head_spec()`).
+  settings: a fine-tuned source's fine-tuning config (`FinetuningConfig.to_dict()`).
   """
   path: str
   kind: str
@@ -57,6 +59,8 @@ class Source:
   architecture: Optional[str] = None
   label_lists: Dict[str, List[str]] = dataclasses.field(default_factory=dict)
   head_kinds: Dict[str, str] = dataclasses.field(default_factory=dict)
+  head_specs: Dict[str, Dict[str, Any]] = dataclasses.field(default_factory=dict)
+  settings: Dict[str, Any] = dataclasses.field(default_factory=dict)
 
   def task_names(self) -> List[str]:
     """The fine-tuned heads' tasks (`task_specific/<task>/...`), in name order."""
@@ -144,13 +148,20 @@ def _pretrained(found: Description) -> Source:
 
 
 def _finetuned(found: Description) -> Source:
-  model, _ = finetune_model.load_finetuned_model(found.model_dir, found.checkpoint)
+  model, config = finetune_model.load_finetuned_model(found.model_dir, found.checkpoint)
+  return finetuned_source(found, config, model)
+
+
+def finetuned_source(found: Description, config, model) -> Source:
+  """The `Source` of a fine-tuned model directory `found` from its loaded `FinetuningModel`
+  and `FinetuningConfig`."""
   labels = {spec["task"]: list(spec["label_list"]) for spec in model.head_specs
             if "label_list" in spec}
   kinds = {spec["task"]: spec["kind"] for spec in model.head_specs}
   return Source(found.path, "finetuned", found.bert_config, found.embedding_size,
                 _numpy(model.variable_map()), found.vocab_file, found.do_lower_case, None,
-                labels, kinds)
+                labels, kinds, {spec["task"]: dict(spec) for spec in model.head_specs},
+                config.to_dict())
 
 
 def _official(found: Description) -> Source:

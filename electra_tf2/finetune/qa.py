@@ -50,6 +50,8 @@ class QAExample(Example):
   start_position: Optional[int] = None
   end_position: Optional[int] = None
   is_impossible: bool = False
+  context: str = ""
+  answer_start: Optional[int] = None  # training: the answer's first character in context
 
   @property
   def example_id(self) -> str:
@@ -85,16 +87,19 @@ class QATask(Task):
 
   def get_examples(self, split: str) -> List[QAExample]:
     if split not in self._examples:
-      examples: List[QAExample] = []
-      failures = [0]
-      path = self.split_path(split)
-      for paragraph in self._paragraphs(path):
-        self._add_examples(examples, failures, paragraph, split, path)
-      if failures[0]:
-        print(f"{self.name} {split}: {len(examples)} examples, {failures[0]} answers not "
-              "found in their context (skipped)", flush=True)
-      self._examples[split] = self.limit(examples)
+      self._examples[split] = self.limit(self.read_examples(self.split_path(split), split))
     return self._examples[split]
+
+  def read_examples(self, path: str, split: str) -> List[QAExample]:
+    """The examples of a data file (answers read for "train"), skipped ones counted."""
+    examples: List[QAExample] = []
+    failures = [0]
+    for paragraph in self._paragraphs(path):
+      self._add_examples(examples, failures, paragraph, split, path)
+    if failures[0]:
+      print(f"{self.name} {split}: {len(examples)} examples, {failures[0]} answers not "
+            "found in their context (skipped)", flush=True)
+    return examples
 
   @abc.abstractmethod
   def _paragraphs(self, path: str) -> List[Dict[str, Any]]:
@@ -109,7 +114,7 @@ class QATask(Task):
       ident = str(qas_id if qas_id is not None else qid)
       where = f"{path}: question {repr(ident) if ident != ' '.join(ident.split()) else ident}"
       question = _field(qa, "question", str, where)
-      start_position = end_position = orig_answer_text = None
+      start_position = end_position = orig_answer_text = answer_offset = None
       is_impossible = False
       if split == "train":
         if self.v2:
@@ -137,7 +142,7 @@ class QATask(Task):
             continue
       examples.append(QAExample(self.name, len(examples), qas_id, qid, question,
                                 doc_tokens, orig_answer_text, start_position, end_position,
-                                is_impossible))
+                                is_impossible, context, answer_offset))
 
   @abc.abstractmethod
   def _first_answer(self, qa: Dict[str, Any], context: str, where: str) -> Tuple[int, str]:
@@ -368,6 +373,20 @@ class MRQATask(QATask):
         qid = _field(qa, "qid", str, f"{path}: a question")
         gold[qid] = _field(qa, "answers", list, f"{path}: question {qid}")
     return gold
+
+
+def read_squad(path: str, v2: Optional[bool] = None, split: str = "train"
+               ) -> List[QAExample]:
+  """The questions of a SQuAD JSON file as the `squad` (v2) or `squadv1` task reads them,
+  with no config: for "train" the first answer, unanswerable questions for v2 and the
+  official skipping of answers not found in their words. v2 None: from the file
+  ("is_impossible" fields)."""
+  if v2 is None:
+    paragraphs = SQuADTask(None, "squad", None)._paragraphs(path)
+    v2 = any(isinstance(qa, dict) and "is_impossible" in qa for paragraph in paragraphs
+             if isinstance(paragraph, dict) for qa in paragraph.get("qas") or [])
+  task = SQuADTask(None, "squad" if v2 else "squadv1", None, v2)
+  return task.read_examples(path, split)
 
 
 def squad(config: FinetuningConfig, tokenizer: CachedTokenizer) -> SQuADTask:

@@ -32,6 +32,7 @@ class TextInputs(keras.layers.Layer):
     self.do_lower_case = bool(do_lower_case)
     self.max_seq_length = max_seq_length
     self.featurizer = TextFeaturizer(self.vocab, self.do_lower_case, max_seq_length)
+    self.supports_jit = False  # string ops: Keras' jit_compile="auto" (XLA on GPUs) stays off
     self.built = True
 
   def call(self, text, text_b=None) -> Features:

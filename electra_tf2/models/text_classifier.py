@@ -138,8 +138,11 @@ class TextClassifier(TextModel):
     return {"logits": outputs, "probabilities": tf.nn.softmax(outputs),
             "label": tf.gather(tf.constant(self.label_list), tf.argmax(outputs, -1))}
 
-  def serving_inputs(self) -> int:
-    return 2 if self.text_pairs else 1
+  def text_columns(self) -> Tuple[int, ...]:
+    return (1, 2)
+
+  def serving_inputs(self) -> Tuple[str, ...]:
+    return ("text", "text_b") if self.text_pairs else ("text",)
 
   @classmethod
   def from_source(cls, source: sources.Source, **options) -> "TextClassifier":

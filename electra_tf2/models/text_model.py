@@ -11,7 +11,8 @@ subclass's head (`self.head`, official variable names under
   warm-up then linear decay, layer-wise learning-rate decay, clip 1.0).
 - `export_saved_model(path)`: a SavedModel on raw strings that needs only
   tensorflow and tensorflow-text (import tensorflow_text before loading).
-- `export_litert(path, quantize)`: a `.tflite` (LiteRT) file on raw strings.
+- `export_litert(path, quantize)`: a `.tflite` (LiteRT) file on raw strings
+  (docs/deploy.md).
 - `predict_file(path)`: batch prediction over a text file, with a progress bar.
 """
 
@@ -28,6 +29,7 @@ from electra_tf2.atomic_io import atomic_directory
 from electra_tf2.encoder_config import BertConfig
 from electra_tf2.layers.text_inputs import TextInputs
 from electra_tf2.checkpoints import source as sources
+from electra_tf2.models import keras_data
 from electra_tf2.networks.encoder import Encoder
 
 VariableMap = Dict[str, keras.Variable]
@@ -128,9 +130,35 @@ class TextModel(keras.Model):
     model.load_source(source, strict)
     return model
 
-  def predict(self, x, *args, **kwargs):
-    """Keras' predict; also takes Python lists of strings (and tuples of them, for pairs)."""
-    return super().predict(_strings_to_tensors(x), *args, **kwargs)
+  # -- what fit, evaluate and predict take -------------------------------------
+
+  def text_columns(self) -> Tuple[int, ...]:
+    """How many texts a row of x may have (1; a TextClassifier also 2)."""
+    return (1,)
+
+  def prepare_labels(self, y, name: str, x):
+    """y as Keras reads it: lists (or dicts of them, for named outputs) as numpy arrays."""
+    del x
+    if isinstance(y, dict):
+      return {key: keras_data.numbers(value, f"{name}[{key!r}]") for key, value in y.items()}
+    return keras_data.numbers(y, name)
+
+  def _keras_arguments(self, method, args, kwargs) -> Dict[str, Any]:
+    return keras_data.keras_arguments(keras_data.bind(method, args, kwargs),
+                                      self.text_columns(), self.prepare_labels)
+
+  def fit(self, *args, **kwargs):
+    """Keras' fit; x, y, sample_weight and validation_data may also be Python lists and
+    numpy arrays of strings (a tuple of two for pairs; models/keras_data.py)."""
+    return super().fit(**self._keras_arguments(keras.Model.fit, args, kwargs))
+
+  def evaluate(self, *args, **kwargs):
+    """Keras' evaluate, on the same inputs as `fit`."""
+    return super().evaluate(**self._keras_arguments(keras.Model.evaluate, args, kwargs))
+
+  def predict(self, *args, **kwargs):
+    """Keras' predict, on the same inputs as `fit`."""
+    return super().predict(**self._keras_arguments(keras.Model.predict, args, kwargs))
 
   # -- the official recipe ---------------------------------------------------
 
@@ -180,15 +208,19 @@ class TextModel(keras.Model):
     """The SavedModel's outputs for tf.string `[batch]` inputs."""
     return self.serve_features(self.text_features(*texts))
 
-  def serving_inputs(self) -> int:
-    """How many tf.string tensors the serving function takes."""
-    return 1
+  def serving_inputs(self) -> Tuple[str, ...]:
+    """The names of the tf.string `[batch]` tensors `serve` takes."""
+    return ("text",)
+
+  def extra_signatures(self) -> Dict[str, Any]:
+    """tf.functions the SavedModel also has as signatures, by name (none here)."""
+    return {}
 
   def export_saved_model(self, path: str) -> str:
     """Writes a SavedModel whose `serving_default` takes raw strings; returns `path`.
 
-    Its inputs are `text` (and `text_b` for a TextClassifier with text_pairs),
-    tf.string `[batch]`; its outputs the model's `serve` dict.
+    Its inputs are `serving_inputs()` (`text`, and `text_b` for a TextClassifier
+    with text_pairs), tf.string `[batch]`; its outputs the model's `serve` dict.
 
     Serving needs tensorflow and tensorflow-text only (`import tensorflow_text`
     registers the tokenizer's ops before `tf.saved_model.load`).
@@ -197,28 +229,32 @@ class TextModel(keras.Model):
     # The TensorFlow variables under the Keras ones, as export.ServingModule does.
     root.weights = [v.value for v in self.variables]
     root.featurizer = self.text_inputs.featurizer
-    if self.serving_inputs() == 1:
-      root.serve = tf.function(lambda text: self.serve(text),
-                               input_signature=[tf.TensorSpec([None], tf.string, "text")])
-    else:
-      root.serve = tf.function(lambda text, text_b: self.serve(text, text_b),
-                               input_signature=[tf.TensorSpec([None], tf.string, "text"),
-                                                tf.TensorSpec([None], tf.string, "text_b")])
+    root.serve = tf.function(lambda *texts: self.serve(*texts), input_signature=[
+        tf.TensorSpec([None], tf.string, name) for name in self.serving_inputs()])
+    signatures = {"serving_default": root.serve.get_concrete_function()}
+    for name, function in self.extra_signatures().items():
+      setattr(root, name, function)
+      signatures[name] = function.get_concrete_function()
     with atomic_directory(path) as tmp:
-      tf.saved_model.save(root, tmp,
-                          signatures={"serving_default": root.serve.get_concrete_function()})
+      tf.saved_model.save(root, tmp, signatures=signatures)
     return path
+
+  def read_rows(self, path: str) -> Tuple[List[List[str]], List[Dict[str, Any]]]:
+    """The inputs of every line of a UTF-8 text file (pairs: tab-separated), and for each
+    what its output line starts with (nothing here)."""
+    rows = predictions.read_rows(path, len(self.serving_inputs()))
+    return rows, [{} for _ in rows]
 
   def predict_file(self, path: str, output_path: Optional[str] = None,
                    batch_size: int = 32) -> Dict[str, np.ndarray]:
-    """Predictions for every line of a UTF-8 text file (pairs: tab-separated), with a
-    progress bar; with `output_path`, also one JSON object per line written there."""
-    rows = predictions.read_rows(path, self.serving_inputs())
+    """Predictions for every row of a file (`read_rows`: a text, or tab-separated pair, per
+    line), with a progress bar; with `output_path`, also one JSON object per row there."""
+    rows, keys = self.read_rows(path)
     outputs = predictions.predict_rows(
         lambda *texts: {k: v.numpy() for k, v in self.serve(*map(tf.constant, texts)).items()},
         rows, batch_size)
     if output_path is not None:
-      predictions.write_jsonl(output_path, outputs, len(rows))
+      predictions.write_jsonl(output_path, outputs, keys)
     return outputs
 
   def export_litert(self, path: str, quantize: str = "none",
@@ -228,7 +264,7 @@ class TextModel(keras.Model):
     Its `serving_default` signature has the inputs and outputs of
     `export_saved_model`'s; the tokenizer runs inside, on TFLite kernels
     (electra_tf2/text/litert_tokenizer.py). Run it with
-    `electra_tf2.LiteRTModel(path).predict(texts)`.
+    `electra_tf2.LiteRTModel(path).predict(texts)`; docs/deploy.md.
 
     Args:
       quantize: "none" (float32), "float16", "dynamic-int8" or "int8" (int8
@@ -240,7 +276,7 @@ class TextModel(keras.Model):
                                   max_seq_length=self.max_seq_length)
     return convert.write_tflite(
         path, lambda *texts: self.serve_features(self.litert_features(featurizer, *texts)),
-        ["text", "text_b"][:self.serving_inputs()], [v.value for v in self.variables],
+        list(self.serving_inputs()), [v.value for v in self.variables],
         {"do_lower_case": self.text_inputs.do_lower_case,
          "max_seq_length": self.max_seq_length}, quantize, calibration_texts)
 
@@ -279,12 +315,3 @@ def head_to_load(model: TextModel, source: sources.Source,
   if any(tuple(ours[k].shape) != source.tensors[v].shape for k, v in rename.items()):
     return {}, {}
   return ours, rename
-
-
-def _strings_to_tensors(x):
-  """A list of str (or a tuple/list of such lists) as tf.string tensors; else x itself."""
-  if isinstance(x, (list, tuple)) and x and all(isinstance(t, (str, bytes)) for t in x):
-    return tf.constant(x)
-  if isinstance(x, tuple) and all(isinstance(t, (list, tuple)) for t in x):
-    return tuple(_strings_to_tensors(t) for t in x)
-  return x

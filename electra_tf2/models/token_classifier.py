@@ -7,11 +7,12 @@ WordPiece, through one dense (`task_specific/<task>/dense`). An
 same function.
 
 Outputs are `[batch, max_seq_length, num_classes]` logits, word i at slot i;
-pad the labels to max_seq_length with -1 and ignore it in the loss:
+`fit` pads lists of tags (one per word) to max_seq_length with -1, which the
+loss ignores:
 
-  labels = keras.utils.pad_sequences(tags, model.max_seq_length, padding="post", value=-1)
   model.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True,
                                                                 ignore_class=-1))
+  model.fit(["the cat sat", "a dog"], [[0, 1, 2], [0, 1]], batch_size=2)
 """
 
 from __future__ import annotations
@@ -19,11 +20,12 @@ from __future__ import annotations
 from typing import Any, Dict, Optional, Sequence, Tuple
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from electra_tf2.finetune.heads import TaggingHead
 from electra_tf2.checkpoints import source as sources
-from electra_tf2.models import text_model
+from electra_tf2.models import keras_data, text_model
 from electra_tf2.models.text_model import TextModel, VariableMap
 
 HF_ARCHITECTURE = "ElectraForTokenClassification"
@@ -73,6 +75,21 @@ class TokenClassifier(TextModel):
 
   def litert_features(self, featurizer, text):
     return featurizer.word_features(text)
+
+  def prepare_labels(self, y, name: str, x):
+    """Tags per word (lists of any length, or an array) padded (or cut) to max_seq_length
+    with -1; tf.data datasets and tensors as they are."""
+    del x
+    if isinstance(y, (list, tuple)) and y and all(isinstance(row, (list, tuple, np.ndarray))
+                                                 for row in y):
+      y = [keras_data.numbers(row, f"{name}[{i}]", np.int64)[:self.max_seq_length]
+           if len(row) else np.zeros(0, np.int64) for i, row in enumerate(y)]
+      y = keras.utils.pad_sequences(y, self.max_seq_length, padding="post", value=-1)
+    y = keras_data.numbers(y, name)
+    if isinstance(y, np.ndarray) and y.ndim == 2 and y.shape[1] != self.max_seq_length:
+      y = keras.utils.pad_sequences(y, self.max_seq_length, padding="post",
+                                    truncating="post", value=-1)
+    return y
 
   def serve_features(self, features):
     """`logits`, the `labels` strings and `words_mask` `[batch, max_seq_length]`."""

@@ -6,6 +6,8 @@
   and on tensors; `TextFeaturizer` runs tokenizer and packing on raw strings;
 - `windows`: windows over long texts (the scorer's) and over question/context
   pairs (SQuAD's);
+- `qa_windows`: SQuAD's windows, training labels and answer text in the graph
+  (the Keras `QuestionAnswerer` and its SavedModel);
 - `tagging`: every word tokenised alone, its first WordPiece labelled;
 - `litert_tokenizer`: tokenizer, packing and tagging features again, from ops with
   TFLite kernels (`litert_normalizer`: the official per-character rules as a

@@ -94,6 +94,12 @@ _KEEP_PATTERN = r"[!-/:-@\[-`{-~\p{P}" + _CJK_CLASS + "]"
 _SPLIT_PATTERN = r"[\t\n\v\f\r \x{85}\p{Z}]+|" + _KEEP_PATTERN
 
 
+def basic_split_graph(text, do_lower_case: bool, strip_accents: bool) -> tf.RaggedTensor:
+  """BERT's BasicTokenizer.tokenize on a string tensor `[batch]` -> words `[batch, (words)]`."""
+  text = normalize_graph(text, do_lower_case, strip_accents)
+  return tft.regex_split(text, _SPLIT_PATTERN, _KEEP_PATTERN)
+
+
 class BasicTokenizer:
   """BERT's BasicTokenizer with TensorFlow ops: text -> words (no vocabulary needed).
 
@@ -105,12 +111,9 @@ class BasicTokenizer:
     self.strip_accents = resolve_strip_accents(do_lower_case, strip_accents)
     lower, strip = self.do_lower_case, self.strip_accents
 
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
-    def split_graph(text):
-      text = normalize_graph(text, lower, strip)
-      return tft.regex_split(text, _SPLIT_PATTERN, _KEEP_PATTERN)
-
-    self.split_graph = split_graph
+    self.split_graph = tf.function(lambda text: basic_split_graph(text, lower, strip),
+                                   input_signature=[tf.TensorSpec([None], tf.string)],
+                                   autograph=False)
 
   def tokenize(self, text: Union[str, bytes]) -> List[str]:
     return self.tokenize_batch([text])[0]

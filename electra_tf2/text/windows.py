@@ -7,7 +7,8 @@
   question-answering windows (finetune/qa/qa_tasks.py): the context split on
   whitespace, windows of `max_seq_length - |question| - 3` WordPieces every
   `min(length, doc_stride)`, and the window that gives a token its most
-  balanced context (min(left, right) + 0.01 * length).
+  balanced context (min(left, right) + 0.01 * length); text/qa_windows.py builds
+  the same windows in the graph.
 """
 
 from __future__ import annotations

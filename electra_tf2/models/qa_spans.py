@@ -1,0 +1,107 @@
+"""The official answer search in the graph: every window's candidate spans -> one per question.
+
+What electra_tf2/finetune/qa_decoding.py does in Python (official
+finetune/qa/qa_metrics.py:90-269) for the answer it predicts:
+
+1. candidates are the beam pairs (start i, end j) of the joint head, or the
+   n_best_size best start and end logits without joint_prediction; a candidate is
+   dropped when it starts at 0, starts or ends outside the window's document
+   tokens, is not the max-context window of its start, ends before it starts or
+   is longer than max_answer_length WordPieces (qa_metrics.py:136-153);
+2. its score is the start log-prob plus the end log-prob (or the two logits),
+   added in float64 as Python does; the answer is the best candidate over the
+   question's windows, the first one (window, then i, then j) on ties, as the
+   official stable sort (qa_metrics.py:177-180). The n-best list below it only
+   de-duplicates texts, so it never changes the answer;
+3. SQuAD 2.0: score_null is the minimum over windows of the answerability logit
+   (or start_logits[0] + end_logits[0] without the classifier), at most 1e6; the
+   null score difference is score_null, or score_null minus the best score
+   without the classifier (qa_metrics.py:121-129, 252-258).
+
+A question without any valid candidate gets `found` False (the official code
+predicts the nonce text "empty" then).
+"""
+
+from __future__ import annotations
+
+from typing import Dict
+
+import tensorflow as tf
+
+Outputs = Dict[str, tf.Tensor]
+_NULL_START = 1000000.0  # qa_metrics.py:111
+
+
+def candidates(outputs: Outputs, joint_prediction: bool, n_best_size: int):
+  """`(start, end, start_score, end_score)`, each `[windows, candidates]`, in the
+  official order (start i, then end j)."""
+  if joint_prediction:
+    start = outputs["start_top_index"][:, :, tf.newaxis]
+    end = outputs["end_top_index"]
+    start_score = outputs["start_top_log_probs"][:, :, tf.newaxis]
+    end_score = outputs["end_top_log_probs"]
+  else:
+    k = tf.minimum(n_best_size, tf.shape(outputs["start_logits"])[1])
+    start_score, start = tf.nn.top_k(outputs["start_logits"], k)  # ties: lower index first
+    end_score, end = tf.nn.top_k(outputs["end_logits"], k)
+    start, start_score = start[:, :, tf.newaxis], start_score[:, :, tf.newaxis]
+    end, end_score = end[:, tf.newaxis, :], end_score[:, tf.newaxis, :]
+  shape = tf.broadcast_dynamic_shape(tf.shape(start), tf.shape(end))
+  flat = lambda t: tf.reshape(tf.broadcast_to(t, shape), [shape[0], -1])
+  return flat(start), flat(end), flat(start_score), flat(end_score)
+
+
+def best_spans(outputs: Outputs, token_word: tf.Tensor, max_context: tf.Tensor,
+               example: tf.Tensor, n_examples: tf.Tensor, joint_prediction: bool,
+               n_best_size: int, max_answer_length: int) -> Dict[str, tf.Tensor]:
+  """The best span of each question `[n_examples]`.
+
+  Args:
+    outputs: the QA head's outputs on the windows `[windows, ...]`.
+    token_word, max_context: `[windows, seq_len]` (text/qa_windows.py's `Windows`).
+    example: `[windows]` the question of each window.
+
+  Returns:
+    `found` (bool), `row` (its window; the number of windows when not found),
+    `start`, `end` (token positions in it), `start_score`, `end_score` (float64);
+    zeros when not found.
+  """
+  start, end, start_score, end_score = candidates(outputs, joint_prediction, n_best_size)
+  start, end = tf.cast(start, tf.int32), tf.cast(end, tf.int32)
+  valid = ((start != 0) & (tf.gather(token_word, start, batch_dims=1) >= 0)
+           & (tf.gather(token_word, end, batch_dims=1) >= 0)
+           & tf.gather(max_context, start, batch_dims=1)
+           & (end >= start) & (end - start + 1 <= max_answer_length))
+  start_score, end_score = tf.cast(start_score, tf.float64), tf.cast(end_score, tf.float64)
+  score = tf.where(valid, start_score + end_score, -float("inf"))
+  window_best = tf.reduce_max(score, axis=1)
+  column = tf.reduce_min(tf.where(score == window_best[:, tf.newaxis],
+                                  tf.range(tf.shape(score)[1])[tf.newaxis], tf.int32.max), axis=1)
+
+  example = tf.cast(example, tf.int32)
+  n_examples = tf.cast(n_examples, tf.int32)
+  best = tf.math.unsorted_segment_max(window_best, example, n_examples)
+  rows = tf.range(tf.shape(score)[0])
+  is_best = (window_best == tf.gather(best, example)) & (window_best > -float("inf"))
+  row = tf.math.unsorted_segment_min(tf.where(is_best, rows, tf.int32.max), example,
+                                     n_examples)
+  found = row < tf.int32.max
+  # Questions without a span read a padding row of zeros (there may be no window at all).
+  row = tf.where(found, row, tf.shape(score)[0])
+  index = tf.stack([row, tf.gather(tf.pad(column, [[0, 1]]), row)], -1)
+  pick = lambda t: tf.gather_nd(tf.pad(t, [[0, 1], [0, 0]]), index)
+  return {"found": found, "row": row, "start": pick(start),
+          "end": pick(end), "start_score": pick(start_score), "end_score": pick(end_score)}
+
+
+def null_score_diff(outputs: Outputs, example: tf.Tensor, n_examples: tf.Tensor,
+                    best_score: tf.Tensor, answerable_classifier: bool) -> tf.Tensor:
+  """SQuAD 2.0's null odds `[n_examples]` (float64): above qa_na_threshold, no answer."""
+  if answerable_classifier:
+    window_null = outputs["answerable_logit"]
+  else:
+    window_null = outputs["start_logits"][:, 0] + outputs["end_logits"][:, 0]
+  score_null = tf.minimum(
+      tf.math.unsorted_segment_min(tf.cast(window_null, tf.float64), tf.cast(example, tf.int32),
+                                   tf.cast(n_examples, tf.int32)), _NULL_START)
+  return score_null if answerable_classifier else score_null - best_score

@@ -1,0 +1,174 @@
+"""SQuAD windows in the graph (electra_tf2/text/qa_windows.py) against run_finetuning.py's
+Python featurisation and get_final_text (electra_tf2/finetune/qa.py, qa_decoding.py).
+
+Oracle: the QA task's `featurize` (windows, token_to_orig_map, token_is_max_context,
+training labels) and `qa_decoding`'s candidate text, on real SQuAD questions (small
+windows, so that contexts need several and answers fall in their overlaps) and on a
+context made to stress the character mapping.
+"""
+
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from electra_tf2.finetune import qa_decoding
+from electra_tf2.text import qa_windows
+from electra_tf2.text.windows import split_context
+from electra_tf2.text.tokenizer import TokenizerModule
+from tests.conftest import shared_data_path
+from tests.fixtures import WORD_VOCAB, make_config, make_tasks
+
+SMALL = dict(max_seq_length=48, max_query_length=12, doc_stride=16)
+V1_TRAIN = "train-v1.1.first1article.json"
+V2_DEV = "dev-v2.0.subset-Normans-Computational_complexity_theory.json"
+
+
+def squad_task(tmp_path, name, split_files, vocab=None, **settings):
+  """A squad/squadv1 task over files linked from ../shared (or written here)."""
+  data_dir = tmp_path / name
+  (data_dir / "finetuning_data" / name).mkdir(parents=True)
+  if vocab is None:
+    os.symlink(shared_data_path("vocab", "vocab.txt"), data_dir / "vocab.txt")
+  for split, source in split_files.items():
+    target = data_dir / "finetuning_data" / name / f"{split}.json"
+    if isinstance(source, str):
+      os.symlink(shared_data_path("squad", source), target)
+    else:
+      target.write_text(source)
+  values = dict(SMALL, **settings)
+  if vocab is None:
+    values["vocab_size"] = 30522
+  config = make_config(str(data_dir), [name], **values)
+  task, = make_tasks(config)
+  return config, task
+
+
+def tokenizer_of(config):
+  with open(config.vocab_file, encoding="utf-8") as f:
+    vocab = [line.rstrip("\n") for line in f]
+  return vocab, TokenizerModule(vocab, do_lower_case=config.do_lower_case)
+
+
+def graph_windows(config, examples, tokenizer, vocab):
+  question = tf.constant([e.question_text for e in examples])
+  context = tf.constant([e.context for e in examples])
+  windows = qa_windows.qa_windows(tokenizer, question, context, config.max_seq_length,
+                                  config.max_query_length, config.doc_stride,
+                                  vocab.index("[CLS]"), vocab.index("[SEP]"))
+  return windows, context
+
+
+def python_windows(task, examples, is_training):
+  """Per example, the runner's windows (for_eval: with the decoding maps)."""
+  task.prepare(examples)
+  return [task.featurize(e, is_training, for_eval=True) for e in examples]
+
+
+def assert_windows_equal(task, windows, expected, labels=None):
+  """Graph windows == the runner's, window by window; returns how many there were."""
+  name, length = task.name, task.config.max_seq_length
+  example = windows.example.numpy()
+  assert len(example) == sum(len(f) for f in expected)
+  row = 0
+  for i, features in enumerate(expected):
+    for window, feature in enumerate(features):
+      assert (example[row], windows.window.numpy()[row]) == (i, window)
+      for key in ("input_ids", "input_mask", "segment_ids"):
+        assert windows.features[key][row].numpy().tolist() == feature[key], (i, window, key)
+      to_orig = feature[f"{name}_token_to_orig_map"]
+      is_max = feature[f"{name}_token_is_max_context"]
+      assert windows.token_word[row].numpy().tolist() == [to_orig.get(t, -1)
+                                                         for t in range(length)]
+      assert windows.max_context[row].numpy().tolist() == [is_max.get(t, False)
+                                                          for t in range(length)]
+      if labels is not None:
+        got = tuple(int(labels[k][row]) for k in ("start_positions", "end_positions",
+                                                  "is_impossible"))
+        assert got == tuple(feature[f"{name}_{k}"] for k in ("start_positions", "end_positions",
+                                                              "is_impossible")), (i, window)
+      row += 1
+  return row
+
+
+@pytest.mark.parametrize("name,source", [("squadv1", V1_TRAIN), ("squad", V2_DEV)])
+def test_windows_and_training_labels_equal_the_runners(tmp_path, name, source):
+  config, task = squad_task(tmp_path, name, {"train": source})
+  examples = task.read_examples(task.split_path("train"), "train")[:60]
+  vocab, tokenizer = tokenizer_of(config)
+  windows, context = graph_windows(config, examples, tokenizer, vocab)
+  starts = [-1 if e.is_impossible else e.answer_start for e in examples]
+  ends = [-1 if e.is_impossible else e.answer_start + len(e.orig_answer_text) for e in examples]
+  labels = qa_windows.answer_labels(windows, tokenizer, context, tf.constant(starts),
+                                    tf.constant(ends))
+  expected = python_windows(task, examples, True)
+  n_windows = assert_windows_equal(task, windows, expected, labels)
+  # Long contexts (several windows each) and answers labelled in two windows (overlaps).
+  in_two = sum(sum(f[f"{name}_start_positions"] > 0 for f in features) >= 2
+               for features in expected)
+  print(f"\n{name}: {len(examples)} questions, {n_windows} windows, {in_two} answers in an "
+        "overlap")
+  assert n_windows > 4 * len(examples) and in_two > 10
+  if name == "squad":
+    assert 10 < sum(e.is_impossible for e in examples) < len(examples)
+
+
+# A context for the character mapping: case, accents, punctuation inside words, runs of
+# whitespace, U+202F (a word separator), a format character (removed by the tokenizer),
+# characters the tokenizer splits off (CJK) and words it does not know ([UNK]).
+TRICKY = ("The  Café (1895-1943).\nJohn\u202fSmith's  \u200bparis cafe\u0301s, "
+          "unbelievable!  Leader \u5317\u4eac NEW-YORK\tcity ?? big-red  house.")
+
+
+def test_span_text_equals_get_final_text_on_every_short_span(tmp_path):
+  paragraph = {"context": TRICKY, "qas": [{"id": "q", "question": "Who was the leader?"}]}
+  config, task = squad_task(tmp_path, "squadv1", {}, vocab=WORD_VOCAB, max_seq_length=24,
+                            max_query_length=6, doc_stride=5)
+  examples = []
+  task._add_examples(examples, [0], paragraph, "dev", "mem")
+  vocab, tokenizer = tokenizer_of(config)
+  windows, _ = graph_windows(config, examples, tokenizer, vocab)
+  features, = python_windows(task, examples, False)
+  assert_windows_equal(task, windows, [features])
+  rows, starts, ends, expected = [], [], [], []
+  for row, feature in enumerate(features):
+    doc = sorted(feature["squadv1_token_to_orig_map"])
+    for start in doc:
+      for end in doc:
+        if 0 <= end - start < 8:
+          rows.append(row)
+          starts.append(start)
+          ends.append(end)
+          expected.append(qa_decoding._candidate_text(feature, "squadv1",
+                                                       examples[0].doc_tokens, start, end, True))
+  text, first, last = qa_windows.span_text(windows, tf.constant(vocab), tf.constant(rows),
+                                           tf.constant(starts), tf.constant(ends), True, True)
+  got = [t.decode("utf-8") for t in text.numpy()]
+  assert got == expected
+  # The offsets are the answer's characters: equal up to the whitespace between words.
+  spans = [TRICKY[a:b] for a, b in zip(first.numpy(), last.numpy())]
+  assert [" ".join(split_context(s)[0]) for s in spans] == expected
+  # cut out of words where the characters align; the whole words where they do not (the
+  # combining accent: "cafe\u0301s," is one character longer than its tokens "cafes ,").
+  assert {"Café", "1895-1943", "Smith", "\u200bparis", "cafe\u0301s,"} <= set(expected)
+  assert "cafe\u0301s" not in expected
+  assert len(set(expected)) > 100
+
+
+def test_empty_contexts_and_invalid_utf8_have_no_windows_or_fit():
+  vocab = WORD_VOCAB
+  tokenizer = TokenizerModule(vocab)
+  context = qa_windows.valid_utf8(tf.constant([b"", b"the cat \xff sat", b"   "]))
+  windows = qa_windows.qa_windows(tokenizer, tf.constant(["who", "who", "who"]), context,
+                                  16, 4, 4, vocab.index("[CLS]"), vocab.index("[SEP]"))
+  assert windows.example.numpy().tolist() == [1]  # empty and blank contexts: no window
+  words = windows.words.text.to_list()
+  assert words[1] == [b"the", b"cat", "\ufffd".encode(), b"sat"]
+  assert windows.words.starts.to_list()[1] == [0, 4, 8, 10]
+  # [CLS] who [SEP] the cat sat [SEP]: U+FFFD is a word without WordPieces
+  assert windows.features["input_ids"].numpy()[0, :7].tolist() == [
+      vocab.index(t) for t in ("[CLS]", "who", "[SEP]", "the", "cat", "sat", "[SEP]")]
+  labels = qa_windows.answer_labels(windows, tokenizer, context, tf.constant([-1, 4, -1]),
+                                    tf.constant([-1, 7, -1]))  # "cat"
+  assert [int(labels[k][0]) for k in ("start_positions", "end_positions")] == [4, 4]
