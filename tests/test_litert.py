@@ -158,6 +158,17 @@ def test_options_and_files_that_cannot_be_used_are_one_line_errors(root, discrim
   assert not (root / "x.tflite").exists()
 
 
+def test_question_answering_refuses_a_tflite_in_one_line(root):
+  vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "who", "ate", "?", "john", "."]
+  model = electra_tf2.QuestionAnswerer(
+      BertConfig(len(vocab), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                 intermediate_size=32), None, vocab, max_seq_length=24, max_query_length=8,
+      beam_size=4)
+  with pytest.raises(convert.LiteRTError, match=r"^QuestionAnswerer has no .tflite export: "
+                                                r"[^\n]*UnicodeDecode[^\n]*export_saved_model"):
+    model.export_litert(str(root / "qa.tflite"))
+
+
 def test_an_op_without_a_kernel_is_named_in_one_line(root):
   """tf.strings.lower has no TFLite kernel: the converter lets it through as a custom op
   and the check run names it."""
