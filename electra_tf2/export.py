@@ -27,7 +27,7 @@ from typing import Callable, Dict, Optional, Sequence
 
 import tensorflow as tf
 
-from electra_tf2 import model_directory, vocab as vocab_lib
+from electra_tf2 import model_directory, precision, vocab as vocab_lib
 from electra_tf2.checkpoints import describe as describe_lib
 from electra_tf2.scoring import graph as scoring_graph
 from electra_tf2.atomic_io import atomic_directory
@@ -191,30 +191,46 @@ def finetuned_outputs(model) -> Callable[..., Dict[str, tf.Tensor]]:
   return predict
 
 
+def float32_outputs(predict: Callable[..., Dict[str, tf.Tensor]]
+                    ) -> Callable[..., Dict[str, tf.Tensor]]:
+  """`predict` with its bfloat16 outputs cast to float32."""
+  def cast(input_ids, input_mask, segment_ids):  # the token_ids signature's input names
+    return {k: tf.cast(v, tf.float32) if v.dtype == tf.bfloat16 else v
+            for k, v in predict(input_ids, input_mask, segment_ids).items()}
+  return cast
+
+
 def serving_module(model, kind: str, vocab_file: Optional[str] = None,
                    do_lower_case: bool = True, max_seq_length: int = 128,
-                   window_stride: Optional[int] = None) -> ServingModule:
+                   window_stride: Optional[int] = None,
+                   dtype: Optional[str] = None) -> ServingModule:
   """The `ServingModule` of one `kind`.
 
   `model` is an `ElectraPretrainer` for "encoder" and "discriminator", a
   `FinetuningModel` for "finetuned". `window_stride` is the discriminator's
-  `score` signature's (default half a window).
+  `score` signature's (default half a window). dtype "bfloat16": bfloat16 weights
+  and matmuls (electra_tf2/precision.py), float32 outputs.
   """
   if kind not in KINDS:
     raise ExportError(f"unknown kind {kind!r}: use one of {', '.join(KINDS)}")
+  precision.check_dtype(dtype, "--dtype")
   encoder = model.encoder if kind == "finetuned" else model.discriminator
   if max_seq_length > encoder.bert_config.max_position_embeddings:
     raise ExportError(f"max_seq_length {max_seq_length} exceeds max_position_embeddings "
                       f"{encoder.bert_config.max_position_embeddings}")
   options = dict(vocab_file=vocab_file, do_lower_case=do_lower_case,
                  max_seq_length=max_seq_length)
-  if kind == "encoder":
-    return ServingModule(encoder_outputs(encoder), encoder.variables, **options)
   if kind == "finetuned":
-    return ServingModule(finetuned_outputs(model), model.variables, **options)
+    model = precision.with_dtype(model, dtype)
+    return ServingModule(float32_outputs(finetuned_outputs(model)), model.variables, **options)
+  encoder = precision.with_dtype(encoder, dtype)
+  if kind == "encoder":
+    return ServingModule(float32_outputs(encoder_outputs(encoder)), encoder.variables,
+                         **options)
   model.check_electra_discriminator("--kind discriminator", "export --kind encoder")
-  head = model.discriminator_head
-  outputs = discriminator_outputs(encoder, head)
+  head = precision.with_dtype(model.discriminator_head, dtype,
+                              lambda h: h.build((None, None, encoder.hidden_size)))
+  outputs = float32_outputs(discriminator_outputs(encoder, head))
   return ServingModule(outputs, encoder.variables + head.variables,
                        score_logits=lambda *features: outputs(*features)["logits"],
                        window_stride=window_stride, **options)
@@ -291,6 +307,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                            "(default half of max_seq_length - 2)")
   parser.add_argument("--no-text-signatures", dest="text", action="store_false",
                       help="only the token_ids signature: no tensorflow-text op in the model")
+  parser.add_argument("--dtype", choices=precision.DTYPES, default="float32",
+                      help="bfloat16: bfloat16 weights and matmuls, faster on CPUs with bf16 "
+                           "units (AVX512_BF16, AMX); outputs stay float32")
   args = parser.parse_args(argv)
   calibration_texts = _check_format_flags(args)
   model, kind, vocab_file, lower, max_seq_length, finetuned = _load(args.model_dir, args.kind,
@@ -306,12 +325,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
       answerer.export_litert(args.output, args.quantize, calibration_texts)  # refuses
     with hold(args.output_dir):
       ServingModule.check_output(args.output_dir)
-      answerer.export_saved_model(args.output_dir)
+      answerer.export_saved_model(args.output_dir, args.dtype)
     print(f"wrote {args.output_dir} (question answering; signatures: serving_default "
           f"(question, context), {', '.join(answerer.extra_signatures())})")
     return 0
   module = serving_module(model, kind, vocab_file if args.text else None, lower,
-                          args.max_seq_length or max_seq_length, args.window_stride)
+                          args.max_seq_length or max_seq_length, args.window_stride, args.dtype)
   if args.format == "litert":
     module.write_litert(args.output, args.quantize, calibration_texts, args.text_pairs)
     print(f"wrote {args.output} ({kind}, quantize {args.quantize}; inputs: text"

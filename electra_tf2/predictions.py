@@ -1,8 +1,8 @@
 """Batch prediction on text files, shared by Keras models, SavedModels and `.tflite` files.
 
 `predict_rows(run, rows, batch_size)` runs a batch function over rows of text
-columns with a progress bar and joins the batches (per-token outputs padded
-with zeros to the longest batch); `write_jsonl` writes one JSON object per row,
+columns, in batches of similar length, with a progress bar, and joins the batches
+in row order (per-token outputs padded with zeros to the longest batch); `write_jsonl` writes one JSON object per row,
 atomically. `read_rows` reads a UTF-8 text file: one row per line, pairs
 tab-separated.
 """
@@ -14,6 +14,7 @@ from typing import Any, Callable, Dict, Iterator, List, Sequence
 
 import numpy as np
 
+from electra_tf2 import batching
 from electra_tf2.atomic_io import write_text_atomic
 
 Outputs = Dict[str, np.ndarray]
@@ -29,18 +30,21 @@ def read_rows(path: str, columns: int) -> List[List[str]]:
 
 def predict_rows(run: Callable[..., Outputs], rows: Sequence[Sequence[str]], batch_size: int,
                  progress: bool = True) -> Outputs:
-  """`run(column_0_texts, column_1_texts, ...)` on each batch of rows; the outputs joined."""
+  """`run(column_0_texts, column_1_texts, ...)` on batches of rows of similar length
+  (electra_tf2/batching.py); the outputs in row order, per-token ones padded."""
   import keras  # pylint: disable=g-import-not-at-top
-  if batch_size < 1:
-    raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-  bar = keras.utils.Progbar(len(rows), unit_name="text") if progress else None
+  if not rows:
+    return {}
+  columns = [[row[i] for row in rows] for i in range(len(rows[0]))]
+  order, chunks = batching.length_batches(batching.text_lengths(columns), batch_size)
+  bar = keras.utils.Progbar(len(rows), unit_name="row") if progress else None
   batches = []
-  for start in range(0, len(rows), batch_size):
-    chunk = rows[start:start + batch_size]
-    batches.append(run(*([row[i] for row in chunk] for i in range(len(chunk[0])))))
+  for chunk in chunks:
+    batches.append(run(*([column[i] for i in chunk] for column in columns)))
     if bar is not None:
       bar.add(len(chunk))
-  return {k: concatenate_padded([b[k] for b in batches]) for k in batches[0]} if batches else {}
+  return {k: batching.restore_order(concatenate_padded([b[k] for b in batches]), order)
+          for k in batches[0]}
 
 
 def concatenate_padded(arrays: List[np.ndarray]) -> np.ndarray:

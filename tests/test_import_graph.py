@@ -95,7 +95,8 @@ def test_the_package_has_no_import_circles():
 # of the longest length decides a module's layer.
 LAYERS = [
     ("base", ["errors", "atomic_io", "hparams", "vocab", "config", "encoder_config",
-              "checkpoint_files", "run_lock", "layers.activations", "predictions"]),
+              "checkpoint_files", "run_lock", "layers.activations", "batching", "precision",
+              "predictions"]),
     ("text", ["text"]),
     ("checkpoints", ["checkpoints"]),
     ("data and tasks", ["data_prep", "input_pipeline", "finetune"]),

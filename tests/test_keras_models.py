@@ -391,9 +391,10 @@ def test_predict_file_shows_progress_and_writes_lines(tmp_path, discriminator, c
   with open(tmp_path / "out.jsonl") as f:
     rows = [json.loads(line) for line in f]
   assert len(rows) == 12 and rows[4]["input_ids"] == rows[0]["input_ids"]
-  expected = model.predict(TEXTS, verbose=0)["replaced_probability"][0]
-  n = int(expected.shape[0])
-  np.testing.assert_allclose(rows[0]["replaced_probability"][:n], expected, atol=1e-6)
+  expected = model.predict(TEXTS, verbose=0)
+  n = int(expected["input_mask"][0].sum())  # its tokens (lines are batched by length)
+  np.testing.assert_allclose(rows[0]["replaced_probability"][:n],
+                             expected["replaced_probability"][0][:n], atol=1e-6)
   assert outputs["logits"].shape[0] == 12
 
 

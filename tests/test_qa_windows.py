@@ -9,7 +9,6 @@ context made to stress the character mapping.
 
 import os
 
-import numpy as np
 import pytest
 import tensorflow as tf
 

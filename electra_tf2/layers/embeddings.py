@@ -64,11 +64,16 @@ class EmbeddingBlock(keras.layers.Layer):
     seq_len = tf.shape(input_ids)[1]
     dtype = self.compute_dtype
     embeddings = tf.gather(tf.cast(self.word_embeddings, dtype), input_ids)
-    # Token types by one-hot matmul, as the official code always does: the
-    # table's gradient is then dense, as officially (a gather's would be
-    # sparse, which changes the global norm that gradients are clipped by).
-    one_hot = tf.one_hot(segment_ids, self.type_vocab_size, dtype=dtype)
-    embeddings += tf.einsum("bst,te->bse", one_hot, tf.cast(self.token_type_embeddings, dtype))
+    # Token types by one-hot matmul in training, as the official code always
+    # does: the table's gradient is then dense, as officially (a gather's would
+    # be sparse, which changes the global norm that gradients are clipped by).
+    # Inference gathers the same rows (exactly: one 1 and zeros per row).
+    types = tf.cast(self.token_type_embeddings, dtype)
+    if training:
+      one_hot = tf.one_hot(segment_ids, self.type_vocab_size, dtype=dtype)
+      embeddings += tf.einsum("bst,te->bse", one_hot, types)
+    else:
+      embeddings += tf.gather(types, segment_ids)
     embeddings += tf.cast(self.position_embeddings[:seq_len], dtype)[tf.newaxis]
     embeddings = self.layer_norm(embeddings)
     return self.dropout(embeddings, training=training)

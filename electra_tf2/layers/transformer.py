@@ -106,6 +106,21 @@ class TransformerLayer(keras.layers.Layer):
     y = tf.nn.bias_add(tf.matmul(x, tf.cast(layer.kernel, dtype)), tf.cast(layer.bias, dtype))
     return layer.activation(y) if layer.activation is not None else y
 
+  def _qkv(self, x: tf.Tensor, training: bool) -> tf.Tensor:
+    """q, k and v of `[tokens, hidden]`, side by side: `[tokens, 3 * hidden]`.
+
+    Training runs one projection on the kernels concatenated `[hidden, 3 * hidden]`;
+    inference runs three, as a copy of the kernels on every call costs more than
+    the matmul at small batches (docs/benchmarks.md, inference). Same values.
+    """
+    layers = (self.query, self.key, self.value)
+    if not training:
+      return tf.concat([self._dense(layer, x) for layer in layers], 1)
+    kernel = tf.concat([layer.kernel for layer in layers], 1)
+    qkv_bias = tf.concat([layer.bias for layer in layers], 0)
+    dtype = self.compute_dtype
+    return tf.nn.bias_add(tf.matmul(x, tf.cast(kernel, dtype)), tf.cast(qkv_bias, dtype))
+
   def call(self, hidden: tf.Tensor, bias: tf.Tensor, training: bool = False) -> tf.Tensor:
     """hidden: `[batch, seq_len, hidden]`; bias: from `attention_bias`."""
     batch, seq_len = tf.shape(hidden)[0], tf.shape(hidden)[1]
@@ -113,14 +128,11 @@ class TransformerLayer(keras.layers.Layer):
     dtype = self.compute_dtype
     x = tf.reshape(hidden, [-1, self.hidden_size])  # [tokens, hidden]
 
-    # One fused projection for q, k and v: [hidden, 3 * hidden], then
-    # [3, batch, heads, seq_len, head_size].
-    kernel = tf.concat([self.query.kernel, self.key.kernel, self.value.kernel], 1)
-    qkv_bias = tf.concat([self.query.bias, self.key.bias, self.value.bias], 0)
-    qkv = tf.nn.bias_add(tf.matmul(x, tf.cast(kernel, dtype)), tf.cast(qkv_bias, dtype))
+    qkv = self._qkv(x, training)
     qkv = tf.transpose(tf.reshape(qkv, [batch, seq_len, 3, heads, head_size]), [2, 0, 3, 1, 4])
-    # unstack, not qkv[i]: the gradient of three slices is three full-size
-    # zero-padded tensors and a sum; that of unstack is one stack.
+    # [3, batch, heads, seq_len, head_size]; unstack, not qkv[i]: the gradient
+    # of three slices is three full-size zero-padded tensors and a sum; that of
+    # unstack is one stack.
     q, k, v = tf.unstack(qkv, num=3, axis=0)
 
     scores = tf.matmul(q * tf.cast(1.0 / math.sqrt(head_size), dtype), k, transpose_b=True)

@@ -95,9 +95,12 @@ class LiteRTModel:
               progress: bool = False) -> Dict[str, np.ndarray]:
     """Outputs for texts: a list of str (or bytes), or for pairs a tuple of two lists.
 
-    Per-token outputs are padded with zeros to the longest batch, as
+    Texts run in batches of similar length (electra_tf2/batching.py); outputs are in
+    input order, per-token ones padded with zeros to the longest, as
     `TextModel.predict_file`.
     """
+    if batch_size < 1:
+      raise LiteRTModelError(f"batch_size must be >= 1, got {batch_size}")
     columns = list(texts) if isinstance(texts, tuple) else [texts]
     if len(columns) != len(self.input_names):
       raise LiteRTModelError(f"{self.path} takes {len(self.input_names)} text column(s) "

@@ -18,13 +18,13 @@ subclass's head (`self.head`, official variable names under
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import keras
 import numpy as np
 import tensorflow as tf
 
-from electra_tf2 import optimization, predictions, variable_names
+from electra_tf2 import batching, optimization, precision, predictions, variable_names
 from electra_tf2.atomic_io import atomic_directory
 from electra_tf2.encoder_config import BertConfig
 from electra_tf2.layers.text_inputs import TextInputs
@@ -156,9 +156,61 @@ class TextModel(keras.Model):
     """Keras' evaluate, on the same inputs as `fit`."""
     return super().evaluate(**self._keras_arguments(keras.Model.evaluate, args, kwargs))
 
-  def predict(self, *args, **kwargs):
-    """Keras' predict, on the same inputs as `fit`."""
-    return super().predict(**self._keras_arguments(keras.Model.predict, args, kwargs))
+  def predict(self, x, batch_size: Optional[int] = None, verbose="auto", steps=None,
+              callbacks=None, dtype: Optional[str] = None):
+    """Keras' predict, on the same inputs as `fit`.
+
+    Texts (lists, numpy arrays or 1-D tf.string tensors; pairs as a tuple of two),
+    without `steps` or `callbacks`, are predicted in batches of texts of similar
+    length (electra_tf2/batching.py) by one compiled function, outputs in input
+    order: Keras' values, with fewer pad tokens and without its per-call dataset
+    set-up. Anything else goes through Keras' loop.
+
+    dtype: "bfloat16" predicts with a bfloat16 copy of the model (electra_tf2/
+    precision.py), its weights copied from this model's at every call.
+    """
+    if dtype is not None and precision.check_dtype(dtype) != self.dtype_policy.name:
+      return self.with_dtype(dtype).predict(x, batch_size, verbose, steps, callbacks)
+    arguments = self._keras_arguments(keras.Model.predict, (x,), dict(
+        batch_size=batch_size, verbose=verbose, steps=steps, callbacks=callbacks))
+    columns = _string_columns(arguments["x"])
+    if columns is None or steps is not None or callbacks is not None:
+      return super().predict(**arguments)
+    return self._predict_texts(columns, batch_size or 32, verbose)
+
+  def _predict_texts(self, columns: List[np.ndarray], batch_size: int, verbose):
+    function = self._text_function(len(columns))
+    order, batches = batching.length_batches(batching.text_lengths(columns), batch_size)
+    progress = keras.utils.Progbar(len(batches)) if verbose not in (0, False) else None
+    parts = []
+    for batch in batches:
+      outputs = function(*[tf.constant(column[batch]) for column in columns])
+      parts.append(tf.nest.map_structure(lambda t: t.numpy(), outputs))
+      if progress is not None:
+        progress.add(1)
+    return tf.nest.map_structure(lambda *arrays: _in_input_order(arrays, order), *parts)
+
+  def with_dtype(self, dtype: Optional[str]) -> "TextModel":
+    """This model computing in `dtype` ("float32", "bfloat16"): itself, or a copy (made
+    once, its weights copied from this model's at every call)."""
+    dtype = precision.check_dtype(dtype)
+    if dtype == self.dtype_policy.name:
+      return self
+    copies = self.__dict__.setdefault("_dtype_copies", {})  # not tracked by Keras
+    if dtype not in copies:
+      copies[dtype] = precision.with_dtype(self, dtype)
+    else:
+      precision.copy_weights(self, copies[dtype])
+    return copies[dtype]
+
+  def _text_function(self, num_inputs: int):
+    """`self(texts, training=False)` as a tf.function on tf.string `[batch]` inputs."""
+    functions = self.__dict__.setdefault("_text_functions", {})  # not tracked by Keras
+    if num_inputs not in functions:
+      functions[num_inputs] = tf.function(
+          lambda *texts: self(texts if len(texts) > 1 else texts[0], training=False),
+          input_signature=[tf.TensorSpec([None], tf.string)] * num_inputs)
+    return functions[num_inputs]
 
   # -- the official recipe ---------------------------------------------------
 
@@ -216,20 +268,22 @@ class TextModel(keras.Model):
     """tf.functions the SavedModel also has as signatures, by name (none here)."""
     return {}
 
-  def export_saved_model(self, path: str) -> str:
+  def export_saved_model(self, path: str, dtype: Optional[str] = None) -> str:
     """Writes a SavedModel whose `serving_default` takes raw strings; returns `path`.
 
     Its inputs are `serving_inputs()` (`text`, and `text_b` for a TextClassifier
-    with text_pairs), tf.string `[batch]`; its outputs the model's `serve` dict.
+    with text_pairs), tf.string `[batch]`; its outputs the model's `serve` dict. dtype
+    "bfloat16" stores bfloat16 weights and computes in bfloat16 (electra_tf2/precision.py).
 
     Serving needs tensorflow and tensorflow-text only (`import tensorflow_text`
     registers the tokenizer's ops before `tf.saved_model.load`).
     """
+    model = self.with_dtype(dtype)
     root = tf.Module()
     # The TensorFlow variables under the Keras ones, as export.ServingModule does.
-    root.weights = [v.value for v in self.variables]
-    root.featurizer = self.text_inputs.featurizer
-    root.serve = tf.function(lambda *texts: self.serve(*texts), input_signature=[
+    root.weights = [v.value for v in model.variables]
+    root.featurizer = model.text_inputs.featurizer
+    root.serve = tf.function(lambda *texts: model.serve(*texts), input_signature=[
         tf.TensorSpec([None], tf.string, name) for name in self.serving_inputs()])
     signatures = {"serving_default": root.serve.get_concrete_function()}
     for name, function in self.extra_signatures().items():
@@ -248,7 +302,11 @@ class TextModel(keras.Model):
   def predict_file(self, path: str, output_path: Optional[str] = None,
                    batch_size: int = 32) -> Dict[str, np.ndarray]:
     """Predictions for every row of a file (`read_rows`: a text, or tab-separated pair, per
-    line), with a progress bar; with `output_path`, also one JSON object per row there."""
+    line), with a progress bar; with `output_path`, also one JSON object per row there.
+
+    Rows are predicted in batches of similar length (electra_tf2/batching.py);
+    outputs are in row order, per-token ones padded with zeros to the longest.
+    """
     rows, keys = self.read_rows(path)
     outputs = predictions.predict_rows(
         lambda *texts: {k: v.numpy() for k, v in self.serve(*map(tf.constant, texts)).items()},
@@ -315,3 +373,33 @@ def head_to_load(model: TextModel, source: sources.Source,
   if any(tuple(ours[k].shape) != source.tensors[v].shape for k, v in rename.items()):
     return {}, {}
   return ours, rename
+
+
+def _in_input_order(arrays: Sequence[np.ndarray], order: np.ndarray):
+  """Batch outputs of the rows `order` lists -> one array (a RaggedTensor when the
+  batches' inner shapes differ, as Keras' predict gives), rows in input order."""
+  if all(a.shape[1:] == arrays[0].shape[1:] for a in arrays):
+    return batching.restore_order(np.concatenate(arrays), order)
+  ragged = tf.concat([tf.RaggedTensor.from_tensor(a) for a in arrays], 0)
+  return tf.gather(ragged, batching.restore_order(np.arange(len(order)), order))
+
+
+def _string_columns(x) -> Optional[List[np.ndarray]]:
+  """Texts as numpy columns (one, or two for a pair): from a list of str or bytes, a
+  1-D string array or tf.string tensor, or a tuple of those; None for anything else."""
+  def column(t):
+    if isinstance(t, tf.Tensor) and t.dtype == tf.string and t.shape.rank == 1:
+      return t.numpy()
+    if isinstance(t, np.ndarray) and t.ndim == 1 and t.dtype.kind in "OSU":
+      return t.astype(object)
+    if isinstance(t, list) and all(isinstance(s, (str, bytes)) for s in t):
+      return np.array(t, dtype=object)
+    return None
+  if isinstance(x, tuple) and x and all(isinstance(t, (str, bytes)) for t in x):
+    x = list(x)
+  parts = list(x) if isinstance(x, tuple) else [x]
+  columns = [column(t) for t in parts]
+  if not columns or any(c is None for c in columns) or \
+      any(len(c) != len(columns[0]) for c in columns):
+    return None
+  return columns

@@ -20,7 +20,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tupl
 import numpy as np
 import tensorflow as tf
 
-from electra_tf2 import model_directory
+from electra_tf2 import batching, model_directory
 from electra_tf2.checkpoints import describe as describe_lib
 from electra_tf2.scoring import graph
 from electra_tf2.scoring.graph import SENTENCE_SCORES, ScoringError
@@ -229,11 +229,14 @@ class TextScorer:
     return {name: value.numpy() for name, value in outputs.items()}
 
   def score(self, texts: Sequence[str]) -> List[SentenceScore]:
-    """Every text's tokens, words and sentence scores, `batch_size` texts per call."""
-    results: List[SentenceScore] = []
-    for begin in range(0, len(texts), self.batch_size):
-      batch = texts[begin:begin + self.batch_size]
-      results.extend(self._sentences(batch, self.raw_scores(batch)))
+    """Every text's tokens, words and sentence scores, in input order; `batch_size`
+    texts of similar length per call (electra_tf2/batching.py)."""
+    results: List[Optional[SentenceScore]] = [None] * len(texts)
+    _, batches = batching.length_batches(batching.text_lengths([texts]), self.batch_size)
+    for batch in batches:
+      chunk = [texts[i] for i in batch]
+      for i, result in zip(batch, self._sentences(chunk, self.raw_scores(chunk))):
+        results[i] = result
     return results
 
   def _sentences(self, texts, raw) -> Iterator[SentenceScore]:

@@ -1,0 +1,182 @@
+"""Prediction paths: the encoder's inference path, batches sorted by length, output order.
+
+Oracles: the encoder's training path with dropout off (today's formula: fused q/k/v
+kernels, one-hot token types), each text predicted alone (no padding), and a
+numpy sort for the batching helpers. Tiny random models built here.
+"""
+
+import json
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from hf_models import save_hf_model  # noqa: E402 (USE_TF=0 before transformers)
+from fixtures import WORD_VOCAB, noisy_pretrainer, write_vocab  # noqa: E402
+import electra_tf2  # noqa: E402
+from electra_tf2 import batching  # noqa: E402
+from electra_tf2.encoder_config import BertConfig  # noqa: E402
+from electra_tf2.networks.encoder import Encoder  # noqa: E402
+from electra_tf2.scoring.scorer import TextScorer  # noqa: E402
+
+TOLERANCE = 1e-5
+WORDS = [w for w in WORD_VOCAB if w.isalpha() and not w.startswith("[")]
+
+
+def shuffled_texts(n, seed=0):
+  """Texts of 1..n words in shuffled order (lengths far apart, so sorting moves them)."""
+  rng = np.random.default_rng(seed)
+  texts = [" ".join(rng.choice(WORDS, size=k)) for k in range(1, n + 1)]
+  return [texts[i] for i in rng.permutation(n)]
+
+
+def test_length_batches_sort_stably_and_restore_order():
+  rng = np.random.default_rng(3)
+  lengths = rng.integers(0, 6, size=41)
+  order, batches = batching.length_batches(lengths, 8)
+  assert [len(b) for b in batches] == [8] * 5 + [1]
+  assert np.concatenate(batches).tolist() == order.tolist()
+  expected = sorted(range(41), key=lambda i: (lengths[i], i))  # stable: ties in input order
+  assert order.tolist() == expected
+  values = rng.normal(size=(41, 3))
+  np.testing.assert_array_equal(batching.restore_order(values[order], order), values)
+  assert batching.text_lengths([["ab", "é"], [b"c", ""]]) == [3, 2]
+  with pytest.raises(ValueError, match="batch_size"):
+    batching.length_batches([1], 0)
+
+
+def test_encoder_inference_path_equals_the_training_formula():
+  config = BertConfig(vocab_size=50, hidden_size=36, num_hidden_layers=2, num_attention_heads=3,
+                      intermediate_size=52, hidden_dropout_prob=0.0,
+                      attention_probs_dropout_prob=0.0)
+  keras.utils.set_random_seed(1)
+  encoder = Encoder(config, embedding_size=20)
+  encoder.build()
+  rng = np.random.default_rng(1)
+  for variable in encoder.trainable_variables:
+    variable.assign(variable + rng.normal(0, 0.3, variable.shape).astype(np.float32))
+  ids = tf.constant(rng.integers(0, 50, (3, 11)), tf.int32)
+  mask = tf.constant(np.arange(11)[None] < np.array([[11], [4], [1]]), tf.int32)
+  segments = tf.constant(np.arange(11)[None] >= np.array([[6], [2], [11]]), tf.int32)
+  for run in (lambda f: f(), tf.function(lambda f: f())):
+    infer = run(lambda: encoder(ids, mask, segments, training=False)).numpy()
+    train = run(lambda: encoder(ids, mask, segments, training=True)).numpy()
+    assert np.abs(train).max() > 1
+    np.testing.assert_allclose(infer, train, atol=TOLERANCE)
+
+
+@pytest.fixture(scope="module")
+def classifier(tmp_path_factory):
+  path = save_hf_model(str(tmp_path_factory.mktemp("hf") / "seq"),
+                       "ElectraForSequenceClassification", seed=7, num_labels=3)
+  return electra_tf2.TextClassifier.from_pretrained(path)
+
+
+def alone(model, *columns):
+  """Each row predicted by itself: no padding, no batching."""
+  return np.concatenate([model(tuple(tf.constant([c[i]]) for c in columns)
+                               if len(columns) > 1 else tf.constant([columns[0][i]]),
+                               training=False).numpy() for i in range(len(columns[0]))])
+
+
+def test_predict_sorts_by_length_and_keeps_input_order(classifier):
+  texts = shuffled_texts(23)
+  expected = alone(classifier, texts)
+  for x in (texts, tf.constant(texts), np.array(texts)):
+    np.testing.assert_allclose(classifier.predict(x, batch_size=4, verbose=0), expected,
+                               atol=TOLERANCE)
+  # Keras' own loop (taken with callbacks) gives the same values
+  keras_loop = classifier.predict(texts, batch_size=4, verbose=0, callbacks=[])
+  np.testing.assert_allclose(keras_loop, expected, atol=TOLERANCE)
+  pairs_b = shuffled_texts(23, seed=1)
+  np.testing.assert_allclose(classifier.predict((texts, pairs_b), batch_size=5, verbose=0),
+                             alone(classifier, texts, pairs_b), atol=TOLERANCE)
+
+
+def test_predict_of_per_token_outputs_keeps_each_row(tmp_path_factory):
+  path = save_hf_model(str(tmp_path_factory.mktemp("hf") / "pt"), "ElectraForPreTraining")
+  model = electra_tf2.Discriminator.from_pretrained(path)
+  texts = shuffled_texts(9)
+  out = model.predict(texts, batch_size=2, verbose=0)
+  assert isinstance(out["logits"], tf.RaggedTensor)  # batches of other lengths, as Keras'
+  for i, text in enumerate(texts):
+    one = model.predict([text], verbose=0)
+    n = one["input_ids"].shape[1]
+    np.testing.assert_array_equal(out["input_ids"][i][:n].numpy(), one["input_ids"][0])
+    np.testing.assert_allclose(out["logits"][i][:n].numpy(), one["logits"][0], atol=TOLERANCE)
+
+
+def test_predict_file_writes_lines_in_input_order(classifier, tmp_path):
+  texts = shuffled_texts(13)
+  path = tmp_path / "texts.txt"
+  path.write_text("\n".join(texts) + "\n", encoding="utf-8")
+  outputs = classifier.predict_file(str(path), str(tmp_path / "out.jsonl"), batch_size=4)
+  expected = alone(classifier, texts)
+  np.testing.assert_allclose(outputs["logits"], expected, atol=TOLERANCE)
+  rows = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+  np.testing.assert_allclose([r["logits"] for r in rows], expected, atol=TOLERANCE)
+
+
+def test_text_scorer_keeps_input_order(tmp_path):
+  vocab = str(tmp_path / "vocab.txt")
+  write_vocab(vocab)
+  model = noisy_pretrainer({"model_hparam_overrides": {"hidden_size": 32, "num_hidden_layers": 2},
+                            "embedding_size": 16, "generator_hidden_size": 0.5,
+                            "max_seq_length": 16, "vocab_size": len(WORD_VOCAB)}, 3, 0.2)
+  scorer = TextScorer.from_pretrainer(model, vocab, True, 16, batch_size=3)
+  texts = shuffled_texts(10)
+  results = scorer.score(texts)
+  assert [r.text for r in results] == texts
+  for text, result in zip(texts, results):
+    one = scorer.score([text])[0]
+    assert result.tokens == one.tokens
+    np.testing.assert_allclose(result.token_log_odds, one.token_log_odds, atol=TOLERANCE)
+
+
+def test_bfloat16_predict_and_saved_model(classifier, tmp_path):
+  import tensorflow_text  # noqa: F401
+  texts = shuffled_texts(7)
+  full = classifier.predict(texts, verbose=0)
+  half = classifier.predict(texts, verbose=0, dtype="bfloat16")
+  assert half.dtype == np.float32 and 0 < np.abs(half - full).max() < 0.05 * np.abs(full).max()
+  copy = classifier.with_dtype("bfloat16")
+  assert copy.dtype_policy.name == "bfloat16" and classifier.with_dtype("float32") is classifier
+  in_graph = tf.function(lambda t: copy(t, training=False))  # fused as predict's graph
+  np.testing.assert_allclose(half, in_graph(tf.constant(texts)).numpy(), atol=1e-3)
+  path = classifier.export_saved_model(str(tmp_path / "bf16"), dtype="bfloat16")
+  loaded = tf.saved_model.load(path)
+  assert {v.dtype for v in loaded.weights if v.dtype.is_floating} == {tf.bfloat16}
+  served = loaded.signatures["serving_default"](text=tf.constant(texts))["logits"].numpy()
+  np.testing.assert_allclose(served, half, atol=0.02 * np.abs(full).max())
+  with pytest.raises(electra_tf2.ElectraError, match="float16"):
+    classifier.predict(texts, dtype="float16")
+
+
+def test_electra_export_bfloat16(tmp_path):
+  from electra_tf2 import export
+  from electra_tf2.finetune import model as finetune_model
+  from fixtures import make_config
+  config = make_config(str(tmp_path / "data"), ["sst"])
+  keras.utils.set_random_seed(5)
+  finetuned = finetune_model.build_model(
+      config, [{"kind": "classification", "task": "sst", "label_list": ["0", "1"]}])
+  pretrainer = noisy_pretrainer({"model_hparam_overrides": {"hidden_size": 32,
+                                                            "num_hidden_layers": 2},
+                                 "embedding_size": 16, "generator_hidden_size": 0.5,
+                                 "max_seq_length": 16, "vocab_size": len(WORD_VOCAB)}, 3, 0.2)
+  texts = tf.constant(shuffled_texts(5))
+  for model, kind, output in ((finetuned, "finetuned", "sst_logits"),
+                              (pretrainer, "discriminator", "logits"),
+                              (pretrainer, "encoder", "sequence_output")):
+    modules = {dtype: export.serving_module(model, kind, config.vocab_file, max_seq_length=16,
+                                            dtype=dtype)
+               for dtype in ("float32", "bfloat16")}
+    full, half = (modules[d].text(texts)[output].numpy() for d in ("float32", "bfloat16"))
+    assert half.dtype == np.float32, kind
+    assert 0 < np.abs(half - full).max() < 0.05 * np.abs(full).max(), kind
+    assert {v.dtype for v in modules["bfloat16"]._variables
+            if v.dtype.is_floating} == {tf.bfloat16}, kind
+  with pytest.raises(SystemExit):
+    export.main(["--model-dir", str(tmp_path), "--output-dir", str(tmp_path / "x"),
+                 "--dtype", "float16"])
