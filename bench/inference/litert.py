@@ -15,6 +15,7 @@ Runtime's default. `predict` feeds a batch of raw strings (tokenisation in the f
 
 from __future__ import annotations
 
+import functools
 import os
 
 from common import SHARED_DATA
@@ -55,21 +56,8 @@ def _litert(fixture, quantize: str) -> Side:
                    f"MiB; LiteRTModel on raw strings, {os.cpu_count()} threads")
 
 
-@register("litert_fp32")
-def litert_fp32(fixture) -> Side:
-  return _litert(fixture, "none")
-
-
-@register("litert_fp16")
-def litert_fp16(fixture) -> Side:
-  return _litert(fixture, "float16")
-
-
-@register("litert_dynamic_int8")
-def litert_dynamic_int8(fixture) -> Side:
-  return _litert(fixture, "dynamic-int8")
-
-
-@register("litert_int8")
-def litert_int8(fixture) -> Side:
-  return _litert(fixture, "int8")
+# Side name -> the quantize option of export_litert.
+SIDES = {"litert_fp32": "none", "litert_fp16": "float16",
+         "litert_dynamic_int8": "dynamic-int8", "litert_int8": "int8"}
+for _name, _quantize in SIDES.items():
+  register(_name)(functools.partial(_litert, quantize=_quantize))
