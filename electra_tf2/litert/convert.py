@@ -80,16 +80,12 @@ def write_tflite(path: str, serve: Callable[..., Dict[str, tf.Tensor]],
   """
   check_quantize(quantize, calibration_texts)
   check_size(variables, quantize)
-  root = tf.Module()
-  root.weights = list(variables)
-  function = _serving_default(serve, input_names)
-  converter = tf.lite.TFLiteConverter.from_concrete_functions([function], root)
-  _configure(converter, quantize, input_names, calibration_texts,
-             bool(settings.get("do_lower_case", True)))
+  lite = converter(serve, input_names, variables, quantize, calibration_texts,
+                   bool(settings.get("do_lower_case", True)))
   try:
-    model = converter.convert()
+    model = lite.convert()
     if quantize == "int8":
-      model = _quantize_int8(model)
+      model = quantize_int8(model)
   except Exception as e:  # the converter's errors are pages of MLIR
     raise LiteRTError(_conversion_error(e)) from None
   model = with_metadata(model, dict(settings, quantize=quantize))
@@ -113,27 +109,35 @@ def _serving_default(serve: Callable[..., Dict[str, tf.Tensor]], input_names: Se
   return tf.function(serving_default, input_signature=specs).get_concrete_function()
 
 
-def _configure(converter, quantize: str, input_names: Sequence[str],
-               calibration_texts: Optional[Sequence[str]], do_lower_case: bool) -> None:
+def converter(serve: Callable[..., Dict[str, tf.Tensor]], input_names: Sequence[str],
+              variables: Sequence, quantize: str = "none",
+              calibration_texts: Optional[Sequence[str]] = None, do_lower_case: bool = True):
+  """The TFLiteConverter of `serve`, set for `quantize`; for "int8" its `convert()` gives
+  the calibrated float model, which `quantize_int8` quantizes."""
   import tensorflow_text as tft  # pylint: disable=g-import-not-at-top
-  converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
-  converter.allow_custom_ops = True  # the tensorflow-text ops, with kernels in the registrar
+  root = tf.Module()
+  root.weights = list(variables)
+  lite = tf.lite.TFLiteConverter.from_concrete_functions(
+      [_serving_default(serve, input_names)], root)
+  lite.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
+  lite.allow_custom_ops = True  # the tensorflow-text ops, with kernels in the registrar
   if quantize == "none":
-    return
-  converter.optimizations = [tf.lite.Optimize.DEFAULT]
+    return lite
+  lite.optimizations = [tf.lite.Optimize.DEFAULT]
   if quantize == "float16":
-    converter.target_spec.supported_types = [tf.float16]
+    lite.target_spec.supported_types = [tf.float16]
   elif quantize == "int8":
     # The calibrating interpreter runs the tokenizer too: it needs the TF Text kernels.
-    converter.target_spec._experimental_custom_op_registerers = list(  # pylint: disable=protected-access
+    lite.target_spec._experimental_custom_op_registerers = list(  # pylint: disable=protected-access
         tft.tflite_registrar.SELECT_TFTEXT_OPS)
-    converter.representative_dataset = _representative(calibration_texts, input_names,
-                                                       do_lower_case)
-    converter._experimental_calibrate_only = True  # pylint: disable=protected-access
+    lite.representative_dataset = _representative(calibration_texts, input_names,
+                                                  do_lower_case)
+    lite._experimental_calibrate_only = True  # pylint: disable=protected-access
+  return lite
 
 
-def _quantize_int8(calibrated: bytes) -> bytes:
-  """The calibrated float model with INT8_OPS quantized, the other ops denylisted (what
+def quantize_int8(calibrated: bytes, int8_ops: Sequence[str] = INT8_OPS) -> bytes:
+  """The calibrated float model with `int8_ops` quantized, the other ops denylisted (what
   tf.lite.experimental.QuantizationDebugger's selective quantization does; it cannot
   run the tokenizer's custom ops itself)."""
   from tensorflow.lite.python import convert as lite_convert  # pylint: disable=g-import-not-at-top
@@ -145,7 +149,7 @@ def _quantize_int8(calibrated: bytes) -> bytes:
   for i in range(root.OperatorCodesLength()):
     code = root.OperatorCodes(i)
     builtin = max(code.BuiltinCode(), code.DeprecatedBuiltinCode())
-    if code.CustomCode() is None and names.get(builtin) not in INT8_OPS:
+    if code.CustomCode() is None and names.get(builtin) not in int8_ops:
       ops.add(names[builtin])
   return lite_convert.mlir_quantize(calibrated, denylisted_ops=sorted(ops))
 
