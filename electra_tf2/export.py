@@ -111,7 +111,7 @@ class ServingModule(tf.Module):
     """Writes the `text` signature (`text_pair` with text_pairs) as a `.tflite` file
     whose tokenizer runs on TFLite kernels (electra_tf2/litert/convert.py)."""
     from electra_tf2.litert import convert  # pylint: disable=g-import-not-at-top
-    from electra_tf2.text.litert_tokenizer import LiteRTFeaturizer  # pylint: disable=g-import-not-at-top
+    from electra_tf2.text.litert_tokenizer import LiteRTFeaturizer
     if self.featurizer is None:
       raise ExportError("a .tflite takes text: it needs the vocabulary (--vocab-file)")
     lower, length = self.featurizer.tokenizer.do_lower_case, self.featurizer.max_seq_length

@@ -2,9 +2,9 @@
 
 `predict_rows(run, rows, batch_size)` runs a batch function over rows of text
 columns, in batches of similar length, with a progress bar, and joins the batches
-in row order (per-token outputs padded with zeros to the longest batch); `write_jsonl` writes one JSON object per row,
-atomically. `read_rows` reads a UTF-8 text file: one row per line, pairs
-tab-separated.
+in row order (per-token outputs padded with zeros to the longest batch);
+`write_jsonl` writes one JSON object per row, atomically. `read_rows` reads a UTF-8
+text file: one row per line, pairs tab-separated.
 """
 
 from __future__ import annotations

@@ -141,7 +141,7 @@ def quantize_int8(calibrated: bytes, int8_ops: Sequence[str] = INT8_OPS) -> byte
   tf.lite.experimental.QuantizationDebugger's selective quantization does; it cannot
   run the tokenizer's custom ops itself)."""
   from tensorflow.lite.python import convert as lite_convert  # pylint: disable=g-import-not-at-top
-  from tensorflow.lite.python import schema_py_generated as schema  # pylint: disable=g-import-not-at-top
+  from tensorflow.lite.python import schema_py_generated as schema
   names = {code: name for name, code in vars(schema.BuiltinOperator).items()
            if not name.startswith("_")}
   root = schema.Model.GetRootAsModel(calibrated, 0)
@@ -180,7 +180,7 @@ def _conversion_error(error: Exception) -> str:
 
 def with_metadata(model: bytes, settings: Dict[str, object]) -> bytes:
   """`model` with the metadata entry METADATA_NAME: `settings` as JSON."""
-  from tensorflow.lite.python import schema_py_generated as schema  # pylint: disable=g-import-not-at-top
+  from tensorflow.lite.python import schema_py_generated as schema
   from tensorflow.lite.tools import flatbuffer_utils  # pylint: disable=g-import-not-at-top
   model_object = flatbuffer_utils.convert_bytearray_to_object(model)
   buffer = schema.BufferT()

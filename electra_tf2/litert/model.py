@@ -30,9 +30,9 @@ def make_interpreter(model_path: Optional[str] = None, model_content: Optional[b
   """An interpreter with the TF Text kernels: ai-edge-litert's, else tf.lite's."""
   import tensorflow_text as tft  # pylint: disable=g-import-not-at-top
   try:
-    from ai_edge_litert.interpreter import InterpreterWithCustomOps  # pylint: disable=g-import-not-at-top
+    from ai_edge_litert.interpreter import InterpreterWithCustomOps
   except ImportError:
-    from tensorflow.lite.python.interpreter import InterpreterWithCustomOps  # pylint: disable=g-import-not-at-top
+    from tensorflow.lite.python.interpreter import InterpreterWithCustomOps
   return InterpreterWithCustomOps(custom_op_registerers=tft.tflite_registrar.SELECT_TFTEXT_OPS,
                                   model_path=model_path, model_content=model_content,
                                   num_threads=num_threads)
@@ -40,7 +40,7 @@ def make_interpreter(model_path: Optional[str] = None, model_content: Optional[b
 
 def read_metadata(model: bytes) -> Dict[str, object]:
   """The settings `with_metadata` stored in `model`; {} if there are none."""
-  from tensorflow.lite.python import schema_py_generated as schema  # pylint: disable=g-import-not-at-top
+  from tensorflow.lite.python import schema_py_generated as schema
   root = schema.Model.GetRootAsModel(model, 0)
   for i in range(root.MetadataLength()):
     if root.Metadata(i).Name() == METADATA_NAME.encode("utf-8"):
@@ -124,7 +124,7 @@ class LiteRTModel:
 
   def run_batch(self, *columns: Texts) -> Dict[str, np.ndarray]:
     """One interpreter call on one batch (a list of texts per input)."""
-    from electra_tf2.text.litert_tokenizer import prepare_texts  # pylint: disable=g-import-not-at-top
+    from electra_tf2.text.litert_tokenizer import prepare_texts
     inputs = {name: np.array(prepare_texts(texts, self.do_lower_case), dtype=object)
               for name, texts in zip(self.input_names, columns)}
     return dict(self._runner(**inputs))

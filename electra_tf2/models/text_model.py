@@ -329,7 +329,7 @@ class TextModel(keras.Model):
         activations too, calibrated on `calibration_texts`; pairs tab-separated).
     """
     from electra_tf2.litert import convert  # pylint: disable=g-import-not-at-top
-    from electra_tf2.text.litert_tokenizer import LiteRTFeaturizer  # pylint: disable=g-import-not-at-top
+    from electra_tf2.text.litert_tokenizer import LiteRTFeaturizer
     featurizer = LiteRTFeaturizer(self.text_inputs.vocab, self.text_inputs.do_lower_case,
                                   max_seq_length=self.max_seq_length)
     return convert.write_tflite(

@@ -2,10 +2,10 @@
 
 `LiteRTFeaturizer` is `TextFeaturizer` (text/packing.py: the official
 tokenizer of text/tokenizer.py, truncation, packing) and the tagging features
-of text/tagging.py rebuilt from ops with TFLite kernels only: TFLite builtins plus the tensorflow-text ops of
-`tensorflow_text.tflite_registrar` (FastBertNormalize, FastWordpieceTokenize,
-ByteSplit, WhitespaceTokenize). A `.tflite` file holding it takes tf.string
-`[batch]` and needs no Select TF ops:
+of text/tagging.py rebuilt from ops with TFLite kernels only: TFLite builtins
+plus the tensorflow-text ops of `tensorflow_text.tflite_registrar`
+(FastBertNormalize, FastWordpieceTokenize, ByteSplit, WhitespaceTokenize). A
+`.tflite` file holding it takes tf.string `[batch]` and needs no Select TF ops:
 
 1. `FastBertNormalize` with a model of our own (electra_tf2/text/
    litert_normalizer.py): the official per-character rules (clean, lowercase,
