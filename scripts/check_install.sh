@@ -35,8 +35,15 @@ case "$installed" in
   *) echo "error: import electra_tf2 resolved to $installed, not the installed copy" >&2; exit 1 ;;
 esac
 electra --help >/dev/null
-electra pretrain --help >/dev/null
-electra finetune --help >/dev/null
+# The absl commands' --help: their usage line and their own flags.
+for name in pretrain finetune; do
+  usage="$(electra "$name" --help)"
+  flag="--model-name"; [ "$name" = pretrain ] || flag="--task"
+  case "$usage" in
+    *"electra $name --data-dir DIR"*"$flag"*) ;;
+    *) echo "error: electra $name --help lacks its usage line or $flag" >&2; exit 1 ;;
+  esac
+done
 # The other subcommands' --help, as `electra SUB --help` runs them, in one process (TensorFlow
 # loads once; pretrain and finetune define absl's global flags, so they run on their own).
 python - >/dev/null <<'PY'

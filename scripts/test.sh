@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Sets up .venv with the test dependencies and runs the whole test suite, then (with no
-# arguments) the install check: the wheel in a fresh environment, used from outside the
-# checkout (scripts/check_install.sh; its install runs beside the suite). Arguments go to pytest and skip the install check,
+# Sets up .venv with the test dependencies and runs the whole test suite (pytest-xdist: a
+# worker per core, up to 4), then (with no arguments) the install check: the wheel in a
+# fresh environment, used from outside the checkout (scripts/check_install.sh; its install
+# runs beside the suite). Arguments go to pytest (one process) and skip the install check,
 # e.g. `bash scripts/test.sh -m "not slow" tests/test_config.py`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,7 +16,8 @@ work="$(mktemp -d)"
 bash scripts/check_install.sh --install-only "$work" > "$work/install.log" 2>&1 &
 install=$!
 trap 'kill "$install" 2>/dev/null || true' EXIT
-.venv/bin/python -m pytest -q --durations=15
+# Two workers (CI has 2 cores; more where there are more, up to 4), each test file on one.
+.venv/bin/python -m pytest -q --durations=15 -n auto --maxprocesses 4 --dist loadfile
 wait "$install" || { cat "$work/install.log"; echo "error: installing the wheel failed" >&2; exit 1; }
 trap - EXIT
 cat "$work/install.log"

@@ -55,13 +55,10 @@ def test_build_data_with_a_runner_is_the_beam_builder(monkeypatch):
 
 
 @pytest.mark.slow
-def test_python_m_is_the_same_command_and_absl_commands_have_help():
+def test_python_m_is_the_same_command():
+  """`python -m electra_tf2` runs the absl pretrain command; its usage error is one line.
+  (The absl commands' --help, from the installed `electra`: scripts/check_install.sh.)"""
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-  for name, flag in (("pretrain", "--model-name"), ("finetune", "--task")):
-    result = subprocess.run([sys.executable, "-m", "electra_tf2", name, "--help"], env=env,
-                            capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stderr
-    assert f"electra {name} --data-dir DIR" in result.stdout and flag in result.stdout
   result = subprocess.run([sys.executable, "-m", "electra_tf2", "pretrain", "--model-name",
                            "electra_small"], env=env, capture_output=True, text=True,
                           timeout=300)

@@ -1,4 +1,5 @@
-"""Faults proven harmless: two writers, kill -9, a disk that fills or a permission lost.
+"""Faults proven harmless: two writers, SIGTERM and kill -9, a disk that fills or a permission
+lost.
 
 The oracle is the same run uninterrupted: what a fault leaves behind must
 resume to it bit for bit, and files must be the old ones or the new ones whole.
@@ -93,19 +94,40 @@ def test_two_pretraining_runs_on_one_model_dir_three_seconds_apart(tmp_path):
 # ---------------------------------------------------------------------------
 
 
+def interrupt_with_sigterm(command: list) -> dict:
+  """Runs `command`, SIGTERMs it once training is under way; its summary (it saved first)."""
+  process = subprocess.Popen(command, env=env(), cwd=REPO_ROOT, stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, text=True)
+  deadline = time.time() + 180
+  for line in process.stdout:  # stop once training is under way
+    if line.startswith("step 4/") or time.time() > deadline:
+      break
+  process.send_signal(signal.SIGTERM)
+  process.stdout.read()
+  assert process.wait(timeout=120) == 0
+  hparams = json.loads(command[command.index("--hparams") + 1])
+  with open(os.path.join(hparams["model_dir"], "pretrain_summary.json")) as f:
+    return json.load(f)
+
+
 @pytest.mark.slow
-def test_kill_9_at_random_moments_then_resume_equals_the_uninterrupted_run(tmp_path):
+def test_sigterm_then_kill_9_at_random_moments_then_resume_equals_the_uninterrupted_run(
+    tmp_path):
+  """One run stopped by SIGTERM (it saves and exits 0), then reruns killed at random
+  moments, then one to the end: bit for bit the uninterrupted run."""
   data = tiny_data(tmp_path, seq_len=64)
   whole, parts = str(tmp_path / "whole"), str(tmp_path / "parts")
   subprocess.run(pretraining_command(data, dict(KILL_HPARAMS, model_dir=whole)), env=env(),
                  cwd=REPO_ROOT, check=True, capture_output=True, timeout=300)
+  command = pretraining_command(data, dict(KILL_HPARAMS, model_dir=parts))
+  summary = interrupt_with_sigterm(command)
+  assert summary["stopped_early"] and 4 <= summary["saved_step"] < 60
   rng = random.Random(27)
   kills, taken_over = 0, 0
   while True:
     err = open(tmp_path / f"stderr{kills}", "w+")  # pylint: disable=consider-using-with
-    process = subprocess.Popen(pretraining_command(data, dict(KILL_HPARAMS, model_dir=parts)),
-                               env=env(), cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=err,
-                               text=True)
+    process = subprocess.Popen(command, env=env(), cwd=REPO_ROOT, stdout=subprocess.PIPE,
+                               stderr=err, text=True)
     if kills < 3:  # killed at a random moment once training is under way
       for line in process.stdout:
         taken_over += "is dead" in line  # the run lock of the killed run

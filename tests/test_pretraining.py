@@ -13,7 +13,6 @@ import socket
 import subprocess
 import sys
 import textwrap
-import time
 
 import numpy as np
 import pytest
@@ -332,9 +331,10 @@ def test_cli_as_a_user_types_it(tmp_path):
 
 
 @pytest.mark.parametrize("args,message", [
-    (["--model-name", "electra_tiny"], "unknown model name 'electra_tiny'"),
-    (["--model-name", "electra_small", "--hparams", '{"num_steps": 3}'],
-     "unknown hparam 'num_steps'"),
+    # The config's checks: each message is tested in-process (test_config.py,
+    # test_bad_input.py); here the command's one line and exit code, once per stage.
+    (["--model-name", "electra_small", "--hparams", '{"learning_rate": NaN}'],
+     "--hparams: learning_rate must be a finite"),
     (["--model-name", "electra_small", "--distribution-strategy", "tpu"],
      "--distribution-strategy tpu: cannot reach a TPU (no --tpu was given"),
 ])
@@ -344,7 +344,8 @@ def test_cli_errors_are_one_line(tmp_path, args, message):
   result = subprocess.run([sys.executable, "run_pretraining.py", "--data-dir", data] + args,
                           env=env(), cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
   assert result.returncode == 2
-  assert message in result.stderr and "Traceback" not in result.stderr
+  last = result.stderr.strip().splitlines()[-1]  # (TensorFlow may log before it)
+  assert last.startswith("error: ") and message in last and "Traceback" not in result.stderr
 
 
 def test_signal_handler_only_sets_the_flag(capsys):
@@ -374,39 +375,6 @@ def test_ctrl_c_outside_the_loop_is_one_line():
   assert result.stderr.strip().splitlines()[-1] == (
       "interrupted (checkpoints saved before now are kept)")
   assert "Traceback" not in result.stderr
-
-
-@pytest.mark.slow
-def test_sigterm_saves_and_resume_matches_uninterrupted_run(tmp_path):
-  data = tiny_data(tmp_path)
-  hparams = dict(TINY, num_train_steps=40, iterations_per_loop=2, save_checkpoints_steps=20)
-
-  def cmd(model_dir):
-    return [sys.executable, "run_pretraining.py", "--data-dir", data, "--model-name",
-            "electra_small", "--log-every", "2",
-            "--hparams", json.dumps(dict(hparams, model_dir=model_dir))]
-
-  whole, parts = str(tmp_path / "whole"), str(tmp_path / "parts")
-  subprocess.run(cmd(whole), env=env(), cwd=REPO_ROOT, check=True, capture_output=True,
-                 timeout=240)
-  process = subprocess.Popen(cmd(parts), env=env(), cwd=REPO_ROOT, stdout=subprocess.PIPE,
-                             stderr=subprocess.DEVNULL, text=True)
-  deadline = time.time() + 180
-  for line in process.stdout:  # stop once training is under way
-    if line.startswith("step 4/") or time.time() > deadline:
-      break
-  process.send_signal(signal.SIGTERM)
-  process.stdout.read()
-  assert process.wait(timeout=120) == 0
-  summary = json.load(open(os.path.join(parts, "pretrain_summary.json")))
-  assert summary["stopped_early"] and 4 <= summary["saved_step"] < 40
-  resumed = subprocess.run(cmd(parts), env=env(), cwd=REPO_ROOT, capture_output=True,
-                           text=True, timeout=240)
-  assert resumed.returncode == 0 and "resumed from" in resumed.stdout, resumed.stderr[-3000:]
-  a, b = checkpoint_weights(whole), checkpoint_weights(parts)
-  assert a.keys() == b.keys() and len(a) > 50
-  worst = max(float(np.abs(a[k] - b[k]).max()) for k in a)
-  assert worst <= 1e-6, worst
 
 
 # ---------------------------------------------------------------------------

@@ -78,9 +78,29 @@ class Finetuned:
     return answers
 
 
+_BUILT = {}
+
+
+def built(name: str, tmp_path_factory) -> Finetuned:
+  """The fine-tuned `name` directory and its predictions, made once per session."""
+  if name not in _BUILT:
+    _BUILT[name] = Finetuned(tmp_path_factory.mktemp(name), name)
+  return _BUILT[name]
+
+
 @pytest.fixture(scope="module", params=["squadv1", "squad"])
 def finetuned(request, tmp_path_factory):
-  return Finetuned(tmp_path_factory.mktemp(request.param), request.param)
+  return built(request.param, tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def squad_v1(tmp_path_factory):
+  return built("squadv1", tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def squad_v2(tmp_path_factory):
+  return built("squad", tmp_path_factory)
 
 
 def in_overlap(task, example, char: int) -> bool:
@@ -113,11 +133,11 @@ def test_predictions_equal_the_runners_predictions_file(finetuned):
 
 
 @pytest.mark.slow
-def test_export_command_writes_a_saved_model_of_the_runners_answers(finetuned, tmp_path):
+def test_export_command_writes_a_saved_model_of_the_runners_answers(squad_v2, tmp_path):
   """`electra export` on run_finetuning.py's SQuAD 2.0 directory writes the QuestionAnswerer's
-  signature; tensorflow and tensorflow-text alone serve it (a process without electra_tf2)."""
-  if finetuned.name != "squad":
-    pytest.skip("SQuAD 1.1's SavedModel: test_keras_page_question_answering_example_runs")
+  signature; tensorflow and tensorflow-text alone serve it (a process without electra_tf2).
+  SQuAD 1.1's SavedModel: test_keras_page_question_answering_example_runs."""
+  finetuned = squad_v2
   path = str(tmp_path / "cli")
   assert export.main(["--model-dir", finetuned.model_dir, "--output-dir", path]) == 0
   with open(tmp_path / "inputs.json", "w") as f:
@@ -149,11 +169,10 @@ def test_export_command_writes_a_saved_model_of_the_runners_answers(finetuned, t
   assert out["pair"] == [[101, 2040, 1029, 102, 2198, 102] + [0] * 58]
 
 
-def test_keras_page_question_answering_example_runs(finetuned, tmp_path, monkeypatch):
+def test_keras_page_question_answering_example_runs(squad_v1, tmp_path, monkeypatch):
   """docs/keras.md's QA example on run_finetuning.py's SQuAD 1.1 directory: its SavedModel
   gives the runner's answers; its fit trains on a SQuAD file."""
-  if finetuned.name != "squadv1":
-    pytest.skip("one fine-tuned directory is enough")
+  finetuned = squad_v1
   with open(os.path.join(REPO_ROOT, "docs", "keras.md"), encoding="utf-8") as f:
     example, = [block for block in re.findall(r"```python\n(.*?)```", f.read(), re.S)
                 if "QuestionAnswerer" in block]
@@ -174,10 +193,10 @@ def test_keras_page_question_answering_example_runs(finetuned, tmp_path, monkeyp
   assert int(answerer.optimizer.iterations) == steps
 
 
-def test_one_fit_step_equals_the_runners_loss_on_the_same_batch(finetuned):
-  """The official loss of one batch of questions (all their windows), and the step."""
-  if finetuned.name != "squad":
-    pytest.skip("SQuAD 2.0 covers the answerability loss and unanswerable questions too")
+def test_one_fit_step_equals_the_runners_loss_on_the_same_batch(squad_v2):
+  """The official loss of one batch of questions (all their windows), and the step; SQuAD 2.0
+  covers the answerability loss and unanswerable questions too."""
+  finetuned = squad_v2
   examples = finetuned.task.read_examples(finetuned.task.split_path("train"), "train")[:6]
   assert any(e.is_impossible for e in examples)
   source = sources.load_source(finetuned.model_dir)
