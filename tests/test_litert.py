@@ -176,3 +176,15 @@ def test_an_op_without_a_kernel_is_named_in_one_line(root):
     convert.write_tflite(str(root / "lower.tflite"),
                          lambda text: {"lower": tf.strings.lower(text)}, ["text"], [], {})
   assert not (root / "lower.tflite").exists()
+
+
+def test_without_ai_edge_litert_tf_lite_runs_the_file(discriminator, monkeypatch):
+  """The `litert` extra is optional: tf.lite's interpreter (with the TF Text kernels) runs
+  the same file to the same outputs."""
+  import sys
+  from tensorflow.lite.python import interpreter as tf_lite
+  from electra_tf2.litert.model import make_interpreter
+  model, lite = discriminator
+  monkeypatch.setitem(sys.modules, "ai_edge_litert.interpreter", None)  # import fails
+  assert isinstance(make_interpreter(model_path=lite.path), tf_lite.InterpreterWithCustomOps)
+  assert_same_outputs(LiteRTModel(lite.path).predict(TEXTS), served(model, TEXTS))
