@@ -1,5 +1,6 @@
-"""Raw-text inference speed: our SavedModel, Keras predict, export and TextScorer against
-PyTorch eager and ONNX Runtime (float32, int8), in one run, alternating.
+"""Raw-text inference speed: our SavedModel, Keras predict, export, TextScorer and .tflite
+files (LiteRT, four quantizations) against PyTorch eager and ONNX Runtime (float32, int8),
+in one run, alternating.
 
     python bench/inference_throughput.py [--models electra_small,electra_base,sst2_finetuned]
         [--texts sst2_dev,mrpc_dev] [--sides pytorch,ort_fp32,...] [--rounds 3]

@@ -40,6 +40,8 @@ _EXPORTS = {
     "TokenClassifier": "electra_tf2.models.token_classifier",
     "QuestionAnswerer": "electra_tf2.models.question_answerer",
     "squad_dataset": "electra_tf2.models.question_answerer",
+    # .tflite files on raw text (docs/deploy.md)
+    "LiteRTModel": "electra_tf2.litert.model",
     # scoring text
     "TextScorer": "electra_tf2.scoring.scorer",
     # errors

@@ -7,6 +7,8 @@
   electra finetune      --data-dir DIR --model-name NAME --task squad
   electra convert       to-tf2 | to-official | from-hf ...
   electra export        --model-dir DIR --kind discriminator --output-dir OUT
+                        [--format litert --quantize dynamic-int8 --output model.tflite]
+  electra predict       --model model.tflite|SAVEDMODEL --input texts.txt --output out.jsonl
   electra hf-export     --model-dir DIR --output-dir OUT
   electra score         file | rerank | show --model-dir DIR ...
   electra params        [electra_small ...]
@@ -43,7 +45,10 @@ SUBCOMMANDS: Dict[str, Tuple[str, str]] = {
     "convert": ("electra_tf2.convert",
                 "official TF1 checkpoints <-> model directories; from-hf: a Hugging Face "
                 "directory -> model directory"),
-    "export": ("electra_tf2.export", "a TF SavedModel that takes raw text"),
+    "export": ("electra_tf2.export",
+               "a TF SavedModel (or with --format litert a .tflite) that takes raw text"),
+    "predict": ("electra_tf2.predict",
+                "a text file through a .tflite or SavedModel -> JSON lines"),
     "hf-export": ("electra_tf2.hf_export", "a Hugging Face directory (safetensors)"),
     "score": ("electra_tf2.scoring.cli",
               "replaced-token scores of texts with the discriminator"),

@@ -10,6 +10,11 @@ r"""TF SavedModels with serving signatures on token ids and on raw text.
 Kinds: encoder, discriminator (also the `score` signature of scoring.py) and
 finetuned; signatures: token_ids, text, text_pair, score. Their inputs,
 outputs and truncation rules: docs/design.md#savedmodels.
+
+`--format litert` writes the `text` signature (`text_pair` with --text-pairs) as
+a `.tflite` file instead, tokenizer included (docs/deploy.md):
+
+  electra export --model-dir DIR --format litert --quantize dynamic-int8 --output model.tflite
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from electra_tf2.checkpoints import describe as describe_lib
 from electra_tf2.scoring import graph as scoring_graph
 from electra_tf2.atomic_io import atomic_directory
 from electra_tf2.errors import ElectraError, command
+from electra_tf2.litert.convert import QUANTIZE, check_quantize
 from electra_tf2.run_lock import hold
 from electra_tf2.text.packing import TextFeaturizer
 
@@ -73,8 +79,8 @@ class ServingModule(tf.Module):
     if max_seq_length < 3:
       raise ExportError(f"max_seq_length must be >= 3 for text pairs, got {max_seq_length}")
     vocab = vocab_lib.load_vocab(vocab_file)
-    self.featurizer = TextFeaturizer(sorted(vocab, key=vocab.get), do_lower_case,
-                                     max_seq_length)
+    self._vocab_tokens = sorted(vocab, key=vocab.get)
+    self.featurizer = TextFeaturizer(self._vocab_tokens, do_lower_case, max_seq_length)
     self.vocab_file = tf.saved_model.Asset(vocab_file)
     self.text = tf.function(lambda text: self._with_features(self.featurizer.single(text)),
                             input_signature=[_TEXT])
@@ -98,6 +104,22 @@ class ServingModule(tf.Module):
     outputs = dict(self._predict(**features))
     outputs.update(features)
     return outputs
+
+  def write_litert(self, path: str, quantize: str = "none",
+                   calibration_texts: Optional[Sequence[str]] = None,
+                   text_pairs: bool = False) -> str:
+    """Writes the `text` signature (`text_pair` with text_pairs) as a `.tflite` file
+    whose tokenizer runs on TFLite kernels (electra_tf2/litert/convert.py)."""
+    from electra_tf2.litert import convert  # pylint: disable=g-import-not-at-top
+    from electra_tf2.text.litert_tokenizer import LiteRTFeaturizer
+    if self.featurizer is None:
+      raise ExportError("a .tflite takes text: it needs the vocabulary (--vocab-file)")
+    lower, length = self.featurizer.tokenizer.do_lower_case, self.featurizer.max_seq_length
+    featurizer = LiteRTFeaturizer(self._vocab_tokens, lower, max_seq_length=length)
+    return convert.write_tflite(
+        path, lambda *texts: self._with_features(featurizer.features(*texts)),
+        ["text", "text_b"] if text_pairs else ["text"], self._variables,
+        {"do_lower_case": lower, "max_seq_length": length}, quantize, calibration_texts)
 
   def signatures(self) -> Dict[str, tf.types.experimental.ConcreteFunction]:
     functions = {"token_ids": self.token_ids.get_concrete_function()}
@@ -260,7 +282,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   parser.add_argument("--checkpoint", default=None, help="a ckpt-N prefix (default the latest)")
   parser.add_argument("--kind", choices=KINDS, default=None,
                       help="default: finetuned for a fine-tuned model dir, else discriminator")
-  parser.add_argument("--output-dir", required=True, help="SavedModel directory to write")
+  parser.add_argument("--format", choices=("savedmodel", "litert"), default="savedmodel",
+                      help="a SavedModel directory (default) or a .tflite file (LiteRT)")
+  parser.add_argument("--output-dir", default=None, help="SavedModel directory to write")
+  parser.add_argument("--output", default=None, help="--format litert: the .tflite file to write")
+  parser.add_argument("--quantize", choices=QUANTIZE, default="none",
+                      help="--format litert: float32 weights (none), float16, int8 weights "
+                           "(dynamic-int8) or int8 weights and activations (int8, calibrated "
+                           "on --calibration-file)")
+  parser.add_argument("--calibration-file", default=None,
+                      help="--quantize int8: representative texts, one per line (pairs "
+                           "tab-separated)")
+  parser.add_argument("--text-pairs", action="store_true",
+                      help="--format litert: the .tflite takes text and text_b (pair tasks)")
   parser.add_argument("--vocab-file", default=None,
                       help="vocabulary (default: the model dir's vocab.txt or the config's)")
   parser.add_argument("--do-lower-case", action=argparse.BooleanOptionalAction, default=None,
@@ -277,6 +311,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                       help="bfloat16: bfloat16 weights and matmuls, faster on CPUs with bf16 "
                            "units (AVX512_BF16, AMX); outputs stay float32")
   args = parser.parse_args(argv)
+  calibration_texts = _check_format_flags(args)
   model, kind, vocab_file, lower, max_seq_length, finetuned = _load(args.model_dir, args.kind,
                                                                     args.checkpoint)
   vocab_file = args.vocab_file or vocab_file
@@ -286,6 +321,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   lower = lower if args.do_lower_case is None else args.do_lower_case
   if kind == "finetuned" and args.text and any(spec["kind"] == "qa" for spec in model.head_specs):
     answerer = _question_answerer(finetuned, model, vocab_file, lower, args.max_seq_length)
+    if args.format == "litert":
+      answerer.export_litert(args.output, args.quantize, calibration_texts)  # refuses
     with hold(args.output_dir):
       ServingModule.check_output(args.output_dir)
       answerer.export_saved_model(args.output_dir, args.dtype)
@@ -294,7 +331,38 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     return 0
   module = serving_module(model, kind, vocab_file if args.text else None, lower,
                           args.max_seq_length or max_seq_length, args.window_stride, args.dtype)
+  if args.format == "litert":
+    module.write_litert(args.output, args.quantize, calibration_texts, args.text_pairs)
+    print(f"wrote {args.output} ({kind}, quantize {args.quantize}; inputs: text"
+          f"{', text_b' if args.text_pairs else ''})")
+    return 0
   with hold(args.output_dir):
     module.save(args.output_dir)
   print(f"wrote {args.output_dir} ({kind}; signatures: {', '.join(sorted(module.signatures()))})")
   return 0
+
+
+def _check_format_flags(args) -> Optional[Sequence[str]]:
+  """The output flag of --format and the --quantize flags (one line if wrong); returns
+  the calibration texts."""
+  if args.format == "savedmodel":
+    if args.output_dir is None:
+      raise ExportError("--output-dir is required (the SavedModel directory to write)")
+    litert_only = [f"--{name.replace('_', '-')}" for name in
+                   ("output", "calibration_file", "text_pairs") if getattr(args, name)]
+    if args.quantize != "none":
+      litert_only.append("--quantize")
+    if litert_only:
+      raise ExportError(f"{', '.join(litert_only)} only apply to --format litert")
+    return None
+  if args.output is None:
+    raise ExportError("--format litert writes one file: give --output MODEL.tflite")
+  if not args.text:
+    raise ExportError("--format litert takes text: --no-text-signatures does not apply")
+  if args.calibration_file is None:
+    check_quantize(args.quantize, None)
+    return None
+  with open(args.calibration_file, encoding="utf-8") as f:
+    texts = [line.rstrip("\n") for line in f if line.strip()]
+  check_quantize(args.quantize, texts)
+  return texts

@@ -1,5 +1,6 @@
 """SavedModels: token-id and raw-text signatures, loaded back and through saved_model_cli."""
 
+import json
 import os
 import shutil
 import subprocess
@@ -11,7 +12,7 @@ import pytest
 import tensorflow as tf
 
 from conftest import REPO_ROOT, shared_data_path
-from electra_tf2 import convert, export
+from electra_tf2 import convert, export, predict
 from electra_tf2.text import packing
 from electra_tf2.config import resolve_pretraining_config
 from electra_tf2.finetune import config as finetune_config, model as finetune_model
@@ -131,7 +132,7 @@ def test_text_signature_tokenizes_pads_and_truncates(exported, loaded):
   real = mask.astype(bool)
   np.testing.assert_allclose(out["logits"].numpy()[real], logits[real], atol=1e-5)
   empty = loaded.signatures["text"](text=tf.constant([], tf.string))
-  assert empty["input_ids"].shape == (0, 0) and empty["logits"].shape == (0, 0)
+  assert empty["input_ids"].shape == (0, 2) and empty["logits"].shape == (0, 2)
   # serving_default is the text signature
   default = loaded.signatures["serving_default"](text=tf.constant(TEXTS))
   np.testing.assert_array_equal(default["logits"].numpy(), out["logits"].numpy())
@@ -289,3 +290,59 @@ def test_writers_refuse_an_output_dir_that_another_run_holds(exported, tmp_path,
     assert not os.path.exists(imported)
   finally:
     os.close(held)
+
+
+def test_litert_export_and_predict_commands(exported, loaded, tmp_path, capsys):
+  """`electra export --format litert` gives the text signature's outputs; `electra predict`
+  writes the same lines from the .tflite and from the SavedModel."""
+  from electra_tf2 import LiteRTModel
+  path = str(tmp_path / "discriminator.tflite")
+  assert export.main(["--model-dir", exported["model_dir"], "--format", "litert",
+                      "--output", path]) == 0
+  got = LiteRTModel(path).predict(TEXTS)
+  expected = loaded.signatures["text"](text=tf.constant(TEXTS))
+  assert sorted(got) == sorted(expected)
+  for name, value in expected.items():
+    np.testing.assert_allclose(got[name], value.numpy(), atol=1e-5, err_msg=name)
+  texts = tmp_path / "texts.txt"
+  texts.write_text("\n".join(TEXTS) + "\n", encoding="utf-8")
+  rows = {}
+  for model in (path, exported["path"]):
+    out = str(tmp_path / f"{os.path.basename(model)}.jsonl")
+    assert predict.main(["--model", model, "--input", str(texts), "--output", out,
+                         "--batch-size", "3"]) == 0
+    assert f"{len(TEXTS)}/{len(TEXTS)}" in capsys.readouterr().out
+    with open(out, encoding="utf-8") as f:
+      rows[model] = [json.loads(line) for line in f]
+  lite, saved = rows[path], rows[exported["path"]]
+  assert len(lite) == len(TEXTS) and [r["input_ids"] for r in lite] == \
+      [r["input_ids"] for r in saved]
+  np.testing.assert_allclose([r["logits"] for r in lite], [r["logits"] for r in saved],
+                             atol=1e-5)
+
+
+def test_litert_flags_and_predict_inputs_are_checked_in_one_line(exported, tmp_path, capsys):
+  tflite, calibration = str(tmp_path / "m.tflite"), tmp_path / "calibration.txt"
+  calibration.write_text("a text\n", encoding="utf-8")
+  cases = [([], "--output-dir is required"),
+           (["--output-dir", str(tmp_path / "x"), "--quantize", "float16"],
+            "--quantize only apply to --format litert"),
+           (["--format", "litert"], "give --output MODEL.tflite"),
+           (["--format", "litert", "--output", tflite, "--quantize", "int8"],
+            "pass calibration_texts (--calibration-file"),
+           (["--format", "litert", "--output", tflite, "--calibration-file", str(calibration)],
+            "only apply to quantize int8, not none")]
+  for args, words in cases:
+    assert export.main(["--model-dir", exported["model_dir"], *args]) == 2
+    err = capsys.readouterr().err
+    assert words in err and err.count("\n") == 1, err
+  assert not os.path.exists(tflite)
+  texts = str(calibration)
+  for args, words in ((["--model", str(tmp_path)], "neither a .tflite file nor a SavedModel"),
+                      (["--model", exported["path"], "--batch-size", "0"], "--batch-size must"),
+                      (["--model", exported["path"], "--signature", "token_ids"],
+                       "does not take text")):
+    assert predict.main([*args, "--input", texts, "--output", str(tmp_path / "o.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert words in err and err.count("\n") == 1, err
+  assert not os.path.exists(tmp_path / "o.jsonl")

@@ -8,10 +8,12 @@
     `[texts_a, texts_b]`) and returns float32 logits `[batch, num_labels]`;
 - anchors.py: PyTorch eager, ONNX Runtime float32 (fused) and dynamic int8;
 - ours.py: our SavedModel, Keras predict, `electra export --kind finetuned`, TextScorer;
+- litert.py: our `.tflite` files (export_litert: float32, float16, dynamic int8, int8)
+  run by LiteRTModel;
 - timing.py: the alternating timer.
 
-The command is bench/inference_throughput.py. A new side (LiteRT, another runtime) is a
-module here with its registered builders, imported below.
+The command is bench/inference_throughput.py. A new side (another runtime) is a module
+here with its registered builders, imported below.
 """
 
-from inference import anchors, ours  # noqa: F401  (they register their sides)
+from inference import anchors, litert, ours  # noqa: F401  (they register their sides)

@@ -21,13 +21,17 @@ _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
 @tf.custom_gradient
 def gelu(x: tf.Tensor):
-  """x Phi(x), elementwise; d/dx = Phi(x) + x phi(x) (Phi, phi: the normal cdf and pdf)."""
-  cdf = 0.5 * (1.0 + tf.math.erf(x * _SQRT_HALF))
+  """x Phi(x), elementwise; d/dx = Phi(x) + x phi(x) (Phi, phi: the normal cdf and pdf).
+
+  Written 0.5 x (1 + erf(x / sqrt 2)), the form the TFLite converter fuses into
+  its GELU kernel (it has none for erf); the same bits as x (0.5 (1 + erf)).
+  """
+  erf = tf.math.erf(x * _SQRT_HALF)
 
   def grad(dy: tf.Tensor) -> tf.Tensor:
-    return dy * (cdf + x * (tf.exp(-0.5 * tf.square(x)) * _INV_SQRT_2PI))
+    return dy * (0.5 * (1.0 + erf) + x * (tf.exp(-0.5 * tf.square(x)) * _INV_SQRT_2PI))
 
-  return x * cdf, grad
+  return 0.5 * x * (1.0 + erf), grad
 
 
 # The names the official `modeling.get_activation` accepts (`hidden_act`); "", None

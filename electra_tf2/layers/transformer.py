@@ -31,7 +31,9 @@ def attention_bias(input_mask: tf.Tensor, direction: str, dtype: tf.DType) -> tf
   Returns:
     `[batch, 1, 1, seq_len]` (bidirectional) or `[batch, 1, seq_len, seq_len]`.
   """
-  mask = tf.cast(input_mask, tf.float32)[:, tf.newaxis, tf.newaxis, :]
+  # expand_dims, not [:, tf.newaxis, tf.newaxis, :]: TFLite has no kernel for that strided
+  # slice on a dynamic shape.
+  mask = tf.expand_dims(tf.expand_dims(tf.cast(input_mask, tf.float32), 1), 1)
   if direction != "bidirectional":
     seq_len = tf.shape(input_mask)[1]
     ones = tf.ones([seq_len, seq_len], tf.float32)

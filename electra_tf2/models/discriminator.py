@@ -48,10 +48,16 @@ class Discriminator(TextModel):
     self.build()
 
   def call(self, text, training: bool = False) -> Dict[str, tf.Tensor]:
-    features = self.text_inputs(text)
+    return self.call_features(self.text_inputs(text), training)
+
+  def call_features(self, features, training: bool = False) -> Dict[str, tf.Tensor]:
+    """`call` on TextInputs' features."""
     logits = self.head(self.encode(features, training))
     return {"logits": logits, "replaced_probability": tf.sigmoid(logits),
             "input_ids": features["input_ids"], "input_mask": features["input_mask"]}
+
+  def serve_features(self, features) -> Dict[str, tf.Tensor]:
+    return self.call_features(features)
 
   def head_variable_map(self) -> VariableMap:
     return {f"discriminator_predictions/{layer.name}/{kind}": getattr(layer, kind)

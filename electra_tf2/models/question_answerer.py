@@ -250,6 +250,17 @@ class QuestionAnswerer(TextModel):
   def serve(self, question, context):
     return self((question, context), training=False)
 
+  def export_litert(self, path: str, quantize: str = "none",
+                    calibration_texts: Optional[List[str]] = None) -> str:
+    """Refused in one line: the windows and the answer text need ops without LiteRT
+    kernels (docs/deploy.md); `export_saved_model` serves the model."""
+    from electra_tf2.litert.convert import LiteRTError  # pylint: disable=g-import-not-at-top
+    del path, quantize, calibration_texts
+    raise LiteRTError("QuestionAnswerer has no .tflite export: its windows over long "
+                      "contexts and its answer text use ops LiteRT has no kernels for "
+                      "(UnicodeDecode, RegexSplit, Substr, UnsortedSegmentJoin, ...); "
+                      "export_saved_model (or electra export --output-dir) serves it")
+
   def extra_signatures(self) -> Dict[str, tf.types.experimental.GenericFunction]:
     """`token_ids` and `text_pair`: the head's raw outputs `<task>_<name>` on token ids, or
     on one `[CLS] question [SEP] context [SEP]` (BERT's pair truncation, no windows) with

@@ -123,13 +123,16 @@ class TextClassifier(TextModel):
 
   def call(self, inputs, training: bool = False) -> tf.Tensor:
     texts = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
-    features = self.text_inputs(*texts)
+    return self.call_features(self.text_inputs(*texts), training)
+
+  def call_features(self, features, training: bool = False) -> tf.Tensor:
+    """`call` on TextInputs' features."""
     outputs = self.head(self.encode(features, training), features, training=training)
     return outputs["predictions"] if self.num_classes == 1 else outputs["logits"]
 
-  def serve(self, *texts):
+  def serve_features(self, features):
     """`score` for regression; else `logits`, `probabilities` and the `label` string."""
-    outputs = self(texts if len(texts) > 1 else texts[0], training=False)
+    outputs = self.call_features(features)
     if self.num_classes == 1:
       return {"score": outputs}
     return {"logits": outputs, "probabilities": tf.nn.softmax(outputs),

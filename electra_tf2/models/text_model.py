@@ -11,20 +11,21 @@ subclass's head (`self.head`, official variable names under
   warm-up then linear decay, layer-wise learning-rate decay, clip 1.0).
 - `export_saved_model(path)`: a SavedModel on raw strings that needs only
   tensorflow and tensorflow-text (import tensorflow_text before loading).
+- `export_litert(path, quantize)`: a `.tflite` (LiteRT) file on raw strings
+  (docs/deploy.md).
 - `predict_file(path)`: batch prediction over a text file, with a progress bar.
 """
 
 from __future__ import annotations
 
-import json
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import keras
 import numpy as np
 import tensorflow as tf
 
-from electra_tf2 import batching, optimization, precision, variable_names
-from electra_tf2.atomic_io import atomic_directory, write_text_atomic
+from electra_tf2 import batching, optimization, precision, predictions, variable_names
+from electra_tf2.atomic_io import atomic_directory
 from electra_tf2.encoder_config import BertConfig
 from electra_tf2.layers.text_inputs import TextInputs
 from electra_tf2.checkpoints import source as sources
@@ -243,10 +244,21 @@ class TextModel(keras.Model):
 
   # -- serving -----------------------------------------------------------------
 
+  def text_features(self, *texts: tf.Tensor) -> Dict[str, tf.Tensor]:
+    """The BERT features `call` computes from tf.string `[batch]` texts (TextInputs')."""
+    return self.text_inputs(*texts)
+
+  def litert_features(self, featurizer, *texts: tf.Tensor) -> Dict[str, tf.Tensor]:
+    """The same features from a `LiteRTFeaturizer` (electra_tf2/text/litert_tokenizer.py)."""
+    return featurizer.features(*texts)
+
+  def serve_features(self, features: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
+    """The SavedModel's outputs for `text_features` (subclasses name them)."""
+    raise NotImplementedError
+
   def serve(self, *texts: tf.Tensor) -> Dict[str, tf.Tensor]:
-    """The SavedModel's outputs for tf.string `[batch]` inputs (subclasses add names)."""
-    outputs = self(texts if len(texts) > 1 else texts[0], training=False)
-    return outputs if isinstance(outputs, dict) else {"outputs": outputs}
+    """The SavedModel's outputs for tf.string `[batch]` inputs."""
+    return self.serve_features(self.text_features(*texts))
 
   def serving_inputs(self) -> Tuple[str, ...]:
     """The names of the tf.string `[batch]` tensors `serve` takes."""
@@ -284,11 +296,8 @@ class TextModel(keras.Model):
   def read_rows(self, path: str) -> Tuple[List[List[str]], List[Dict[str, Any]]]:
     """The inputs of every line of a UTF-8 text file (pairs: tab-separated), and for each
     what its output line starts with (nothing here)."""
-    with open(path, encoding="utf-8") as f:
-      lines = [line.rstrip("\n") for line in f]
-    columns = len(self.serving_inputs())
-    return ([line.split("\t", columns - 1) + [""] * (columns - 1) for line in lines],
-            [{} for _ in lines])
+    rows = predictions.read_rows(path, len(self.serving_inputs()))
+    return rows, [{} for _ in rows]
 
   def predict_file(self, path: str, output_path: Optional[str] = None,
                    batch_size: int = 32) -> Dict[str, np.ndarray]:
@@ -299,21 +308,35 @@ class TextModel(keras.Model):
     outputs are in row order, per-token ones padded with zeros to the longest.
     """
     rows, keys = self.read_rows(path)
-    columns = len(self.serving_inputs())
-    progress = keras.utils.Progbar(len(rows), unit_name="row")
-    texts = [[row[i] for row in rows] for i in range(columns)]
-    order, chunks = batching.length_batches(batching.text_lengths(texts), batch_size)
-    batches = []
-    for chunk in chunks:
-      batch = [tf.constant([column[i] for i in chunk]) for column in texts]
-      batches.append({k: v.numpy() for k, v in self.serve(*batch).items()})
-      progress.add(len(chunk))
-    outputs = {k: batching.restore_order(_concatenate_padded([b[k] for b in batches]), order)
-               for k in batches[0]} if batches else {}
+    outputs = predictions.predict_rows(
+        lambda *texts: {k: v.numpy() for k, v in self.serve(*map(tf.constant, texts)).items()},
+        rows, batch_size)
     if output_path is not None:
-      write_text_atomic(output_path, "".join(json.dumps(dict(key, **row)) + "\n"
-                                             for key, row in zip(keys, _rows(outputs, len(rows)))))
+      predictions.write_jsonl(output_path, outputs, keys)
     return outputs
+
+  def export_litert(self, path: str, quantize: str = "none",
+                    calibration_texts: Optional[List[str]] = None) -> str:
+    """Writes a `.tflite` (LiteRT) file that takes raw strings; returns `path`.
+
+    Its `serving_default` signature has the inputs and outputs of
+    `export_saved_model`'s; the tokenizer runs inside, on TFLite kernels
+    (electra_tf2/text/litert_tokenizer.py). Run it with
+    `electra_tf2.LiteRTModel(path).predict(texts)`; docs/deploy.md.
+
+    Args:
+      quantize: "none" (float32), "float16", "dynamic-int8" or "int8" (int8
+        activations too, calibrated on `calibration_texts`; pairs tab-separated).
+    """
+    from electra_tf2.litert import convert  # pylint: disable=g-import-not-at-top
+    from electra_tf2.text.litert_tokenizer import LiteRTFeaturizer
+    featurizer = LiteRTFeaturizer(self.text_inputs.vocab, self.text_inputs.do_lower_case,
+                                  max_seq_length=self.max_seq_length)
+    return convert.write_tflite(
+        path, lambda *texts: self.serve_features(self.litert_features(featurizer, *texts)),
+        list(self.serving_inputs()), [v.value for v in self.variables],
+        {"do_lower_case": self.text_inputs.do_lower_case,
+         "max_seq_length": self.max_seq_length}, quantize, calibration_texts)
 
   def get_config(self) -> Dict[str, Any]:
     config = super().get_config()
@@ -350,22 +373,6 @@ def head_to_load(model: TextModel, source: sources.Source,
   if any(tuple(ours[k].shape) != source.tensors[v].shape for k, v in rename.items()):
     return {}, {}
   return ours, rename
-
-
-def _concatenate_padded(arrays: List[np.ndarray]) -> np.ndarray:
-  """Batches concatenated; per-token outputs padded with zeros to the longest batch."""
-  if arrays[0].ndim > 1:
-    length = max(a.shape[1] for a in arrays)
-    arrays = [np.pad(a, [(0, 0), (0, length - a.shape[1])] + [(0, 0)] * (a.ndim - 2))
-              for a in arrays]
-  return np.concatenate(arrays)
-
-
-def _rows(outputs: Dict[str, np.ndarray], n: int) -> Iterator[Dict[str, Any]]:
-  """One JSON-ready dict per input line."""
-  for i in range(n):
-    yield {k: (v[i].decode("utf-8") if isinstance(v[i], bytes) else v[i].tolist())
-           for k, v in outputs.items()}
 
 
 def _in_input_order(arrays: Sequence[np.ndarray], order: np.ndarray):

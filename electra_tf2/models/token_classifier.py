@@ -63,9 +63,18 @@ class TokenClassifier(TextModel):
     self.build()
 
   def call(self, text, training: bool = False) -> tf.Tensor:
-    features = self.text_inputs.call_words(text)
+    return self.call_features(self.text_inputs.call_words(text), training)
+
+  def call_features(self, features, training: bool = False) -> tf.Tensor:
+    """`call` on TextInputs' word features."""
     positions = {f"{self.head.task}_labeled_positions": features["labeled_positions"]}
     return self.head(self.encode(features, training), positions, training=training)["logits"]
+
+  def text_features(self, text):
+    return self.text_inputs.call_words(text)
+
+  def litert_features(self, featurizer, text):
+    return featurizer.word_features(text)
 
   def prepare_labels(self, y, name: str, x):
     """Tags per word (lists of any length, or an array) padded (or cut) to max_seq_length
@@ -82,10 +91,10 @@ class TokenClassifier(TextModel):
                                     truncating="post", value=-1)
     return y
 
-  def serve(self, text):
+  def serve_features(self, features):
     """`logits`, the `labels` strings and `words_mask` `[batch, max_seq_length]`."""
-    logits = self(text, training=False)
-    mask = self.text_inputs.call_words(text)["words_mask"]
+    logits = self.call_features(features)
+    mask = features["words_mask"]
     return {"logits": logits, "words_mask": mask,
             "labels": tf.gather(tf.constant(self.label_list), tf.argmax(logits, -1))}
 

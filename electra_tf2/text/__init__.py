@@ -8,7 +8,10 @@
   pairs (SQuAD's);
 - `qa_windows`: SQuAD's windows, training labels and answer text in the graph
   (the Keras `QuestionAnswerer` and its SavedModel);
-- `tagging`: every word tokenised alone, its first WordPiece labelled.
+- `tagging`: every word tokenised alone, its first WordPiece labelled;
+- `litert_tokenizer`: tokenizer, packing and tagging features again, from ops with
+  TFLite kernels (`litert_normalizer`: the official per-character rules as a
+  FastBertNormalizer model, in the trie layout of `darts_trie`).
 
 Export, the Keras layers, the scorer and fine-tuning featurisation call these;
 none defines its own.

@@ -83,9 +83,11 @@ def pack_inputs(segments: Sequence[tf.RaggedTensor], cls_id: int, sep_id: int) -
   import tensorflow_text as tft  # pylint: disable=g-import-not-at-top
   ids, segment_ids = tft.combine_segments(segments, start_of_sequence_id=cls_id,
                                           end_of_segment_id=sep_id)
-  return {"input_ids": tf.cast(ids.to_tensor(), tf.int32),
-          "input_mask": tf.ones_like(ids, tf.int32).to_tensor(),
-          "segment_ids": tf.cast(segment_ids.to_tensor(), tf.int32)}
+  # At least [CLS] [SEP] wide: an empty batch gives [0, 2] (the heads read position 0).
+  shape = tf.stack([ids.nrows(), tf.maximum(ids.bounding_shape(axis=1), 2)])
+  return {"input_ids": tf.cast(ids.to_tensor(shape=shape), tf.int32),
+          "input_mask": tf.ones_like(ids, tf.int32).to_tensor(shape=shape),
+          "segment_ids": tf.cast(segment_ids.to_tensor(shape=shape), tf.int32)}
 
 
 class TextFeaturizer(tf.Module):

@@ -119,7 +119,7 @@ class BasicTokenizer:
     return self.tokenize_batch([text])[0]
 
   def tokenize_batch(self, texts: Sequence[Union[str, bytes]]) -> List[List[str]]:
-    ragged = self.split_graph(tf.constant([_to_utf8(t) for t in texts], tf.string))
+    ragged = self.split_graph(tf.constant([to_utf8(t) for t in texts], tf.string))
     return [[w.decode("utf-8") for w in row] for row in ragged.to_list()]
 
 
@@ -216,7 +216,7 @@ class TokenizerModule(tf.Module):
     return self._ids_from_valid_utf8(text)
 
 
-def _to_utf8(text: Union[str, bytes]) -> bytes:
+def to_utf8(text: Union[str, bytes]) -> bytes:
   """UTF-8 bytes of a Python string, as the oracle would see them.
 
   Bytes are decoded like the oracle's convert_to_unicode ("ignore"). A lone
@@ -300,7 +300,7 @@ class FullTokenizer:
   def encode_batch_flat(self, texts: Sequence[Union[str, bytes]]
                         ) -> Tuple[np.ndarray, np.ndarray]:
     """All ids in one int64 array plus row splits: text i is flat[splits[i]:splits[i+1]]."""
-    return self.encode_utf8_flat([_to_utf8(t) for t in texts])
+    return self.encode_utf8_flat([to_utf8(t) for t in texts])
 
   def encode_utf8_flat(self, texts: Sequence[Union[bytes, str]]
                        ) -> Tuple[np.ndarray, np.ndarray]:
@@ -335,7 +335,7 @@ class FullTokenizer:
           line.encode("utf-8")
           other_lines.append(line)
         except UnicodeEncodeError:
-          other_lines.append(_to_utf8(line))
+          other_lines.append(to_utf8(line))
     if n_ascii == 0:
       return self._run_batched(self.module.eager_ids_from_valid_utf8, other_lines)
     ascii_lines = [line for line in lines if line.isascii()]

@@ -1,0 +1,130 @@
+"""`LiteRTModel`: a `.tflite` written by `export_litert` (or `electra export --format
+litert`) run on raw texts, with ai-edge-litert if installed, else `tf.lite`.
+
+The interpreter gets tensorflow-text's TFLite kernels
+(`tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS`); texts go through
+`prepare_texts` (electra_tf2/text/litert_tokenizer.py) before it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Dict, List, Optional, Sequence, Union
+
+import numpy as np
+
+from electra_tf2 import predictions
+from electra_tf2.errors import ElectraError
+
+Texts = Union[Sequence[str], Sequence[bytes]]
+METADATA_NAME = "electra_tf2"  # the .tflite metadata entry of our settings (JSON)
+
+
+class LiteRTModelError(ElectraError, ValueError):
+  """A `.tflite` file or input that LiteRTModel cannot use."""
+
+
+def make_interpreter(model_path: Optional[str] = None, model_content: Optional[bytes] = None,
+                     num_threads: Optional[int] = None):
+  """An interpreter with the TF Text kernels: ai-edge-litert's, else tf.lite's."""
+  import tensorflow_text as tft  # pylint: disable=g-import-not-at-top
+  try:
+    from ai_edge_litert.interpreter import InterpreterWithCustomOps
+  except ImportError:
+    from tensorflow.lite.python.interpreter import InterpreterWithCustomOps
+  return InterpreterWithCustomOps(custom_op_registerers=tft.tflite_registrar.SELECT_TFTEXT_OPS,
+                                  model_path=model_path, model_content=model_content,
+                                  num_threads=num_threads)
+
+
+def read_metadata(model: bytes) -> Dict[str, object]:
+  """The settings `with_metadata` stored in `model`; {} if there are none."""
+  from tensorflow.lite.python import schema_py_generated as schema
+  root = schema.Model.GetRootAsModel(model, 0)
+  for i in range(root.MetadataLength()):
+    if root.Metadata(i).Name() == METADATA_NAME.encode("utf-8"):
+      return json.loads(root.Buffers(root.Metadata(i).Buffer()).DataAsNumpy().tobytes())
+  return {}
+
+
+class LiteRTModel:
+  """A `.tflite` text model: `predict(texts)` -> {output name: numpy array}.
+
+  Args:
+    path: a `.tflite` file written by `export_litert` / `electra export --format litert`.
+    num_threads: the interpreter's threads (None: its default).
+
+  >>> import os, tempfile
+  >>> from electra_tf2 import BertConfig, TextClassifier, LiteRTModel
+  >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "fine", "film", "."]
+  >>> bert = BertConfig(len(vocab), hidden_size=16, num_hidden_layers=1,
+  ...                   num_attention_heads=2, intermediate_size=32)
+  >>> path = os.path.join(tempfile.mkdtemp(), "classifier.tflite")
+  >>> _ = TextClassifier(bert, None, vocab, num_classes=3).export_litert(path)
+  >>> out = LiteRTModel(path).predict(["a fine film", "film ."])
+  >>> out["logits"].shape, out["label"].dtype
+  ((2, 3), dtype('O'))
+  """
+
+  def __init__(self, path: str, num_threads: Optional[int] = None):
+    if not os.path.isfile(path):
+      raise LiteRTModelError(f"{path} is not a file: give a .tflite written by export_litert "
+                             "or `electra export --format litert`")
+    try:
+      self._interpreter = make_interpreter(model_path=path, num_threads=num_threads)
+      signatures = self._interpreter.get_signature_list()
+    except (ValueError, RuntimeError) as e:
+      raise LiteRTModelError(f"{path} is not a .tflite model LiteRT can load: "
+                             f"{str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
+    if "serving_default" not in signatures:
+      raise LiteRTModelError(f"{path} has no serving_default signature: give a .tflite written "
+                             "by export_litert or `electra export --format litert`")
+    self.path = path
+    self.input_names: List[str] = sorted(signatures["serving_default"]["inputs"])
+    self.output_names: List[str] = sorted(signatures["serving_default"]["outputs"])
+    self._runner = self._interpreter.get_signature_runner("serving_default")
+    with open(path, "rb") as f:
+      self.settings = read_metadata(f.read())
+
+  @property
+  def do_lower_case(self) -> bool:
+    return bool(self.settings.get("do_lower_case", True))
+
+  def predict(self, texts: Union[Texts, tuple], batch_size: int = 32,
+              progress: bool = False) -> Dict[str, np.ndarray]:
+    """Outputs for texts: a list of str (or bytes), or for pairs a tuple of two lists.
+
+    Texts run in batches of similar length (electra_tf2/batching.py); outputs are in
+    input order, per-token ones padded with zeros to the longest, as
+    `TextModel.predict_file`.
+    """
+    if batch_size < 1:
+      raise LiteRTModelError(f"batch_size must be >= 1, got {batch_size}")
+    columns = list(texts) if isinstance(texts, tuple) else [texts]
+    if len(columns) != len(self.input_names):
+      raise LiteRTModelError(f"{self.path} takes {len(self.input_names)} text column(s) "
+                             f"({', '.join(self.input_names)}), got {len(columns)}")
+    if len({len(c) for c in columns}) > 1:
+      raise LiteRTModelError(f"the text columns have different lengths: "
+                             f"{', '.join(str(len(c)) for c in columns)}")
+    rows = list(zip(*columns))
+    if not rows:
+      return self.empty_outputs()
+    return predictions.predict_rows(self.run_batch, rows, batch_size, progress)
+
+  def empty_outputs(self) -> Dict[str, np.ndarray]:
+    """The outputs of an empty batch, shaped as the SavedModel's (a token axis of 2,
+    [CLS] [SEP]), without running the interpreter: TFLite kernels refuse empty tensors."""
+    details = self._runner.get_output_details()
+    return {name: np.zeros([0] + [2 if d < 0 else d for d in detail["shape_signature"][1:]],
+                           object if detail["dtype"] in (np.bytes_, np.object_, np.str_)
+                           else detail["dtype"])
+            for name, detail in details.items()}
+
+  def run_batch(self, *columns: Texts) -> Dict[str, np.ndarray]:
+    """One interpreter call on one batch (a list of texts per input)."""
+    from electra_tf2.text.litert_tokenizer import prepare_texts
+    inputs = {name: np.array(prepare_texts(texts, self.do_lower_case), dtype=object)
+              for name, texts in zip(self.input_names, columns)}
+    return dict(self._runner(**inputs))

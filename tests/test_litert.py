@@ -1,0 +1,190 @@
+""".tflite files of the Keras text models (export_litert) run by LiteRTModel: the
+SavedModel's outputs, quantized variants that agree with them, bad input, one-line errors.
+
+Oracle: the models' own `serve` (what `export_saved_model` writes, tests/
+test_keras_models.py) on the same texts. Every model is tiny and random.
+"""
+
+import os
+
+import numpy as np
+import pytest
+
+tf = pytest.importorskip("tensorflow")
+pytest.importorskip("tensorflow_text")
+
+from fixtures import WORD_VOCAB  # noqa: E402
+
+import electra_tf2  # noqa: E402
+from electra_tf2 import BertConfig, LiteRTModel  # noqa: E402
+from electra_tf2.litert import convert  # noqa: E402
+from electra_tf2.litert.model import LiteRTModelError  # noqa: E402
+
+MAX_SEQ_LENGTH = 16
+TEXTS = ["the cat sat on the mat .", "John Smith was born in 1895 !", "", "Cafe  in New York",
+         "the dog runs fast " * 10, "what is the capital of france ?", "\u00e9t\u00e9 \u00a0x"]
+TEXTS_B = ["a big red house", "", "paris", "we see it", "he runs", "the capital " * 9, "x"]
+# Bytes that are not UTF-8: decoded as the official convert_to_unicode does ("ignore").
+BAD_BYTES = [b"the c\xffat", b"\xc3", b"sat \xe2\x82 on"]
+
+
+def bert_config():
+  return BertConfig(len(WORD_VOCAB), hidden_size=36, num_hidden_layers=2,
+                    num_attention_heads=3, intermediate_size=72)
+
+
+def served(model, *columns):
+  return {k: v.numpy() for k, v in model.serve(*map(tf.constant, columns)).items()}
+
+
+def assert_same_outputs(got, expected, atol=1e-5):
+  assert sorted(got) == sorted(expected)
+  for name, value in expected.items():
+    if value.dtype.kind in "fc":
+      np.testing.assert_allclose(got[name], value, rtol=1e-5, atol=atol, err_msg=name)
+    else:
+      np.testing.assert_array_equal(got[name], value, err_msg=name)
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory):
+  return tmp_path_factory.mktemp("litert")
+
+
+@pytest.fixture(scope="module")
+def discriminator(root):
+  model = electra_tf2.Discriminator(bert_config(), None, WORD_VOCAB,
+                                    max_seq_length=MAX_SEQ_LENGTH)
+  return model, LiteRTModel(model.export_litert(str(root / "discriminator.tflite")))
+
+
+@pytest.fixture(scope="module")
+def classifier(root):
+  """A pair classifier fitted to label TEXTS/TEXTS_B (decisive logits, margins near 9),
+  and its .tflite variants."""
+  tf.keras.utils.set_random_seed(4)
+  model = electra_tf2.TextClassifier(bert_config(), None, WORD_VOCAB, num_classes=3,
+                                     max_seq_length=MAX_SEQ_LENGTH, text_pairs=True,
+                                     label_list=["neg", "neutral", "pos"])
+  model.compile(optimizer=tf.keras.optimizers.Adam(3e-3),
+                loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+  model.fit((tf.constant(TEXTS), tf.constant(TEXTS_B)), np.arange(len(TEXTS)) % 3,
+            batch_size=len(TEXTS), epochs=40, verbose=0)
+  pairs = [f"{a}\t{b}" for a, b in zip(TEXTS, TEXTS_B)]
+  paths = {q: model.export_litert(str(root / f"classifier_{q}.tflite"), quantize=q,
+                                  calibration_texts=pairs if q == "int8" else None)
+           for q in convert.QUANTIZE}
+  return model, paths
+
+
+def test_discriminator_outputs_are_the_savedmodel_s(discriminator):
+  """Long texts cut to max_seq_length, empty texts, per-token outputs padded across
+  batches as predict_file pads them."""
+  model, lite = discriminator
+  assert lite.input_names == ["text"] and lite.settings["max_seq_length"] == MAX_SEQ_LENGTH
+  assert_same_outputs(lite.predict(TEXTS), served(model, TEXTS))
+  by_two = lite.predict(TEXTS, batch_size=2)
+  widths = [served(model, TEXTS[i:i + 2])["input_ids"].shape[1] for i in range(0, 7, 2)]
+  assert by_two["logits"].shape == (len(TEXTS), max(widths))
+
+
+def test_bad_input_behaves_as_the_savedmodel(discriminator):
+  model, lite = discriminator
+  assert_same_outputs(lite.predict(BAD_BYTES), served(model, BAD_BYTES))
+  assert_same_outputs(lite.predict([]), served(model, tf.constant([], tf.string)))
+  assert lite.predict([])["logits"].shape == (0, 2)
+
+
+def test_pair_classifier_outputs_are_the_savedmodel_s(classifier):
+  model, paths = classifier
+  lite = LiteRTModel(paths["none"])
+  assert lite.input_names == ["text", "text_b"]
+  expected = served(model, TEXTS, TEXTS_B)
+  assert_same_outputs(lite.predict((TEXTS, TEXTS_B), batch_size=3), expected)
+  with pytest.raises(LiteRTModelError, match="takes 2 text column"):
+    lite.predict(TEXTS)
+  assert_same_outputs(lite.predict(([], [])), served(model, tf.constant([], tf.string),
+                                                     tf.constant([], tf.string)))
+
+
+@pytest.mark.parametrize("quantize,saved,error", [("float16", 0.4, 0.01),
+                                                  ("dynamic-int8", 0.25, 0.05),
+                                                  ("int8", 0.2, 0.2)])
+def test_quantized_variants_agree_with_float32(classifier, quantize, saved, error):
+  """Smaller files (by a share of the float32 weights' bytes), logits within `error` of
+  the float32 logits' spread, and the same labels."""
+  model, paths = classifier
+  expected = served(model, TEXTS, TEXTS_B)
+  lite = LiteRTModel(paths[quantize])
+  got = lite.predict((TEXTS, TEXTS_B))
+  assert lite.settings["quantize"] == quantize
+  weight_bytes = 4 * sum(int(np.prod(v.shape)) for v in model.variables)
+  assert os.path.getsize(paths["none"]) - os.path.getsize(paths[quantize]) > saved * weight_bytes
+  np.testing.assert_allclose(got["logits"], expected["logits"],
+                             atol=error * np.ptp(expected["logits"]))
+  np.testing.assert_array_equal(got["label"], expected["label"])
+  assert len(set(expected["label"])) == 3
+
+
+def test_token_and_regression_models_are_the_savedmodel_s(root):
+  tagger = electra_tf2.TokenClassifier(bert_config(), None, WORD_VOCAB, num_classes=4,
+                                       max_seq_length=MAX_SEQ_LENGTH, label_list=list("BIOX"))
+  lite = LiteRTModel(tagger.export_litert(str(root / "tagger.tflite")))
+  texts = TEXTS + BAD_BYTES
+  assert_same_outputs(lite.predict(texts, batch_size=4), served(tagger, texts))
+  regression = electra_tf2.TextClassifier(bert_config(), None, WORD_VOCAB, num_classes=1,
+                                          max_seq_length=MAX_SEQ_LENGTH)
+  lite = LiteRTModel(regression.export_litert(str(root / "regression.tflite")))
+  assert_same_outputs(lite.predict(TEXTS), served(regression, TEXTS))
+
+
+def test_options_and_files_that_cannot_be_used_are_one_line_errors(root, discriminator):
+  model, _ = discriminator
+  cases = [(lambda: model.export_litert(str(root / "x.tflite"), quantize="int4"),
+            "quantize must be one of none, float16, dynamic-int8, int8"),
+           (lambda: model.export_litert(str(root / "x.tflite"), quantize="int8"),
+            "pass calibration_texts"),
+           (lambda: model.export_litert(str(root / "x.tflite"), calibration_texts=["a"]),
+            "only apply to quantize int8"),
+           (lambda: convert.check_size([tf.TensorSpec([2 ** 29, 2])], "none"),
+            "holds at most 2 GiB"),
+           (lambda: LiteRTModel(str(root / "missing.tflite")), "is not a file")]
+  (root / "garbage.tflite").write_bytes(b"not a flatbuffer" * 10)
+  cases.append((lambda: LiteRTModel(str(root / "garbage.tflite")), "LiteRT can load"))
+  for call, words in cases:
+    with pytest.raises(electra_tf2.ElectraError) as error:
+      call()
+    assert words in str(error.value) and "\n" not in str(error.value)
+  assert not (root / "x.tflite").exists()
+
+
+def test_question_answering_refuses_a_tflite_in_one_line(root):
+  vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "who", "ate", "?", "john", "."]
+  model = electra_tf2.QuestionAnswerer(
+      BertConfig(len(vocab), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                 intermediate_size=32), None, vocab, max_seq_length=24, max_query_length=8,
+      beam_size=4)
+  with pytest.raises(convert.LiteRTError, match=r"^QuestionAnswerer has no .tflite export: "
+                                                r"[^\n]*UnicodeDecode[^\n]*export_saved_model"):
+    model.export_litert(str(root / "qa.tflite"))
+
+
+def test_an_op_without_a_kernel_is_named_in_one_line(root):
+  """tf.strings.lower has no TFLite kernel: the converter lets it through as a custom op
+  and the check run names it."""
+  with pytest.raises(convert.LiteRTError, match=r"no kernel for StringLower: .*SavedModel"):
+    convert.write_tflite(str(root / "lower.tflite"),
+                         lambda text: {"lower": tf.strings.lower(text)}, ["text"], [], {})
+  assert not (root / "lower.tflite").exists()
+
+
+def test_without_ai_edge_litert_tf_lite_runs_the_file(discriminator, monkeypatch):
+  """The `litert` extra is optional: tf.lite's interpreter (with the TF Text kernels) runs
+  the same file to the same outputs."""
+  import sys
+  from tensorflow.lite.python import interpreter as tf_lite
+  from electra_tf2.litert.model import make_interpreter
+  model, lite = discriminator
+  monkeypatch.setitem(sys.modules, "ai_edge_litert.interpreter", None)  # import fails
+  assert isinstance(make_interpreter(model_path=lite.path), tf_lite.InterpreterWithCustomOps)
+  assert_same_outputs(LiteRTModel(lite.path).predict(TEXTS), served(model, TEXTS))
