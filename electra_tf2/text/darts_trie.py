@@ -15,7 +15,7 @@ label (or an empty one) and fails, as in darts-clone.
 
 from __future__ import annotations
 
-from typing import Dict, Sequence
+from typing import Dict
 
 import numpy as np
 
