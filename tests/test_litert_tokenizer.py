@@ -17,7 +17,8 @@ tf = pytest.importorskip("tensorflow")
 tft = pytest.importorskip("tensorflow_text")
 oracle_lib = pytest.importorskip("official.nlp.tools.tokenization")
 
-from test_tokenization import TRICKY, _code_points, make_oracle, oracle_ids  # noqa: E402
+from test_tokenization import (TRICKY, _code_points, basic_oracle, make_oracle,  # noqa: E402
+                               oracle_ids)
 
 from electra_tf2.litert.convert import write_tflite  # noqa: E402
 from electra_tf2.litert.model import make_interpreter  # noqa: E402
@@ -33,7 +34,7 @@ FEATURES = ("input_ids", "input_mask", "segment_ids")
 def rich_tokens():
   """Special tokens, every character (and its ## form) that TRICKY normalizes to, and its
   words: most words are matched, so differences in normalization show as ids."""
-  oracle = oracle_lib.BasicTokenizer(do_lower_case=True)
+  oracle = basic_oracle(do_lower_case=True)
   words = {w for text in TRICKY for w in oracle.tokenize(text)} | {
       w for text in TRICKY for w in text.split() if w.isprintable()}
   words = sorted(w for w in words if len(w) < 20)

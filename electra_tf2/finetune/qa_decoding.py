@@ -35,6 +35,7 @@ from electra_tf2.atomic_io import write_json_atomic
 from electra_tf2.finetune import qa_eval
 from electra_tf2.finetune.config import FinetuningConfig
 from electra_tf2.finetune.scorers import Results, Scorer
+from electra_tf2.text.tokenizer import is_control
 
 OUTPUT_NAMES = ("start_logits", "end_logits", "answerable_logit", "start_top_log_probs",
                 "start_top_index", "end_top_log_probs", "end_top_index")
@@ -69,10 +70,16 @@ def compute_softmax(scores: Sequence[float]) -> List[float]:
 
 @functools.lru_cache(maxsize=2)
 def _basic_tokenizer(do_lower_case: bool):
-  """BERT's BasicTokenizer in Python, as the official get_final_text builds it
-  (`tokenization.BasicTokenizer(do_lower_case=...)`): tf-models-official's copy."""
+  """The official BasicTokenizer in Python, as get_final_text builds it
+  (`tokenization.BasicTokenizer(do_lower_case=...)`): tf-models-official's copy of
+  BERT's, with ELECTRA's `_is_control` (every category C*, text/tokenizer.py)."""
   from official.nlp.tools import tokenization  # pylint: disable=g-import-not-at-top
-  return tokenization.BasicTokenizer(do_lower_case=do_lower_case)
+
+  class ElectraBasicTokenizer(tokenization.BasicTokenizer):
+    def _clean_text(self, text):
+      return super()._clean_text("".join(c for c in text if not is_control(c)))
+
+  return ElectraBasicTokenizer(do_lower_case=do_lower_case)
 
 
 def _strip_spaces(text: str) -> Tuple[str, Dict[int, int]]:

@@ -11,7 +11,8 @@ ourselves from the official rules (model/tokenization.py:156-259), computed
 with Python's own `unicodedata`:
 
 - remove NUL, U+FFFD and the control characters: Cc and Cf but \\t \\n \\r
-  (`_clean_text`, :247-258; `_is_control` as BERT's, see `is_control`);
+  (`_clean_text`, :247-258; the private-use and unassigned ones of ELECTRA's
+  `_is_control` become U+FFFD before the map, see `is_control`);
 - map whitespace (\\t \\n \\r, Zs) to a space (`_clean_text`, :247-258);
 - if lowercasing: `str.lower()` and, if stripping accents, NFD without the
   nonspacing marks (Mn) (:172-190).
@@ -49,11 +50,12 @@ _PLACEHOLDER_CANDIDATES = range(0xF0000, 0xF0100)  # plane 15 private use (offic
 
 
 def is_control(char: str) -> bool:
-  """BERT's `_is_control`: categories Cc and Cf but \\t \\n \\r, as our SavedModel tokenizer.
+  """The controls the map removes: categories Cc and Cf but \\t \\n \\r (BERT's rule).
 
-  port: ELECTRA's (model/tokenization.py:335-344) also removes the unassigned
-  (Cn) and private-use (Co) code points, about a million: too many for the
-  trie, and absent from every text of ../shared (docs/design.md#litert-tokenizer).
+  ELECTRA's `_is_control` (model/tokenization.py:335-344, text/tokenizer.py
+  `is_control`) also removes the unassigned (Cn) and private-use (Co) code
+  points, about a million: too many for the trie. `prepare_texts` turns those
+  into U+FFFD, which the map removes (docs/design.md#litert-tokenizer).
   """
   return char not in "\t\n\r" and unicodedata.category(char) in ("Cc", "Cf")
 

@@ -31,7 +31,8 @@ import tensorflow_text as tft
 
 from electra_tf2.text import litert_normalizer
 from electra_tf2.text.packing import truncated_pair_lengths
-from electra_tf2.text.tokenizer import MAX_CHARS_PER_WORD, resolve_strip_accents, to_utf8
+from electra_tf2.text.tokenizer import (MAX_CHARS_PER_WORD, is_control, resolve_strip_accents,
+                                        to_utf8)
 from electra_tf2.vocab import VocabError
 
 Features = Dict[str, tf.Tensor]
@@ -201,6 +202,9 @@ def prepare_texts(texts: Sequence[Union[str, bytes]], do_lower_case: bool) -> Li
     U+FFFD), a tagging word made only of invalid bytes stays a word;
   - a str holding lone surrogates is encoded as the SavedModel's helpers do
     (text/tokenizer.py `to_utf8`);
+  - the official controls the map keeps (private use and unassigned code
+    points, `litert_normalizer.is_control`) become U+FFFD too, so the map
+    removes them where the official `_clean_text` does;
   - a text holding "Σ", when lowercasing, is lowercased here first, in the
     official order (controls removed, then `str.lower()`), for the final-sigma
     rule ("ΟΔΟΣ" -> "οδος"); the graph's map is the identity on lowercase text.
@@ -209,9 +213,13 @@ def prepare_texts(texts: Sequence[Union[str, bytes]], do_lower_case: bool) -> Li
   for text in texts:
     data = (text.decode("utf-8", "replace").encode("utf-8") if isinstance(text, bytes)
             else to_utf8(text))
-    if do_lower_case and "Σ".encode("utf-8") in data:
-      cleaned = "".join(c for c in data.decode("utf-8")
-                        if c not in "\0\ufffd" and not litert_normalizer.is_control(c))
-      data = cleaned.lower().encode("utf-8")
+    if not data.isascii():
+      chars = data.decode("utf-8")
+      if do_lower_case and "Σ" in chars:
+        chars = "".join(c for c in chars if c not in "\0\ufffd" and not is_control(c)).lower()
+      else:
+        chars = "".join("\ufffd" if is_control(c) and not litert_normalizer.is_control(c)
+                        else c for c in chars)
+      data = chars.encode("utf-8")
     out.append(data)
   return out

@@ -1,7 +1,7 @@
 """BERT/ELECTRA WordPiece tokenization with tensorflow-text, id for id like the official one.
 
-`FullTokenizer` runs BERT's FullTokenizer (model/tokenization.py:112-322: clean,
-lowercase and strip accents, split on whitespace, punctuation and CJK, greedy
+`FullTokenizer` runs ELECTRA's FullTokenizer (model/tokenization.py:112-360: clean
+(every category C* removed, `is_control`), lowercase and strip accents, split on whitespace, punctuation and CJK, greedy
 longest-match WordPiece, words over 200 characters -> [UNK]) as TensorFlow ops,
 batched; `TokenizerModule` is the same as a `tf.Module` for SavedModels;
 `BasicTokenizer` splits words only. How it matches the official tokenizer where
@@ -10,6 +10,8 @@ tensorflow-text's BertTokenizer does not: docs/design.md#tokenization.
 
 from __future__ import annotations
 
+import functools
+import unicodedata
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -21,8 +23,6 @@ from electra_tf2.vocab import load_vocab, special_token_ids, SPECIAL_TOKENS, Voc
 # BERT's WordpieceTokenizer(max_input_chars_per_word=200): longer words -> [UNK].
 MAX_CHARS_PER_WORD = 200
 
-# Remove: C0/C1 controls except \t \n \r, format characters, U+FFFD (NUL is Cc).
-_CLEAN_PATTERN = r"[^\P{Cc}\t\n\r]|[\p{Cf}\x{FFFD}]"
 _NONSPACING_MARK_PATTERN = r"\p{Mn}"
 # The same for pure-ASCII text (no Cf or U+FFFD there).
 _ASCII_CLEAN_PATTERN = r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]"
@@ -55,6 +55,29 @@ def resolve_strip_accents(do_lower_case: bool, strip_accents: Optional[bool]) ->
   return bool(do_lower_case) and (strip_accents is None or bool(strip_accents))
 
 
+def is_control(char: str) -> bool:
+  """ELECTRA's `_is_control` (model/tokenization.py:335-344): every category C* (control,
+  format, private use, surrogate, unassigned), but \t \n \r. (BERT's checks Cc and Cf only.)"""
+  return char not in "\t\n\r" and unicodedata.category(char).startswith("C")
+
+
+@functools.lru_cache(maxsize=None)
+def clean_pattern() -> str:
+  """An RE2 class of what the official `_clean_text` (model/tokenization.py:247-258)
+  removes: NUL, U+FFFD and `is_control`, by Python's own Unicode tables (RE2's are
+  newer: its \\p{C} would keep what Python still calls unassigned). Built once."""
+  removed = [cp == 0xFFFD or (not 0xD800 <= cp <= 0xDFFF and is_control(chr(cp)))
+             for cp in range(0x110000)]
+  ranges, start = [], None
+  for cp, remove in enumerate(removed + [False]):
+    if remove and start is None:
+      start = cp
+    elif not remove and start is not None:
+      ranges.append(f"\\x{{{start:X}}}" + (f"-\\x{{{cp - 1:X}}}" if cp - 1 > start else ""))
+      start = None
+  return "[" + "".join(ranges) + "]"
+
+
 def _lower_graph(text):
   """Python's str.lower() in the graph, whatever the process locale (see module doc)."""
 
@@ -76,7 +99,7 @@ def normalize_graph(text, do_lower_case: bool, strip_accents: bool):
 
   Removes control/format characters, lowercases, strips accents (NFD, drop Mn).
   """
-  text = tf.strings.regex_replace(text, _CLEAN_PATTERN, "")
+  text = tf.strings.regex_replace(text, clean_pattern(), "")
   if do_lower_case:
     text = _lower_graph(text)
     if strip_accents:
@@ -221,8 +244,8 @@ def to_utf8(text: Union[str, bytes]) -> bytes:
 
   Bytes are decoded like the oracle's convert_to_unicode ("ignore"). A lone
   surrogate (a code point, not a character) cannot be encoded; it becomes a
-  private-use character, which, like the surrogate in the oracle, is neither
-  space, punctuation nor mark, so the word holding it becomes [UNK].
+  private-use character, which the cleaning removes as the official code
+  removes the surrogate (both are `is_control`).
   """
   if isinstance(text, bytes):
     text = text.decode("utf-8", "ignore")
