@@ -42,6 +42,27 @@ def hf_state_dict(model):
   return state
 
 
+def progress_callback(total: int, log, every: int = 200):
+  """A Keras callback logging a line every `every` steps: step, loss, accuracy, ETA."""
+  import time
+  import keras
+
+  class Progress(keras.callbacks.Callback):
+    def on_train_begin(self, logs=None):
+      self.start = time.time()
+
+    def on_train_batch_end(self, batch, logs=None):
+      step = batch + 1
+      if step % every and step != total:
+        return
+      elapsed = time.time() - self.start
+      log(f"step {step}/{total} | loss {logs['loss']:.4f} accuracy {logs['accuracy']:.4f} | "
+          f"{step / elapsed:.2f} steps/s | elapsed {elapsed / 60:.1f} min | "
+          f"ETA {(total - step) * elapsed / step / 60:.1f} min")
+
+  return Progress()
+
+
 def fine_tune_sst2(data_dir: str, vocab_file: str, work_dir: str, epochs: float = 3,
                    seed: int = 0, log=print) -> str:
   """The Hugging Face directory of the fine-tuned model (trained once, then reused)."""
@@ -65,7 +86,8 @@ def fine_tune_sst2(data_dir: str, vocab_file: str, work_dir: str, epochs: float 
           .shuffle(len(texts), seed=seed, reshuffle_each_iteration=True)
           .batch(BATCH_SIZE).repeat())
   log(f"fine-tuning {init} on SST-2: {steps} steps of {BATCH_SIZE}")
-  model.fit(data, steps_per_epoch=steps, epochs=1, verbose=2)
+  model.fit(data, steps_per_epoch=steps, epochs=1, verbose=0,
+            callbacks=[progress_callback(steps, log)])
   tmp = directory + ".tmp"
   shutil.rmtree(tmp, ignore_errors=True)
   os.makedirs(tmp)
