@@ -31,7 +31,7 @@ import tensorflow as tf  # noqa: E402
 
 from common import SHARED_DATA  # noqa: E402
 from inference import models, ours, texts as text_lib  # noqa: E402
-from profile_pretrain_step import op_times  # noqa: E402
+from profile_pretrain_step import op_times, read_space  # noqa: E402
 
 
 def per_call_ms(function, inputs, warm: bool = True) -> float:
@@ -87,7 +87,8 @@ def main() -> None:
       for c in calls:
         serve([c])
       tf.profiler.experimental.stop()
-      times = op_times(glob.glob(os.path.join(logdir, "**", "*.xplane.pb"), recursive=True)[0])
+      times = op_times(read_space(
+          glob.glob(os.path.join(logdir, "**", "*.xplane.pb"), recursive=True)[0]))
     by_type, count = collections.Counter(), collections.Counter()
     for (_, op_type), ps in times.items():
       if not op_type.startswith(("__inference", "Run")) and op_type.strip():
