@@ -254,7 +254,8 @@ class TextModel(keras.Model):
 
   def serve_features(self, features: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
     """The SavedModel's outputs for `text_features` (subclasses name them)."""
-    raise NotImplementedError
+    raise NotImplementedError(f"{type(self).__name__} defines no serve_features: a TextModel "
+                              "subclass names its SavedModel outputs there (or overrides serve)")
 
   def serve(self, *texts: tf.Tensor) -> Dict[str, tf.Tensor]:
     """The SavedModel's outputs for tf.string `[batch]` inputs."""
