@@ -185,8 +185,18 @@ def export_official_checkpoint(model_dir: str, output_dir: str,
   checkpoint_path = checkpoint_path or checkpoint_files.latest_checkpoint(model_dir)
   model = model_directory.restore_pretrainer(model_dir, checkpoint_path)
   step = read_global_step(checkpoint_path)
-  return write_official_checkpoint(
+  prefix = write_official_checkpoint(
       output_dir, official_tensors(variable_names.pretrainer_variable_map(model)), step)
+  _copy_vocab(model_dir, output_dir)
+  return prefix
+
+
+def _copy_vocab(model_dir: str, output_dir: str) -> None:
+  """The vocabulary of our model directory beside the official checkpoint written from it
+  (as in the released zips), if it has one."""
+  vocab = describe_lib.describe(model_dir).vocab_file
+  if vocab is not None:
+    copy_file_atomic(vocab, os.path.join(output_dir, VOCAB_FILE))
 
 
 def finetuned_from_official(checkpoint_path: str, config, head_specs: Sequence[Mapping],
@@ -238,8 +248,10 @@ def export_official_finetuned(model_dir: str, output_dir: str,
   from electra_tf2.finetune import model as finetune_model
   checkpoint_path = checkpoint_path or checkpoint_files.latest_checkpoint(model_dir)
   model, _ = finetune_model.load_finetuned_model(model_dir, checkpoint_path)
-  return write_official_checkpoint(output_dir, official_tensors(model.variable_map()),
-                                   read_global_step(checkpoint_path))
+  prefix = write_official_checkpoint(output_dir, official_tensors(model.variable_map()),
+                                     read_global_step(checkpoint_path))
+  _copy_vocab(model_dir, output_dir)
+  return prefix
 
 
 # ---------------------------------------------------------------------------

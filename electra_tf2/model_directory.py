@@ -16,7 +16,7 @@ from typing import Any, Dict, Mapping, Optional
 import tensorflow as tf
 
 from electra_tf2 import checkpoint_files
-from electra_tf2.atomic_io import write_json_atomic
+from electra_tf2.checkpoints import directories
 from electra_tf2.checkpoints.directories import (  # noqa: F401  (their import path here too)
     PRETRAIN_CONFIG_FILE, ModelDirectory, PretrainedModelError, checkpoint_of, find_vocab,
     load_pretraining_config, locate, model_dir_of, read_saved_pretraining_config)
@@ -71,8 +71,9 @@ def write_model_dir(model, config: PretrainingConfig, output_dir: str,
   `restore_pretrainer` and fine-tuning load it as is.
   """
   tf.io.gfile.makedirs(output_dir)
-  write_json_atomic(os.path.join(output_dir, PRETRAIN_CONFIG_FILE),
-                    config.replace(model_dir=output_dir).to_dict())
+  directories.write_config(output_dir, PRETRAIN_CONFIG_FILE,
+                           config.replace(model_dir=output_dir).to_dict(),
+                           directories.PRETRAIN_PATH_KEYS)
   step = tf.Variable(global_step, dtype=tf.int64, trainable=False, name="global_step")
   checkpoint = tf.train.Checkpoint(model=model, global_step=step)
   manager = tf.train.CheckpointManager(checkpoint, output_dir, max_to_keep=None,

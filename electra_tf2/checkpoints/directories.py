@@ -8,6 +8,12 @@
   run_finetuning.py writes): `model_config.json` (the `FinetuningModel`'s
   config: encoder shape and heads), `finetuning_config.json` and `ckpt-<step>`.
 
+Every such directory travels: it holds its `vocab.txt`, and the paths in its configs
+are absolute or relative to the directory itself (`write_config`). A directory written
+before that, with paths relative to the working directory of its run, still loads:
+`resolve_saved_paths` tries the directory first, then the working directory, and says
+when it used the latter.
+
 Building and restoring the models: electra_tf2/model_directory.py and
 electra_tf2/finetune/model.py. Which kind a path is: checkpoints/describe.py.
 """
@@ -16,13 +22,15 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Any, Dict, Optional, Sequence, Tuple
+import sys
+from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
 import tensorflow as tf
 
 from electra_tf2 import checkpoint_files
+from electra_tf2.atomic_io import copy_file_atomic, is_remote, write_json_atomic
 from electra_tf2.config import ADDED_HPARAMS, PretrainingConfig, schema
-from electra_tf2.hparams import ConfigError, read_json
+from electra_tf2.hparams import ConfigError, read_config, read_json
 
 # The resolved pre-training config, saved next to the checkpoints of every model.
 PRETRAIN_CONFIG_FILE = "pretrain_config.json"
@@ -31,6 +39,76 @@ MODEL_CONFIG_FILE = "model_config.json"
 FINETUNING_CONFIG_FILE = "finetuning_config.json"
 # The vocabulary beside a model's checkpoints (ours, and the released official zips).
 VOCAB_FILE = "vocab.txt"
+# The paths a saved pre-training config holds.
+PRETRAIN_PATH_KEYS = ("vocab_file", "model_dir", "data_dir", "pretrain_tfrecords",
+                      "init_checkpoint")
+
+
+def finetuning_path_keys() -> Tuple[str, ...]:
+  """The paths a saved fine-tuning config holds (configs/finetuning_defaults.json's "path"
+  entries, and the derived data and pre-trained model directories)."""
+  return tuple(key for key, entry in read_config("finetuning_defaults.json").items()
+               if isinstance(entry, dict) and entry.get("path")) + (
+                   "data_dir", "pretrained_model_dir")
+
+
+def _portable(path: str, model_dir: str) -> str:
+  """`path` as a model directory's config saves it: absolute or remote as given, a
+  relative one (to the working directory) made relative to `model_dir`."""
+  if os.path.isabs(path) or is_remote(path) or is_remote(model_dir):
+    return path
+  return os.path.relpath(os.path.abspath(path), os.path.abspath(model_dir))
+
+
+def write_config(model_dir: str, file_name: str, values: Mapping[str, Any],
+                 path_keys: Sequence[str]) -> None:
+  """Writes `values` as `model_dir/file_name`, the directory self-contained.
+
+  `values["vocab_file"]` (if it exists) is copied to `model_dir/vocab.txt` and saved as
+  "vocab.txt"; every other relative path of `path_keys` is saved relative to
+  `model_dir`, so the directory can be moved, archived or shared (with what its paths
+  name, for the ones outside it).
+  """
+  vocab = values.get("vocab_file")
+  values = {key: _portable(value, model_dir) if key in path_keys and isinstance(value, str)
+            and value else value for key, value in values.items()}
+  target = os.path.join(model_dir, VOCAB_FILE)
+  if vocab and tf.io.gfile.exists(vocab):
+    if is_remote(vocab) or is_remote(target) or not os.path.exists(target) \
+        or not os.path.samefile(vocab, target):
+      copy_file_atomic(vocab, target)
+    values["vocab_file"] = VOCAB_FILE
+  write_json_atomic(os.path.join(model_dir, file_name), values)
+
+
+def _exists(path: str) -> bool:
+  """Whether `path` (a file, a glob, or a template with "{...}" fields) names something:
+  for a template, the directory that holds its first field."""
+  if "{" in path:
+    path = os.path.dirname(path.split("{")[0]) or "."
+  if any(c in path for c in "*?["):
+    return bool(tf.io.gfile.glob(path))
+  return tf.io.gfile.exists(path)
+
+
+def resolve_saved_paths(values: Mapping[str, Any], model_dir: str, path_keys: Sequence[str],
+                        source: str) -> Dict[str, Any]:
+  """`values` (read from `source`, a config file in `model_dir`) with its relative paths
+  resolved: against `model_dir` (how we write them); else, for a directory written by an
+  older version, against the working directory when the path exists there only (said in
+  one line on stderr); else against `model_dir`."""
+  values = dict(values)
+  for key in path_keys:
+    path = values.get(key)
+    if not isinstance(path, str) or not path or os.path.isabs(path) or is_remote(path):
+      continue
+    in_dir = os.path.normpath(os.path.join(model_dir, path))
+    if not _exists(in_dir) and _exists(path):
+      print(f"{source}: {key} {path} is not under {model_dir}: resolved against the working "
+            f"directory {os.getcwd()}", file=sys.stderr, flush=True)
+      continue
+    values[key] = in_dir
+  return values
 
 
 class PretrainedModelError(checkpoint_files.ModelDirectoryError):
@@ -74,7 +152,7 @@ def read_saved_pretraining_config(model_dir: str, required: Optional[Sequence[st
     required: the hparams that must be present; default all of them.
   """
   path = os.path.join(model_dir, PRETRAIN_CONFIG_FILE)
-  values = read_json(path)
+  values = resolve_saved_paths(read_json(path), model_dir, PRETRAIN_PATH_KEYS, path)
   missing = [key for key in (required or schema()) if key not in values
              and key not in ADDED_HPARAMS]
   if missing:
@@ -94,7 +172,7 @@ def load_pretraining_config(model_dir: str) -> PretrainingConfig:
 
 def find_vocab(model_dir: str, config: PretrainingConfig) -> Optional[str]:
   """`model_dir/vocab.txt`, else the config's `vocab_file`, if either exists."""
-  for path in (os.path.join(model_dir, "vocab.txt"), config.vocab_file):
+  for path in (os.path.join(model_dir, VOCAB_FILE), config.vocab_file):
     if path and tf.io.gfile.exists(path):
       return path
   return None
@@ -120,7 +198,9 @@ def read_finetuned_files(model_dir: str) -> Tuple[Dict[str, Any], Dict[str, Any]
     if not tf.io.gfile.exists(path):
       raise FileNotFoundError(f"{path} is missing: {model_dir} is not a fine-tuned model "
                               "directory written by run_finetuning.py")
-  return _read_model_file(paths[0]), _read_model_file(paths[1])
+  values = resolve_saved_paths(_read_model_file(paths[1]), model_dir, finetuning_path_keys(),
+                               paths[1])
+  return _read_model_file(paths[0]), values
 
 
 def _read_model_file(path: str) -> Dict[str, Any]:

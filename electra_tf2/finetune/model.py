@@ -155,7 +155,8 @@ def save_model_files(model: FinetuningModel, config: FinetuningConfig, model_dir
   """Writes model_config.json and finetuning_config.json next to the checkpoints."""
   tf.io.gfile.makedirs(model_dir)
   write_json_atomic(os.path.join(model_dir, MODEL_CONFIG_FILE), model.get_config())
-  write_json_atomic(os.path.join(model_dir, FINETUNING_CONFIG_FILE), config.to_dict())
+  directories.write_config(model_dir, FINETUNING_CONFIG_FILE, config.to_dict(),
+                           directories.finetuning_path_keys())
 
 
 def load_finetuned_model(model_dir: str, checkpoint_path: Optional[str] = None

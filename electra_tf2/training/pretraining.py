@@ -32,9 +32,10 @@ import tensorflow as tf
 from electra_tf2 import (checkpoint_files, convert, input_pipeline, objectives, optimization,
                          run_lock, variable_names)
 from electra_tf2 import vocab as vocab_lib
-from electra_tf2.atomic_io import write_json_atomic, write_text_atomic
+from electra_tf2.atomic_io import is_remote, write_json_atomic, write_text_atomic
 from electra_tf2.config import PretrainingConfig
 from electra_tf2.hparams import ConfigError
+from electra_tf2.checkpoints import directories
 from electra_tf2.checkpoints.directories import (PRETRAIN_CONFIG_FILE,
                                                  read_saved_pretraining_config)
 from electra_tf2.model_directory import check_same_architecture
@@ -50,6 +51,14 @@ LOSS_NAMES = ("total_loss", "mlm_loss", "cloze_loss", "disc_loss")
 # (the official Estimator kept no input position at all).
 INPUT_HPARAMS = ("train_batch_size", "gradient_accumulation_steps", "max_seq_length",
                  "pretrain_tfrecords")
+
+
+def _comparable(value: Any) -> Any:
+  """An INPUT_HPARAMS value as compared on resume: a local path made absolute (a moved
+  run names its data by another relative path)."""
+  if isinstance(value, str) and not is_remote(value):
+    return os.path.abspath(value)
+  return value
 
 
 class PretrainingRun:
@@ -220,7 +229,7 @@ class PretrainingRun:
     saved = read_saved_pretraining_config(config.model_dir, INPUT_HPARAMS)
     check_same_architecture(config, saved)
     return [f"{key} {saved[key]} -> {getattr(config, key)}" for key in INPUT_HPARAMS
-            if saved[key] != getattr(config, key)]
+            if _comparable(saved[key]) != _comparable(getattr(config, key))]
 
   def _restore(self, checkpoint: tf.train.Checkpoint, path: str, partial: bool = False) -> None:
     """Restores `path` into `checkpoint`; one ModelDirectoryError if it does not fit or is
@@ -229,6 +238,19 @@ class PretrainingRun:
         checkpoint, path, partial=partial,
         mismatch_hint=f": pass the hparams it was written with (see {PRETRAIN_CONFIG_FILE}), or "
         "set \"model_dir\" in --hparams to start a new model elsewhere")
+
+  @staticmethod
+  def _restore_input_position(iterator, path: str) -> bool:
+    """Restores the input position saved in `path` into `iterator`. False if the files it
+    names are gone (the data moved with its run, or the run goes on from another working
+    directory): the input stream then starts afresh, said in one line."""
+    try:
+      tf.train.Checkpoint(iterator=iterator).read(path).expect_partial()
+    except tf.errors.NotFoundError as e:
+      print("the input stream starts afresh (the saved input position names files that are "
+            f"gone: {checkpoint_files.first_line(e.message)})", flush=True)
+      return False
+    return True
 
   def _schedule_from_global_step(self, restored: str) -> None:
     """Sets the optimizer's step counter, which the learning-rate schedule reads, to global_step.
@@ -274,7 +296,10 @@ class PretrainingRun:
         print(f"the input stream starts afresh ({', '.join(changes)})", flush=True)
         self._restore(self._checkpoint(), restored, partial=True)
       else:
-        self._restore(manager.checkpoint, restored)
+        self._restore(self._checkpoint(), restored, partial=True)
+        if not self._restore_input_position(iterator, restored):
+          iterator = self._worker_iterator(is_training=True)  # the failed one is spent
+          manager = self._checkpoint_manager(iterator)
     elif config.init_checkpoint:
       path = convert.load_pretrainer_weights(self.model, config, config.init_checkpoint)
       print(f"initialised the model from {path} (init_checkpoint): training starts at step 0 "
@@ -288,7 +313,8 @@ class PretrainingRun:
             f"{config.num_train_steps}; raise num_train_steps to train on", flush=True)
     if self.is_chief:
       tf.io.gfile.makedirs(config.model_dir)
-      write_json_atomic(os.path.join(config.model_dir, PRETRAIN_CONFIG_FILE), config.to_dict())
+      directories.write_config(config.model_dir, PRETRAIN_CONFIG_FILE, config.to_dict(),
+                               directories.PRETRAIN_PATH_KEYS)
     summary_dir = os.path.join(config.model_dir, "train") if self.is_chief else None
     progress = ProgressLogger(config.num_train_steps, start_step, summary_dir,
                               config.max_seq_length)
