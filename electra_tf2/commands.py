@@ -11,6 +11,7 @@
   electra predict       --model model.tflite|SAVEDMODEL --input texts.txt --output out.jsonl
   electra hf-export     --model-dir DIR --output-dir OUT
   electra score         file | rerank | show --model-dir DIR ...
+  electra config        show [pretraining_defaults | finetuning_defaults | electra_small ...]
   electra params        [electra_small ...]
   electra flops         [electra_small ...]
 
@@ -52,6 +53,8 @@ SUBCOMMANDS: Dict[str, Tuple[str, str]] = {
     "hf-export": ("electra_tf2.hf_export", "a Hugging Face directory (safetensors)"),
     "score": ("electra_tf2.scoring.cli",
               "replaced-token scores of texts with the discriminator"),
+    "config": ("electra_tf2.config_show",
+               "show the packaged presets and defaults (what --hparams accepts)"),
     "params": ("electra_tf2.param_counts", "parameter counts by official scope"),
     "flops": ("electra_tf2.flops", "pre-training FLOPs, counted as the paper"),
 }

@@ -213,7 +213,7 @@ def schema() -> Dict[str, Dict[str, Any]]:
 
 def _check_types(values: Mapping[str, Any], schema: Mapping[str, Dict[str, Any]],
                  source: str) -> None:
-  check_hparams(values, schema, source, _DERIVED, "configs/pretraining_defaults.json")
+  check_hparams(values, schema, source, _DERIVED, "pretraining_defaults")
 
 
 def resolve_pretraining_config(model_name: str, data_dir: Optional[str] = None,

@@ -29,10 +29,10 @@ class ElectraError(Exception):
 
   >>> import electra_tf2
   >>> try:
-  ...   electra_tf2.PretrainingConfig.from_preset("electra_small", num_steps=10)
+  ...   electra_tf2.PretrainingConfig.from_preset("electra_small", num_train_step=10)
   ... except electra_tf2.ElectraError as error:
   ...   print(error)
-  --hparams: unknown hparam 'num_steps'; known hparams are listed in configs/pretraining_defaults.json
+  --hparams: unknown hparam 'num_train_step' (did you mean 'num_train_steps'?); `electra config show pretraining_defaults` lists every hparam (electra_tf2/configs/pretraining_defaults.json)
   """
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import difflib
 import importlib.resources
 import json
 import math
@@ -106,18 +107,28 @@ def parse_hparams(hparams: Union[None, str, Mapping[str, Any]]) -> Dict[str, Any
 # ---------------------------------------------------------------------------
 
 
+def hparams_hint(schema_name: str) -> str:
+  """Where the hparams of packaged config `schema_name` (e.g. "finetuning_defaults") are
+  listed, for messages: the command, and the file in the installed package."""
+  return (f"`electra config show {schema_name}` lists every hparam "
+          f"(electra_tf2/configs/{schema_name}.json)")
+
+
 def check_hparams(values: Mapping[str, Any], schema: Mapping[str, Dict[str, Any]],
-                  source: str, derived: Mapping[str, str], schema_file: str) -> None:
+                  source: str, derived: Mapping[str, str], schema_name: str) -> None:
   """Rejects derived, unknown, null-but-not-nullable and mistyped values, naming the key.
 
-  derived: keys that cannot be set, with why; schema_file: where the known keys are listed.
+  derived: keys that cannot be set, with why; schema_name: the packaged config that lists
+  the known keys (e.g. "pretraining_defaults").
   """
   for key, value in values.items():
     if key in derived:
       raise ConfigError(f"{source}: {key} is {derived[key]}")
     if key not in schema:
-      raise ConfigError(f"{source}: unknown hparam {key!r}; known hparams are listed in "
-                        f"{schema_file}")
+      close = difflib.get_close_matches(key, [k for k in schema if not k.startswith("_")], n=1)
+      guess = f" (did you mean {close[0]!r}?)" if close else ""
+      raise ConfigError(f"{source}: unknown hparam {key!r}{guess}; "
+                        f"{hparams_hint(schema_name)}")
     entry = schema[key]
     if value is None:
       if not entry.get("nullable"):

@@ -62,7 +62,7 @@ def _load_vocab_cached(path: str, version, expected_size: Optional[int]):
   del version  # part of the cache key only
   if not os.path.isfile(path):
     raise VocabError(f"vocab file {path} does not exist: pass an existing vocab.txt "
-                     "(build one with data_prep/build_vocab.py)")
+                     "(build one with electra build-vocab, or electra default-data for the embedded corpus)")
   try:
     with open(path, "r", encoding="utf-8") as f:
       lines = f.read().split("\n")

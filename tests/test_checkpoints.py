@@ -72,7 +72,9 @@ def test_each_kind_is_told_apart_and_described(paths):
   assert finetuned.tasks == ("rte", "chunk") and finetuned.checkpoint.endswith("ckpt-7")
   assert finetuned.bert_config.hidden_size == 32 and finetuned.embedding_size == 16
   assert not finetuned.do_lower_case
-  assert finetuned.vocab_file == paths["config"].vocab_file
+  assert finetuned.vocab_file == os.path.join(paths["finetuned"], "vocab.txt")  # a copy
+  with open(finetuned.vocab_file) as f, open(paths["config"].vocab_file) as g:
+    assert f.read() == g.read()
 
   tf1_finetuned = describe(paths["official_finetuned"])
   assert tf1_finetuned.tasks == ("chunk", "rte")  # by name: the checkpoint has no order

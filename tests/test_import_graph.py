@@ -105,7 +105,8 @@ LAYERS = [
                 "optimization", "param_counts", "flops", "litert"]),
     ("conversion", ["checkpoints.source", "convert", "hf_import", "models"]),
     ("training", ["training", "finetune.runner"]),
-    ("serving", ["export", "scoring", "hf_export", "commands", "__main__", "predict"]),
+    ("serving", ["export", "scoring", "hf_export", "commands", "__main__", "predict",
+                 "config_show"]),
     ("aliases of moved modules", ["tokenization", "models.sources"]),
 ]
 

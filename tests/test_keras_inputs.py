@@ -100,7 +100,18 @@ def models():
     (lambda m: m["classifier"].fit([], []), "x is empty"),
     (lambda m: m["classifier"].fit(TEXTS[:2] + [3], [0, 1, 2]), "x[2] is int 3, not a string"),
     (lambda m: m["classifier"].fit((TEXTS, PAIRS[:4]), LABELS), "4 rows"),
-    (lambda m: m["classifier"].fit(TEXTS, ["a"] * 6), "y: expected numbers"),
+    (lambda m: m["classifier"].fit(TEXTS, ["positive", "negative"] * 3),
+     "y holds strings ('positive'): give class ids 0, 1, ... as numbers"),
+    (lambda m: m["classifier"].fit(TEXTS, ["1", "0", "2"] * 2),
+     "y holds numbers as strings ('1', as csv.reader gives them): convert them, e.g. "
+     "y = [int(v) for v in y]"),
+    (lambda m: m["classifier"].fit(TEXTS, [5, 0, 1, 0, 1, 2]),
+     "y: label 5 is no class id of this model's 3 classes (0..2)"),
+    (lambda m: m["classifier"].fit(TEXTS, [0, 1.5, 1, 0, 1, 2]), "label 1.5 is no class id"),
+    (lambda m: m["classifier"].predict("a fine film"),
+     "x is one string, not a list of texts: give a list, e.g. ['a fine film']"),
+    (lambda m: m["classifier"].fit(TEXTS, [{}] * 6), "y: expected numbers, got values of type "
+                                                      "dict"),
     (lambda m: m["classifier"].fit(TEXTS, [[0], [1, 2]] * 3), "y: rows of different lengths"),
     (lambda m: m["classifier"].fit(TEXTS, LABELS, sample_weight=[1.0]), "sample_weight has 1"),
     (lambda m: m["classifier"].fit(TEXTS, LABELS, validation_data=(TEXTS[:2], LABELS)),
@@ -108,7 +119,7 @@ def models():
     (lambda m: m["classifier"].evaluate(np.array([[1, 2]]), LABELS[:1]), "1-D array"),
     (lambda m: m["classifier"].predict(np.array([1.0, 2.0])), "numpy array of float64"),
     (lambda m: m["tagger"].fit((TEXTS, PAIRS), [[0]] * 6), "one text per row"),
-    (lambda m: m["tagger"].fit(TEXTS, [["B", "I"]] * 6), "y[0]: expected numbers"),
+    (lambda m: m["tagger"].fit(TEXTS, [["B", "I"]] * 6), "y[0] holds strings ('B')"),
     (lambda m: m["discriminator"].predict([None]), "x[0] is NoneType None"),
 ])
 def test_bad_input_is_one_line_naming_the_argument(models, call, words):

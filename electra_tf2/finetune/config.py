@@ -191,7 +191,7 @@ def _check_types(values: Mapping[str, Any], spec: Mapping[str, Dict[str, Any]],
                  source: str) -> None:
   derived = {key: "derived (from --model-name, --data-dir or the pre-trained model) and "
                   "cannot be set" for key in _DERIVED}
-  check_hparams(values, spec, source, derived, "configs/finetuning_defaults.json")
+  check_hparams(values, spec, source, derived, "finetuning_defaults")
 
 
 def read_pretrained_config(model_dir: Optional[str]) -> Optional[Dict[str, Any]]:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import glob
 import os
 import shutil
 import time
@@ -41,7 +42,8 @@ from electra_tf2.finetune.preprocessing import Preprocessor
 from electra_tf2.finetune.task import FinetuningDataError, Task
 from electra_tf2.finetune.task_builder import get_tasks
 from electra_tf2.checkpoints import describe as describe_lib
-from electra_tf2.checkpoints.directories import PRETRAIN_CONFIG_FILE, PretrainedModelError
+from electra_tf2.checkpoints.directories import (PRETRAIN_CONFIG_FILE, PretrainedModelError,
+                                                 is_finetuned_model_dir)
 from electra_tf2.training import distribution
 from electra_tf2.training.driver import (RunOptions, run_training_loop, scaled_loss,
                                          with_loss_scaling)
@@ -334,6 +336,31 @@ def write_results(config: FinetuningConfig, trials: List[Dict[str, TaskResults]]
 # ---------------------------------------------------------------------------
 
 
+def _no_pretrained_model(config: FinetuningConfig) -> str:
+  """The line for an init_checkpoint that holds no model: what --model-name names, the
+  pre-trained models there are, and the random-initialisation override that fits."""
+  models_dir = os.path.join(config.data_dir, "models")
+  names = sorted(name for name in (os.listdir(models_dir) if os.path.isdir(models_dir) else ())
+                 if os.path.isfile(os.path.join(models_dir, name, PRETRAIN_CONFIG_FILE)))
+  choices = f"one of {', '.join(names)}" if names else "none is there yet"
+  candidates = [config.model_name, os.path.join(config.data_dir, config.model_name),
+                *glob.glob(os.path.join(glob.escape(models_dir), "*", config.model_name))]
+  for path in candidates:
+    if os.path.isdir(path) and is_finetuned_model_dir(path):
+      return (f"--model-name {config.model_name} is a fine-tuned model directory: "
+              f"--model-name names a pre-trained model in {models_dir} ({choices}); a "
+              "fine-tuned model is used with electra export, electra predict or "
+              "TextClassifier.from_pretrained")
+  vocab = os.path.join(config.data_dir, "vocab.txt")
+  size = (f', "vocab_size": {len(vocab_lib.load_vocab(vocab))}' if os.path.isfile(vocab)
+          else "")
+  return (f"no pre-trained model at {config.init_checkpoint} ({PRETRAIN_CONFIG_FILE} "
+          f"missing): --model-name names a pre-trained model in {models_dir} ({choices}); "
+          f"pre-train one with electra pretrain --data-dir {config.data_dir} --model-name "
+          f"{config.model_name}, or fine-tune from random initialisation with --hparams "
+          f"'{{\"init_checkpoint\": null{size}}}'")
+
+
 def check_pretrained_model(config: FinetuningConfig) -> None:
   """Fails before any heavy work on a missing pre-trained model."""
   if not (config.init_checkpoint and config.do_train):
@@ -341,11 +368,7 @@ def check_pretrained_model(config: FinetuningConfig) -> None:
   try:
     found = describe_lib.describe(config.init_checkpoint)
   except describe_lib.UnknownCheckpointError:
-    raise PretrainedModelError(
-        f"no pre-trained model at {config.init_checkpoint} ({PRETRAIN_CONFIG_FILE} missing): "
-        f"pre-train one with run_pretraining.py --data-dir {config.data_dir} --model-name "
-        f"{config.model_name}, or fine-tune from random initialisation with --hparams "
-        "'{\"init_checkpoint\": null}'") from None
+    raise PretrainedModelError(_no_pretrained_model(config)) from None
   if found.kind != "pretrained":
     raise PretrainedModelError(
         f"init_checkpoint {config.init_checkpoint} is {describe_lib.KIND_NAMES[found.kind]}: "

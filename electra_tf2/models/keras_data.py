@@ -79,6 +79,9 @@ def _passes(value) -> bool:
 
 def texts(x, name: str, n_texts: Tuple[int, ...]):
   """A list/array of strings -> tf.string `[n]`; two of them (pairs) -> a tuple of two."""
+  if isinstance(x, (str, bytes)):
+    raise InputDataError(f"{name} is one string, not a list of texts: give a list, e.g. "
+                         f"[{x!r:.40}]")
   if _passes(x):
     return x
   if isinstance(x, (tuple, list)) and len(x) == 2 and all(
@@ -129,9 +132,27 @@ def numbers(values, name: str, dtype=None) -> np.ndarray:
     array = np.asarray(values)
   except ValueError:
     raise InputDataError(f"{name}: rows of different lengths") from None
+  if array.dtype.kind in "USO" and array.size and all(
+      isinstance(v, (str, bytes)) for v in array.flat):
+    first = array.flat[0]
+    if all(_is_number(v) for v in array.flat):
+      raise InputDataError(f"{name} holds numbers as strings ({first!r}, as csv.reader gives "
+                           f"them): convert them, e.g. {name} = [int(v) for v in {name}]")
+    raise InputDataError(f"{name} holds strings ({first!r}): give class ids 0, 1, ... as "
+                         f"numbers, e.g. {name} = [names.index(v) for v in {name}] with names "
+                         "the class names in id order")
   if array.dtype.kind not in "biuf":
-    raise InputDataError(f"{name}: expected numbers, got {array.dtype.name} values")
+    raise InputDataError(f"{name}: expected numbers, got values of type "
+                         f"{type(array.flat[0]).__name__ if array.size else array.dtype.name}")
   return array if dtype is None else array.astype(dtype)
+
+
+def _is_number(value) -> bool:
+  try:
+    float(value)
+  except ValueError:
+    return False
+  return True
 
 
 def n_rows(value) -> Optional[int]:

@@ -19,12 +19,13 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from electra_tf2.finetune.heads import ClassificationHead, RegressionHead, TaskHead
 from electra_tf2.layers.activations import gelu
 from electra_tf2.checkpoints import source as sources
-from electra_tf2.models import text_model
+from electra_tf2.models import keras_data, text_model
 from electra_tf2.models.text_model import TextModel, VariableMap
 
 HEADS = ("official", "hf")
@@ -140,6 +141,19 @@ class TextClassifier(TextModel):
 
   def text_columns(self) -> Tuple[int, ...]:
     return (1, 2)
+
+  def prepare_labels(self, y, name: str, x):
+    """Class ids in 0..num_classes-1 (any number for regression); one line naming a label
+    out of range, which Keras would stop on deep inside the loss."""
+    labels = super().prepare_labels(y, name, x)
+    if self.num_classes > 1 and isinstance(labels, np.ndarray):
+      bad = labels[(labels < 0) | (labels >= self.num_classes) | (labels != np.round(labels))]
+      if bad.size:
+        raise keras_data.InputDataError(
+            f"{name}: label {bad.flat[0]} is no class id of this model's {self.num_classes} "
+            f"classes (0..{self.num_classes - 1}): give ids in that range, or build the model "
+            "with num_classes set to the number of classes")
+    return labels
 
   def serving_inputs(self) -> Tuple[str, ...]:
     return ("text", "text_b") if self.text_pairs else ("text",)

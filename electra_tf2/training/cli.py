@@ -20,7 +20,7 @@ def define_run_flags(data_dir: str, model_name: str, defaults_file: str) -> None
   flags.DEFINE_string("data-dir", None, data_dir)
   flags.DEFINE_string("model-name", None, model_name)
   flags.DEFINE_string("hparams", "{}", "JSON object or .json file of hyperparameters "
-                      f"(see configs/{defaults_file}).")
+                      f"(electra config show {defaults_file} lists them).")
   flags.DEFINE_enum("distribution-strategy", "auto", list(distribution.STRATEGIES),
                     "auto: a TPU if --tpu, all GPUs if several, else one device.")
   flags.DEFINE_string("tpu", None, "TPU name or grpc:// address.")
@@ -80,7 +80,7 @@ def pretrain(argv: Sequence[str], prog: str) -> None:
   define_run_flags(
       "Directory with pretrain_tfrecords/ and vocab.txt.",
       "A preset (electra_small, electra_base, ... : electra_tf2/configs) or a path to a preset "
-      ".json; also names DIR/models/<model-name>.", "pretraining_defaults.json")
+      ".json; also names DIR/models/<model-name>.", "pretraining_defaults")
 
   def main(args: List[str]) -> None:
     logging.set_verbosity(logging.WARNING)  # progress lines are printed; TF's chatter is not
@@ -99,7 +99,7 @@ def finetune(argv: Sequence[str], prog: str) -> None:
            "--model-name NAME --task squad [--hparams JSON|FILE]\n\nDIR holds "
            "finetuning_data/<task>/, vocab.txt and the pre-trained DIR/models/NAME.")
   define_run_flags("Directory with finetuning_data/, vocab.txt and models/.",
-                   "The pre-trained model: DIR/models/<model-name>.", "finetuning_defaults.json")
+                   "The pre-trained model: DIR/models/<model-name>.", "finetuning_defaults")
   flags.DEFINE_string("task", None, _TASK_HELP)
 
   def main(args: List[str]) -> None:
