@@ -12,6 +12,7 @@ from electra_tf2.checkpoint_files import ModelDirectoryError
 from electra_tf2.config import resolve_pretraining_config
 from electra_tf2.finetune import model as model_lib, runner
 from electra_tf2.finetune.task import FinetuningDataError
+from electra_tf2.hparams import ConfigError
 from electra_tf2.model_directory import PretrainedModelError
 from electra_tf2.training import distribution
 from tests.fixtures import make_config, make_tasks, write_lines
@@ -60,7 +61,15 @@ def test_trials_results_and_test_outputs(tmp_path, capsys):
   with open(config.test_predictions_path("sst", "test", 1) + ".json") as f:
     assert len(json.load(f)["2"]) == 2  # logits per example
   assert not os.path.exists(config.glue_submission_dir(2))
-  assert "skipping task chunk" in capsys.readouterr().out
+  out = capsys.readouterr().out
+  assert "skipping task chunk" in out
+  # the run ends with the model's path and its dev metrics (the last trial's)
+  last = [line for line in out.splitlines() if line.startswith("fine-tuned model: ")]
+  assert last == [f"fine-tuned model: {config.trial_model_dir(2)} (dev sst: accuracy "
+                  f"{results[1]['sst']['accuracy']:.2f}, loss {results[1]['sst']['loss']:.2f}; "
+                  f"chunk: precision {results[1]['chunk']['precision']:.2f}, recall "
+                  f"{results[1]['chunk']['recall']:.2f}, f1 {results[1]['chunk']['f1']:.2f}, "
+                  f"loss {results[1]['chunk']['loss']:.2f})"]
   # keep_all_models false: only the last trial's model stays; it can be rebuilt
   assert not os.path.exists(config.trial_model_dir(1))
   model, saved_config = model_lib.load_finetuned_model(config.trial_model_dir(2))
@@ -139,6 +148,20 @@ def test_summed_loss_is_batch_size_times_the_mean(tmp_path):
     assert summary["num_train_steps"] == 1
     return summary["final_loss"]
   assert first_step_loss("sum") == pytest.approx(8 * first_step_loss("mean"), rel=1e-5)
+
+
+def test_num_train_steps_replaces_the_epochs(tmp_path):
+  """10 examples padded to 16 at batch 8: 0.5 epochs is 1 step (official count);
+  num_train_steps 5 trains 5, the training set repeating."""
+  config = make_config(str(tmp_path), ["sst"], train_batch_size=8, num_train_epochs=0.5,
+                       num_train_steps=5, iterations_per_loop=5)
+  write_data(config)
+  trial = runner.ModelRunner(config, make_tasks(config), 1,
+                             distribution.get_strategy("one_device"))
+  summary = trial.train()
+  assert summary["num_train_steps"] == 5 and summary["step"] == 5
+  with pytest.raises(ConfigError, match="num_train_steps must be >= 1 or null"):
+    make_config(str(tmp_path), ["sst"], num_train_steps=0)
 
 
 def test_squad_v2_test_predictions(tmp_path):

@@ -40,6 +40,8 @@ from electra_tf2.hparams import (ConfigError, ResolvedConfig, check_hparams, che
 from electra_tf2.checkpoints.directories import (PRETRAIN_CONFIG_FILE, model_dir_of,
                                                  read_saved_pretraining_config)
 
+# Port hparams added after fine-tuned directories were first written (their files lack them).
+ADDED_HPARAMS = ("num_train_steps",)
 _DERIVED = ("encoder_config", "bert_config", "model_name", "data_dir", "pretrained_model_dir")
 LOSS_REDUCTIONS = ("sum", "mean")
 GLUE_TASKS = ("cola", "mrpc", "mnli", "sst", "rte", "qnli", "qqp", "sts", "wnli")
@@ -137,6 +139,7 @@ class FinetuningConfig(ResolvedConfig):
   data_dir: str
   pretrained_model_dir: Optional[str]
   encoder_config: BertConfig
+  num_train_steps: Optional[int] = None  # port; last, with a default: older saved configs lack it
 
   @classmethod
   def from_preset(cls, model_name: str, data_dir: str, tasks: Union[str, Sequence[str]],
@@ -354,6 +357,9 @@ def _check_consistency(values: Mapping[str, Any], pretrained: Optional[Mapping[s
       raise ConfigError(f"{key} must be >= 1, got {values[key]}")
   if values["num_train_epochs"] <= 0:
     raise ConfigError(f"num_train_epochs must be > 0, got {values['num_train_epochs']}")
+  if values["num_train_steps"] is not None and values["num_train_steps"] < 1:
+    raise ConfigError(f"num_train_steps must be >= 1 or null (null: num_train_epochs), got "
+                      f"{values['num_train_steps']}")
   if not 0.0 <= values["warmup_proportion"] <= 1.0:
     raise ConfigError(f"warmup_proportion must be in [0, 1], got {values['warmup_proportion']}")
   if values["max_examples_per_split"] is not None and values["max_examples_per_split"] < 1:

@@ -183,7 +183,8 @@ def load_finetuned_model(model_dir: str, checkpoint_path: Optional[str] = None
     raise checkpoint_files.ModelDirectoryError(
         f"{paths[MODEL_CONFIG_FILE]} does not describe a model ({checkpoint_files.first_line(e)}): "
         "it was edited or damaged; fine-tune again to re-create it") from None
-  missing = sorted(set(finetune_config.schema()) - set(config_values))
+  missing = sorted(set(finetune_config.schema()) - set(config_values)
+                   - set(finetune_config.ADDED_HPARAMS))
   if missing:
     raise checkpoint_files.ModelDirectoryError(
         f"{paths[FINETUNING_CONFIG_FILE]} lacks {', '.join(missing[:5])}: it was edited or "

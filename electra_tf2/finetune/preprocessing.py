@@ -53,8 +53,11 @@ class Preprocessor:
   # -------------------------------------------------------------------------
 
   def prepare_train(self) -> Tuple[str, int]:
-    """(tfrecord path, number of training steps)."""
+    """(tfrecord path, number of training steps: num_train_steps if set, else the official
+    count of num_train_epochs)."""
     path, n_examples = self._serialize(self._tasks, True, "train")
+    if self._config.num_train_steps is not None:
+      return path, self._config.num_train_steps
     steps = int(n_examples // self._config.train_batch_size * self._config.num_train_epochs)
     return path, steps
 

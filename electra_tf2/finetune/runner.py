@@ -438,4 +438,10 @@ def _run_trials(config: FinetuningConfig, tasks: List[Task], strategy: tf.distri
     if trial != config.num_trials and not config.keep_all_models and runner.is_chief:
       shutil.rmtree(runner.model_dir, ignore_errors=True)
     trial += 1
+  if config.do_train and results:
+    print(f"fine-tuned model: {runner.model_dir} (dev " + "; ".join(
+        f"{task}: " + ", ".join(f"{k} {v:.2f}" for k, v in metrics.items())
+        for task, metrics in results[-1].items()) + ")", flush=True)
+  elif config.do_train:
+    print(f"fine-tuned model: {runner.model_dir}", flush=True)
   return results
