@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import difflib
 import os
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
@@ -37,8 +38,6 @@ from electra_tf2.encoder_config import BertConfig, check_model_overrides, get_be
 from electra_tf2.hparams import (ConfigError, ResolvedConfig, check_hparams, check_optimizer_hparams,
                                  check_seed, check_tpu_hparams, parse_hparams, read_config)
 
-from electra_tf2.checkpoints.directories import (PRETRAIN_CONFIG_FILE, model_dir_of,
-                                                 read_saved_pretraining_config)
 
 # Port hparams added after fine-tuned directories were first written (their files lack them).
 ADDED_HPARAMS = ("num_train_steps",)
@@ -197,13 +196,35 @@ def _check_types(values: Mapping[str, Any], spec: Mapping[str, Dict[str, Any]],
   check_hparams(values, spec, source, derived, "finetuning_defaults")
 
 
+def _directories():
+  """electra_tf2.checkpoints.directories, imported when first needed: it loads TensorFlow,
+  and `electra finetune` refuses unknown tasks and hparams without it."""
+  from electra_tf2.checkpoints import directories  # pylint: disable=g-import-not-at-top
+  return directories
+
+
 def read_pretrained_config(model_dir: Optional[str]) -> Optional[Dict[str, Any]]:
   """The saved pre-training config of `model_dir`, or None if there is none."""
   if model_dir is None:
     return None
-  if not os.path.isfile(os.path.join(model_dir, PRETRAIN_CONFIG_FILE)):
+  directories = _directories()
+  if not os.path.isfile(os.path.join(model_dir, directories.PRETRAIN_CONFIG_FILE)):
     return None
-  return read_saved_pretraining_config(model_dir, ENCODER_HPARAMS)
+  return directories.read_saved_pretraining_config(model_dir, ENCODER_HPARAMS)
+
+
+def check_task_names(names: Sequence[str]) -> None:
+  """ConfigError unless `names` are known tasks, each named once."""
+  known = known_tasks()
+  if not names:
+    raise ConfigError("task_names is empty: name at least one task")
+  for name in names:
+    if not isinstance(name, str) or name not in known:
+      close = difflib.get_close_matches(name, known, n=1) if isinstance(name, str) else []
+      guess = f" (did you mean {close[0]!r}?)" if close else ""
+      raise ConfigError(f"unknown task {name!r}{guess}: use one of {', '.join(known)}")
+  if len(set(names)) != len(names):
+    raise ConfigError(f"task_names {names} names a task twice")
 
 
 def _single_task_defaults(task: str) -> Dict[str, Any]:
@@ -252,6 +273,7 @@ def resolve_finetuning_config(model_name: str, data_dir: str,
       raise ConfigError(f"--task {','.join(task_flag)} disagrees with --hparams task_names "
                         f"{user['task_names']}: give the tasks once")
     user["task_names"] = task_flag
+  check_task_names(user.get("task_names", spec["task_names"]["default"]))
 
   values = {k: copy.deepcopy(v["default"]) for k, v in spec.items()}
   # 2. paths, computed (officially) before the user's values are applied
@@ -267,7 +289,7 @@ def resolve_finetuning_config(model_name: str, data_dir: str,
     values["vocab_file"] = os.path.join(data_dir, "vocab.txt")
   # 3. the pre-trained model's size
   init_checkpoint = user.get("init_checkpoint", values["init_checkpoint"])
-  source = model_dir_of(init_checkpoint) if init_checkpoint else None
+  source = _directories().model_dir_of(init_checkpoint) if init_checkpoint else None
   pretrained = read_pretrained_config(source)
   if pretrained is not None:
     values["model_size"] = pretrained["model_size"]
@@ -322,21 +344,13 @@ def _encoder_config(values: Mapping[str, Any], pretrained: Optional[Mapping[str,
 def _check_consistency(values: Mapping[str, Any], pretrained: Optional[Mapping[str, Any]],
                        source: Optional[str]) -> None:
   """Rejects values that the official code would silently misuse."""
-  known = known_tasks()
-  names = values["task_names"]
-  if not names:
-    raise ConfigError("task_names is empty: name at least one task")
-  for name in names:
-    if not isinstance(name, str) or name not in known:
-      raise ConfigError(f"unknown task {name!r}: use one of {', '.join(known)}")
-  if len(set(names)) != len(names):
-    raise ConfigError(f"task_names {names} names a task twice")
+  check_task_names(values["task_names"])
   sizes = read_config("model_sizes.json")["sizes"]
   if values["model_size"] not in sizes:
     raise ConfigError(f"model_size {values['model_size']!r} is unknown: use one of "
                       f"{', '.join(sizes)}")
   if pretrained is not None:
-    where = os.path.join(source, PRETRAIN_CONFIG_FILE)
+    where = os.path.join(source, _directories().PRETRAIN_CONFIG_FILE)
     for key in ("model_size", "embedding_size", "vocab_size"):
       if values[key] != pretrained[key]:
         raise ConfigError(f"{key}={values[key]!r} differs from the pre-trained model's "
@@ -366,7 +380,7 @@ def _check_consistency(values: Mapping[str, Any], pretrained: Optional[Mapping[s
     raise ConfigError("max_examples_per_split must be >= 1 or null")
   if values["embedding_size"] is not None and values["embedding_size"] < 1:
     raise ConfigError(f"embedding_size must be >= 1 or null, got {values['embedding_size']}")
-  if any(name in QA_TASKS for name in names):
+  if any(name in QA_TASKS for name in values["task_names"]):
     if values["max_seq_length"] - values["max_query_length"] - 3 < 1:
       raise ConfigError(f"max_seq_length {values['max_seq_length']} leaves no room for the "
                         f"document after max_query_length {values['max_query_length']} + 3")

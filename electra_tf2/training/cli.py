@@ -10,7 +10,7 @@ from typing import Callable, List, Sequence
 from absl import app, flags, logging
 
 from electra_tf2 import errors
-from electra_tf2.training import distribution
+from electra_tf2.hparams import PRECISIONS, STRATEGIES
 
 
 def define_run_flags(data_dir: str, model_name: str, defaults_file: str) -> None:
@@ -21,10 +21,10 @@ def define_run_flags(data_dir: str, model_name: str, defaults_file: str) -> None
   flags.DEFINE_string("model-name", None, model_name)
   flags.DEFINE_string("hparams", "{}", "JSON object or .json file of hyperparameters "
                       f"(electra config show {defaults_file} lists them).")
-  flags.DEFINE_enum("distribution-strategy", "auto", list(distribution.STRATEGIES),
+  flags.DEFINE_enum("distribution-strategy", "auto", list(STRATEGIES),
                     "auto: a TPU if --tpu, all GPUs if several, else one device.")
   flags.DEFINE_string("tpu", None, "TPU name or grpc:// address.")
-  flags.DEFINE_enum("mixed-precision", "float32", list(distribution.PRECISIONS),
+  flags.DEFINE_enum("mixed-precision", "float32", list(PRECISIONS),
                     "Compute dtype policy; mixed_float16 adds loss scaling.")
   flags.DEFINE_bool("jit-compile", False, "Compile the forward/backward pass with XLA.")
   flags.DEFINE_integer("log-every", None, "Steps between progress lines "
@@ -43,6 +43,10 @@ def check_arguments(argv: List[str], required: Sequence[str] = ("data-dir", "mod
   for name in required:
     if not flags.FLAGS[name].value:
       raise CommandLineError(f"--{name} is required (--help lists the flags)")
+  data_dir = flags.FLAGS["data-dir"].value
+  if "://" not in data_dir and not os.path.isdir(data_dir):
+    raise CommandLineError(f"--data-dir {data_dir} does not exist (electra default-data or "
+                           "electra build-data writes one)")
 
 
 def _parse_flags(argv: List[str]) -> List[str]:
@@ -85,10 +89,11 @@ def pretrain(argv: Sequence[str], prog: str) -> None:
   def main(args: List[str]) -> None:
     logging.set_verbosity(logging.WARNING)  # progress lines are printed; TF's chatter is not
     check_arguments(args)
+    # The config first: its mistakes are reported before TensorFlow loads.
     from electra_tf2.config import resolve_pretraining_config  # pylint: disable=g-import-not-at-top
-    from electra_tf2.training import pretraining  # pylint: disable=g-import-not-at-top
     config = resolve_pretraining_config(flags.FLAGS["model-name"].value,
                                         flags.FLAGS["data-dir"].value, flags.FLAGS.hparams)
+    from electra_tf2.training import pretraining  # pylint: disable=g-import-not-at-top
     pretraining.run_pretraining(config, run_options_from_flags())
   run(main, argv, prog, usage)
 
@@ -105,10 +110,13 @@ def finetune(argv: Sequence[str], prog: str) -> None:
   def main(args: List[str]) -> None:
     check_arguments(args)
     logging.set_verbosity(logging.WARNING)
-    from electra_tf2.finetune import config as config_lib, runner  # pylint: disable=g-import-not-at-top
+    # Tasks and hparams are checked before TensorFlow loads (reading the pre-trained
+    # model's config loads it).
+    from electra_tf2.finetune import config as config_lib  # pylint: disable=g-import-not-at-top
     config = config_lib.resolve_finetuning_config(
         flags.FLAGS["model-name"].value, flags.FLAGS["data-dir"].value, flags.FLAGS.hparams,
         flags.FLAGS.task)
+    from electra_tf2.finetune import runner  # pylint: disable=g-import-not-at-top
     runner.run_finetuning(config, run_options_from_flags())
   run(main, argv, prog, usage)
 

@@ -20,9 +20,7 @@ import keras
 import tensorflow as tf
 
 from electra_tf2.errors import ElectraError
-
-STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker_mirrored", "tpu")
-PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
+from electra_tf2.hparams import PRECISIONS, STRATEGIES  # noqa: F401  (their import path here too)
 
 
 class DistributionError(ElectraError, ValueError):
