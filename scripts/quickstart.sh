@@ -17,3 +17,9 @@ HPARAMS='{"debug": true, "vocab_size": 8000, "train_batch_size": 32, "num_train_
 .venv/bin/electra pretrain --data-dir "$DATA_DIR" --model-name electra_small \
   --hparams "$(echo "$HPARAMS" | sed 's/"debug": true/"debug": true, "do_train": false, "do_eval": true, "num_eval_steps": 20, "eval_batch_size": 32/')"
 echo "model, checkpoints, TensorBoard logs and results: $DATA_DIR/models/electra_small"
+echo "This model is a smoke test of the pipeline, not a useful encoder: a debug-size ELECTRA"
+echo "(3 layers) pre-trained for 300 steps on a small corpus. Fine-tuned on SST-2 it stays near"
+echo "chance (about 51%, one class for every sentence), and its replaced-token scores are flat."
+echo "A real model: electra pretrain --data-dir DATA --model-name electra_small on a large corpus"
+echo "(1M steps: days on one GPU; throughput per GPU in docs/benchmarks.md), or a released"
+echo "checkpoint converted with electra convert to-tf2 (docs/interop.md)."
