@@ -190,7 +190,7 @@ class PyFullTokenizer:
       text = _ASCII_CLEAN.sub("", text)
       return _ASCII_WORDS.findall(text.lower() if self.do_lower_case else text)
     clean, cjk, marks, words = _patterns()
-    if not text.isprintable():  # printable: no category C* (nor Z* but space)
+    if not text.isprintable() or "\ufffd" in text:  # printable: no C* (nor Z* but " ")
       text = clean.sub("", text)
     text = cjk.sub(r" \1 ", text)
     if self.do_lower_case:
