@@ -77,13 +77,17 @@ def test_examples_decode_as_tf_train_example(tmp_path):
   for (_, record), tf_record in zip(tfrecord.read_records(path), tf.data.TFRecordDataset(path)):
     assert record == tf_record.numpy()
     want = tf.io.parse_single_example(tf_record, spec)
-    got = tfrecord.parse_int64_features(record, input_pipeline.FEATURE_NAMES, SEQ, "here")
+    got = tfrecord.parse_int64_features([record], input_pipeline.FEATURE_NAMES, SEQ, str)
     for name, value in zip(input_pipeline.FEATURE_NAMES, got):
-      np.testing.assert_array_equal(value, want[name].numpy())
+      np.testing.assert_array_equal(value[0], want[name].numpy())
   features = {"input_ids": [3, -1, 2**40], "x": []}
   example = tf.train.Example(features=tf.train.Features(feature={
       k: tf.train.Feature(int64_list=tf.train.Int64List(value=v)) for k, v in features.items()}))
   assert tfrecord.int64_example(features) == example.SerializeToString()
+  values = [0, 1, 127, 128, 30521, 2**40, -1, -2**63, 2**63 - 1]  # 1 to 10 varint bytes
+  records = [tfrecord.int64_example({"a": values}), tfrecord.int64_example({"a": values[::-1]})]
+  got = tfrecord.parse_int64_features(records, ["a"], len(values), str)[0]
+  assert got.tolist() == [values, values[::-1]]
 
 
 @pytest.mark.parametrize("num_examples,num_files,hosts,batch_size", [

@@ -167,7 +167,7 @@ class PretrainingDataReader:
       self._next_file += 1
     if not self._file_buffer:
       return None
-    index = int(self._file_rng.integers(len(self._file_buffer)))
+    index = int(self._file_rng.random() * len(self._file_buffer))  # integers(): 3x slower
     self._file_buffer[index], self._file_buffer[-1] = (self._file_buffer[-1],
                                                        self._file_buffer[index])
     return self._file_buffer.pop()
@@ -213,7 +213,7 @@ class PretrainingDataReader:
       self._record_buffer.append(item)
     if not self._record_buffer:
       return None
-    index = int(self._record_rng.integers(len(self._record_buffer)))
+    index = int(self._record_rng.random() * len(self._record_buffer))
     buffer = self._record_buffer
     buffer[index], buffer[-1] = buffer[-1], buffer[index]
     return buffer.pop()
@@ -238,13 +238,12 @@ class PretrainingDataReader:
       if item is None:  # drop_remainder
         raise StopIteration
       items.append(item)
-    columns = np.empty((len(FEATURE_NAMES), self.batch_size, self.max_seq_length), np.int32)
-    for row, (file_index, offset, record) in enumerate(items):
-      where = f"{self.files[file_index]} (record at byte offset {offset})"
-      for column, values in enumerate(parse_int64_features(
-          record, FEATURE_NAMES, self.max_seq_length, where)):
-        columns[column, row] = values
-    return dict(zip(FEATURE_NAMES, columns))
+    def where(i: int) -> str:
+      return f"{self.files[items[i][0]]} (record at byte offset {items[i][1]})"
+
+    values = parse_int64_features([record for _, _, record in items], FEATURE_NAMES,
+                                  self.max_seq_length, where)
+    return {name: value.astype(np.int32) for name, value in zip(FEATURE_NAMES, values)}
 
   def close(self) -> None:
     for handle in self._handles.values():
