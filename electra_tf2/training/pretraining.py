@@ -239,17 +239,20 @@ class PretrainingRun:
         mismatch_hint=f": pass the hparams it was written with (see {PRETRAIN_CONFIG_FILE}), or "
         "set \"model_dir\" in --hparams to start a new model elsewhere")
 
-  @staticmethod
-  def _restore_input_position(iterator, path: str) -> bool:
+  def _restore_input_position(self, iterator, path: str) -> bool:
     """Restores the input position saved in `path` into `iterator`. False if the files it
     names are gone (the data moved with its run, or the run goes on from another working
     directory): the input stream then starts afresh, said in one line."""
+    checkpoint = tf.train.Checkpoint(iterator=iterator)
     try:
-      tf.train.Checkpoint(iterator=iterator).read(path).expect_partial()
+      checkpoint.read(path).expect_partial()
     except tf.errors.NotFoundError as e:
       print("the input stream starts afresh (the saved input position names files that are "
             f"gone: {checkpoint_files.first_line(e.message)})", flush=True)
       return False
+    except tf.errors.OpError:
+      self._restore(checkpoint, path, partial=True)  # a damaged file, named in one line
+      raise
     return True
 
   def _schedule_from_global_step(self, restored: str) -> None:
