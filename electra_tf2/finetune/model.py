@@ -32,7 +32,7 @@ from electra_tf2.checkpoints.directories import FINETUNING_CONFIG_FILE, MODEL_CO
 from electra_tf2.encoder_config import BertConfig
 from electra_tf2.finetune import config as finetune_config
 from electra_tf2.finetune.config import FinetuningConfig
-from electra_tf2.finetune.heads import ClassificationHead, QAHead, RegressionHead, TaggingHead
+from electra_tf2.layers.task_heads import ClassificationHead, QAHead, RegressionHead, TaggingHead
 from electra_tf2.networks.encoder import Encoder
 
 HEADS = {"classification": ClassificationHead, "regression": RegressionHead, "qa": QAHead,

@@ -1,7 +1,7 @@
 """`TextClassifier`: raw texts (or pairs) -> class logits, or a score (regression).
 
 The official head (finetune/classification/classification_tasks.py:218-235,
-267-290, electra_tf2/finetune/heads.py): dropout on the `[CLS]` state, one
+267-290, electra_tf2/layers/task_heads.py): dropout on the `[CLS]` state, one
 dense. `head="hf"` is Hugging Face's `ElectraClassificationHead` instead
 (dropout, dense + GELU, dropout, `out_proj`), so an
 `ElectraForSequenceClassification` loads with its head; it is the default for
@@ -21,7 +21,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import keras
 import tensorflow as tf
 
-from electra_tf2.finetune.heads import ClassificationHead, RegressionHead, TaskHead
+from electra_tf2.layers.task_heads import ClassificationHead, RegressionHead, TaskHead
 from electra_tf2.layers.activations import gelu
 from electra_tf2.checkpoints import source as sources
 from electra_tf2.models import text_model
