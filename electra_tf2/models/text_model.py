@@ -94,15 +94,18 @@ class TextModel(keras.Model):
     self.head.build((None, None, self.bert_config.hidden_size))
     super().build(input_shape)
 
+  def __call__(self, inputs, *args, **kwargs):
+    if not isinstance(inputs, dict) and not tensorflow_backend():
+      raise BackendError(f"{type(self).__name__} on {keras.backend.backend()} takes token-id "
+                         "features, not strings: call it on model.featurize(texts), or use "
+                         "predict, fit and evaluate, which take strings")
+    return super().__call__(inputs, *args, **kwargs)
+
   def call(self, inputs, training: bool = False):
     """Token-id features (a dict: `input_ids`, `input_mask`, `segment_ids` `[batch,
     seq_len]`, and what the subclass needs), or on TensorFlow tf.string `[batch]` texts
     (a tuple of two for pairs), -> `call_features`."""
     if not isinstance(inputs, dict):
-      if not tensorflow_backend():
-        raise BackendError(f"{type(self).__name__} on {keras.backend.backend()} takes "
-                           "token-id features, not strings: call it on model.featurize(texts), "
-                           "or use predict, fit and evaluate, which take strings")
       inputs = self.text_features(*(tuple(inputs) if isinstance(inputs, (tuple, list))
                                     else (inputs,)))
     missing = [k for k in self.feature_names() if k not in inputs]
