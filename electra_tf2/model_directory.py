@@ -15,7 +15,8 @@ from typing import Any, Dict, Mapping, Optional
 
 import tensorflow as tf
 
-from electra_tf2 import checkpoint_files, tokenizer_description
+from electra_tf2 import checkpoint_files
+from electra_tf2.text import description as tokenizer_description
 from electra_tf2.atomic_io import write_json_atomic
 from electra_tf2.checkpoints.directories import (  # noqa: F401  (their import path here too)
     PRETRAIN_CONFIG_FILE, ModelDirectory, PretrainedModelError, checkpoint_of, find_vocab,

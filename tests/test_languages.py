@@ -11,7 +11,7 @@ import random
 
 import pytest
 
-from electra_tf2 import tokenizer_description as description_lib
+from electra_tf2.text import description as description_lib
 from electra_tf2 import vocab as vocab_lib
 from electra_tf2.data_prep import build_vocab
 from electra_tf2.data_prep.common import DataPrepError
@@ -169,7 +169,7 @@ def test_build_vocab_sentencepiece_bpe_and_bad_corpora(tmp_path):
 
 def test_sentencepiece_tokenizer_gives_the_library_ids(spm_model):
   import sentencepiece
-  from electra_tf2.text.tokenizer import load_tokenizer
+  from electra_tf2.text.kinds import load_tokenizer
   processor = sentencepiece.SentencePieceProcessor(model_file=spm_model)
   tokenizer = load_tokenizer(spm_model, do_lower_case=True)  # casing: the model's own rule
   texts = ["한국어 문장 学校 老师", "Straße über schön", "Привет   мир.", "", "ＡＢＣ ｘ"]
@@ -201,16 +201,18 @@ def test_build_data_with_sentencepiece_writes_the_description_and_library_ids(tm
   assert ids[0] == 2 and ids[1:1 + len(expected)] == expected  # [CLS], then the first line
 
 
-def test_pretraining_on_sentencepiece_data_describes_the_model_directory(tmp_path, spm_model):
+@pytest.fixture(scope="module")
+def spm_model_dir(tmp_path_factory, spm_model):
+  """DATA with spm.model only, TFRecords built with it, and a tiny model pre-trained 2 steps."""
   import shutil
-  from electra_tf2.checkpoints import describe as describe_lib
   from electra_tf2.config import resolve_pretraining_config
   from electra_tf2.data_prep.builder import BuildConfig, build_pretraining_data
   from electra_tf2.training.pretraining import run_pretraining
-  data = tmp_path / "data"
+  root = tmp_path_factory.mktemp("spm_data")
+  data = root / "data"
   data.mkdir()
   shutil.copy(spm_model, data / "spm.model")
-  corpus = write_corpus(str(tmp_path / "corpus"), documents=8)
+  corpus = write_corpus(str(root / "corpus"), documents=8)
   build_pretraining_data(BuildConfig(inputs=[corpus], vocab_file=str(data / "spm.model"),
                                      output_dir=str(data / "pretrain_tfrecords"),
                                      max_seq_length=32, num_shards=1, seed=0, progress=False),
@@ -222,6 +224,130 @@ def test_pretraining_on_sentencepiece_data_describes_the_model_directory(tmp_pat
   assert config.vocab_file == str(data / "spm.model")  # found without a vocab.txt
   assert config.special_ids == SpecialTokenIds(0, 1, 2, 3, 4)
   run_pretraining(config)
-  found = describe_lib.describe(config.model_dir)
-  assert found.tokenizer.kind == "sentencepiece"
-  assert found.tokenizer.special_ids == config.special_ids
+  return config.model_dir
+
+
+def test_pretraining_on_sentencepiece_data_describes_the_model_directory(spm_model_dir,
+                                                                          tmp_path):
+  import shutil
+  from electra_tf2.checkpoints import describe as describe_lib
+  found = describe_lib.describe(spm_model_dir)
+  assert found.tokenizer.kind == "sentencepiece" and found.vocab_file.endswith("spm.model")
+  assert found.tokenizer.special_ids == found.pretraining_config.special_ids
+  # An old directory (no description) is described by its vocabulary, as before.
+  old = str(tmp_path / "old")
+  shutil.copytree(spm_model_dir, old)
+  os.remove(os.path.join(old, description_lib.DESCRIPTION_FILE))
+  assert describe_lib.describe(old).tokenizer == found.tokenizer
+  # A description that disagrees with the vocabulary is refused in one line.
+  path = os.path.join(old, description_lib.DESCRIPTION_FILE)
+  values = found.tokenizer.to_dict()
+  values["special_tokens"]["mask"] = {"token": "[MASK]", "id": 7}
+  with open(path, "w", encoding="utf-8") as f:
+    json.dump(values, f)
+  with pytest.raises(VocabError, match=r"disagrees with the vocabulary .*spm.model: MASK "
+                                       r"\[MASK\]=7 there, \[MASK\]=4 here"):
+    describe_lib.describe(old)
+
+
+def test_keras_classifier_on_raw_text_with_sentencepiece(spm_model_dir, spm_model, tmp_path):
+  import keras
+  import numpy as np
+  import sentencepiece
+  import tensorflow as tf
+  import electra_tf2
+  texts = ["한국어 문장 学校 老师", "Straße über schön", "Привет мир."]
+  model = electra_tf2.TextClassifier.from_pretrained(spm_model_dir, num_classes=2,
+                                                     max_seq_length=16)
+  processor = sentencepiece.SentencePieceProcessor(model_file=spm_model)
+  features = model.text_inputs(tf.constant(texts))
+  for row, mask, text in zip(features["input_ids"].numpy(), features["input_mask"].numpy(),
+                             texts):
+    assert row[mask == 1].tolist() == [2] + processor.encode(text) + [3]
+  model.compile(optimizer="adam",
+                loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+  model.fit(texts, [0, 1, 0], batch_size=3, epochs=1, verbose=0)
+  logits = model.predict(texts, verbose=0)
+  model.save(str(tmp_path / "m.keras"))
+  again = keras.saving.load_model(str(tmp_path / "m.keras"))
+  np.testing.assert_allclose(again.predict(texts, verbose=0), logits, atol=1e-6)
+  model.export_saved_model(str(tmp_path / "saved"))
+  loaded = tf.saved_model.load(str(tmp_path / "saved"))
+  served = loaded.signatures["serving_default"](text=tf.constant(texts))["logits"].numpy()
+  np.testing.assert_allclose(served, logits, atol=1e-5)
+  with pytest.raises(electra_tf2.ElectraError, match="WordPiece models only"):
+    model.export_litert(str(tmp_path / "m.tflite"))
+
+
+def test_hf_export_writes_a_tokenizer_transformers_loads_for_the_same_ids(spm_model_dir,
+                                                                           spm_model, tmp_path):
+  transformers = pytest.importorskip("transformers")
+  import sentencepiece
+  from electra_tf2 import hf_export
+  out = str(tmp_path / "hf")
+  assert hf_export.main(["--model-dir", spm_model_dir, "--output-dir", out]) == 0
+  # The fast tokenizer converts the .model with protobuf >= 7 (constraints.txt pins 6.33
+  # for Beam): the slow one reads it with sentencepiece itself.
+  tokenizer = transformers.AutoTokenizer.from_pretrained(out, use_fast=False)
+  processor = sentencepiece.SentencePieceProcessor(model_file=spm_model)
+  for text in ["한국어 문장 学校 老师", "Straße  über schön", "Привет мир.", "ＡＢＣ x"]:
+    assert tokenizer(text)["input_ids"] == [2] + processor.encode(text) + [3]
+  assert tokenizer("мир", "学校")["input_ids"] == (
+      [2] + processor.encode("мир") + [3] + processor.encode("学校") + [3])
+  assert tokenizer.mask_token_id == 4 and tokenizer.pad_token_id == 0
+  with open(os.path.join(out, description_lib.DESCRIPTION_FILE), encoding="utf-8") as f:
+    assert json.load(f)["vocab_file"] == "spm.model"
+
+
+def test_export_command_sentencepiece_savedmodel_on_raw_text(spm_model_dir, spm_model, tmp_path):
+  import sentencepiece
+  import tensorflow as tf
+  from electra_tf2 import export
+  out = str(tmp_path / "saved")
+  assert export.main(["--model-dir", spm_model_dir, "--output-dir", out]) == 0
+  with open(os.path.join(out, description_lib.DESCRIPTION_FILE), encoding="utf-8") as f:
+    assert json.load(f)["kind"] == "sentencepiece"
+  loaded = tf.saved_model.load(out)
+  texts = ["한국어 学校", "über мир"]
+  outputs = loaded.signatures["text"](text=tf.constant(texts))
+  processor = sentencepiece.SentencePieceProcessor(model_file=spm_model)
+  for row, mask, text in zip(outputs["input_ids"].numpy(), outputs["input_mask"].numpy(), texts):
+    assert row[mask == 1].tolist() == [2] + processor.encode(text) + [3]
+  assert export.main(["--model-dir", spm_model_dir, "--format", "litert", "--output",
+                      str(tmp_path / "m.tflite")]) == 2
+
+
+def test_classification_task_featurises_pairs_with_sentencepiece(tmp_path, spm_model):
+  import shutil
+  import sentencepiece
+  from fixtures import make_config, make_tasks, write_lines
+  shutil.copy(spm_model, tmp_path / "spm.model")
+  config = make_config(str(tmp_path), ["rte"], max_seq_length=12, vocab_size=60,
+                       vocab_file=str(tmp_path / "spm.model"))
+  write_lines(os.path.join(config.task_data_dir("rte"), "train.tsv"),
+              ["index\tsentence1\tsentence2\tlabel", "0\t한국어 문장\tПривет мир\tentailment"])
+  task, = make_tasks(config)
+  example, = task.get_examples("train")
+  task.prepare([example])
+  features, = task.featurize(example, True)
+  processor = sentencepiece.SentencePieceProcessor(model_file=spm_model)
+  a, b = processor.encode("한국어 문장"), processor.encode("Привет мир")
+  expected = [2] + a + [3] + b + [3]
+  assert len(expected) <= 12
+  assert features["input_ids"][:len(expected)] == expected
+  assert features["segment_ids"][:len(expected)] == [0] * (len(a) + 2) + [1] * (len(b) + 1)
+
+
+def test_vocab_report_flags_jamo_and_names_the_option(tmp_path):
+  corpus = write_corpus(str(tmp_path / "corpus"))
+  stripped = build_vocab.learn_vocab_from_files([corpus], 300, str(tmp_path / "v1.txt"),
+                                                log=None)["scripts"]
+  assert "--no-strip-accents" in stripped["HANGUL"]["flag"]
+  assert stripped["HANGUL"]["jamo"] == stripped["HANGUL"]["words"] > 0
+  kept = build_vocab.learn_vocab_from_files([corpus], 300, str(tmp_path / "v2.txt"),
+                                            strip_accents=False, log=None)["scripts"]
+  assert kept["HANGUL"]["jamo"] == 0 and kept["HANGUL"]["flag"] is None
+  assert kept["CYRILLIC"]["unk"] == 0 and kept["CJK"]["flag"] is None
+  from electra_tf2.data_prep import vocab_report
+  assert [vocab_report.script_of(w) for w in ("über", "мир", "学校", "한", "١٢ب", "42")] == [
+      "LATIN", "CYRILLIC", "CJK", "HANGUL", "ARABIC", "OTHER"]

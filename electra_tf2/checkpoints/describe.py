@@ -29,7 +29,7 @@ from electra_tf2 import checkpoint_files
 from electra_tf2.checkpoints import directories, huggingface, official
 from electra_tf2.encoder_config import BertConfig
 from electra_tf2.errors import ElectraError
-from electra_tf2.tokenizer_description import TokenizerDescription, read_description
+from electra_tf2.text.description import TokenizerDescription, read_description
 
 KINDS = ("savedmodel", "huggingface", "pretrained", "finetuned", "official",
          "official_finetuned")

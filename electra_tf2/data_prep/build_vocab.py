@@ -214,7 +214,18 @@ def learn_vocab_from_files(files: Sequence[str], vocab_size: int, output: str,
   if n_padding > vocab_size // 10:
     say(f"  note: the corpus gave only {vocab_size - n_padding} tokens; {n_padding} are [unused] "
         "padding. A larger corpus or a smaller --vocab-size gives a better vocabulary")
+  from electra_tf2.data_prep import vocab_report  # pylint: disable=g-import-not-at-top
+  from electra_tf2.text.tokenizer import FullTokenizer  # pylint: disable=g-import-not-at-top
+  sample = read_corpus_lines(files, _REPORT_BYTES)["lines"]
+  summary["scripts"] = vocab_report.script_report(
+      FullTokenizer(output, do_lower_case, strip_accents), sample)
+  say(f"  coverage per script (the first {human_bytes(_REPORT_BYTES)} of the corpus):")
+  for line in vocab_report.report_lines(summary["scripts"]):
+    say(line)
   return summary
+
+
+_REPORT_BYTES = 1 << 20
 
 
 # SentencePiece's normalization rules (its --normalization_rule_name).

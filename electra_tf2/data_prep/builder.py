@@ -40,7 +40,7 @@ from electra_tf2.data_prep.packing import input_names
 from electra_tf2.data_prep.summary import Stats, Summary
 from electra_tf2 import run_lock
 from electra_tf2.atomic_io import temp_name_for, write_text_atomic
-from electra_tf2.tokenizer_description import describe_vocab, write_description
+from electra_tf2.text.description import describe_vocab, write_description
 
 SHARD_RE = re.compile(r"^pretrain_data\.tfrecord-(\d+)-of-(\d+)$")
 # How the packing draws its random choices (recorded in the info file: data

@@ -34,7 +34,7 @@ from electra_tf2.finetune import config as finetune_config
 from electra_tf2.finetune.config import FinetuningConfig
 from electra_tf2.finetune.heads import ClassificationHead, QAHead, RegressionHead, TaggingHead
 from electra_tf2.networks.encoder import Encoder
-from electra_tf2.tokenizer_description import describe_vocab, write_description
+from electra_tf2.text.description import describe_vocab, write_description
 
 HEADS = {"classification": ClassificationHead, "regression": RegressionHead, "qa": QAHead,
          "tagging": TaggingHead}

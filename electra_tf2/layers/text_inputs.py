@@ -9,7 +9,8 @@ the tagging features (text/tagging.py).
 
 from __future__ import annotations
 
-from typing import Any, Dict, Sequence
+import base64
+from typing import Any, Dict, Optional, Sequence
 
 import keras
 import tensorflow as tf
@@ -26,12 +27,16 @@ class TextInputs(keras.layers.Layer):
   `segment_ids` `[batch, longest row]` of at most `max_seq_length` WordPieces."""
 
   def __init__(self, vocab: Sequence[str], do_lower_case: bool = True,
-               max_seq_length: int = 128, **kwargs):
+               max_seq_length: int = 128, sentencepiece_model: Optional[str] = None, **kwargs):
     super().__init__(trainable=False, **kwargs)
     self.vocab = list(vocab)
     self.do_lower_case = bool(do_lower_case)
     self.max_seq_length = max_seq_length
-    self.featurizer = TextFeaturizer(self.vocab, self.do_lower_case, max_seq_length)
+    # A SentencePiece model (base64, so that the config stays JSON): its pieces are `vocab`.
+    self.sentencepiece_model = sentencepiece_model
+    self.featurizer = TextFeaturizer(
+        self.vocab, self.do_lower_case, max_seq_length,
+        sentencepiece_model=sentencepiece_model and base64.b64decode(sentencepiece_model))
     self.supports_jit = False  # string ops: Keras' jit_compile="auto" (XLA on GPUs) stays off
     self.built = True
 
@@ -49,5 +54,6 @@ class TextInputs(keras.layers.Layer):
     config = super().get_config()
     config.pop("trainable", None)
     config.update(vocab=self.vocab, do_lower_case=self.do_lower_case,
-                  max_seq_length=self.max_seq_length)
+                  max_seq_length=self.max_seq_length,
+                  sentencepiece_model=self.sentencepiece_model)
     return config

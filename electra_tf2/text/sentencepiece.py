@@ -22,6 +22,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text as tft
 
+from electra_tf2.text.tokenizer import run_batched, to_utf8
 from electra_tf2.vocab import (SPECIAL_TOKENS, SpecialTokenIds, VocabError, load_vocab,
                                special_tokens)
 
@@ -59,7 +60,12 @@ class SentencePieceModule(tf.Module):
 
   def eager_ids_from_valid_utf8(self, text):
     """The ids, op by op: the Python helpers' path."""
-    return tf.cast(self._sentencepiece.tokenize(text), tf.int64)
+    return self._ids(text)
+
+  def _ids(self, text):
+    """int64 ids and row splits, as WordPiece's `TokenizerModule` gives them."""
+    ids = self._sentencepiece.tokenize(text)
+    return tf.cast(ids, tf.int64).with_row_splits_dtype(tf.int64)
 
   @tf.function(input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
   def tokenize_to_ids(self, text):
@@ -67,7 +73,7 @@ class SentencePieceModule(tf.Module):
     text = tf.strings.unicode_transcode(
         text, input_encoding="UTF-8", output_encoding="UTF-8", errors="replace",
         replacement_char=0xFFFD)
-    return tf.cast(self._sentencepiece.tokenize(text), tf.int64)
+    return self._ids(text)
 
 
 class SentencePieceTokenizer:
@@ -127,12 +133,10 @@ class SentencePieceTokenizer:
 
   def encode_batch_flat(self, texts: Sequence[Union[str, bytes]]
                         ) -> Tuple[np.ndarray, np.ndarray]:
-    from electra_tf2.text.tokenizer import to_utf8  # pylint: disable=g-import-not-at-top
     return self.encode_utf8_flat([to_utf8(t) for t in texts])
 
   def encode_utf8_flat(self, texts: Sequence[Union[bytes, str]]
                        ) -> Tuple[np.ndarray, np.ndarray]:
-    from electra_tf2.text.tokenizer import run_batched  # pylint: disable=g-import-not-at-top
     return run_batched(self.module.eager_ids_from_valid_utf8, texts)
 
   def encode_lines_flat(self, lines: Sequence[str]) -> Tuple[np.ndarray, np.ndarray]:

@@ -18,8 +18,8 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text as tft
 
-from electra_tf2.vocab import (check_kind, load_vocab, special_token_ids, special_tokens,
-                               SPECIAL_TOKENS, VocabError)
+from electra_tf2.vocab import (load_vocab, special_token_ids, special_tokens, SPECIAL_TOKENS,
+                               VocabError)
 
 # BERT's WordpieceTokenizer(max_input_chars_per_word=200): longer words -> [UNK].
 MAX_CHARS_PER_WORD = 200
@@ -421,23 +421,9 @@ def run_batched(fn, texts) -> Tuple[np.ndarray, np.ndarray]:
   return flat_all, np.concatenate(splits)
 
 
-def load_tokenizer(vocab_file: str, do_lower_case: bool = True,
-                   strip_accents: Optional[bool] = None,
-                   expected_vocab_size: Optional[int] = None, kind: Optional[str] = None):
-  """The tokenizer of a vocabulary, by its kind: `FullTokenizer` for a WordPiece vocab.txt,
-  `SentencePieceTokenizer` for a SentencePiece .model (which ignores the casing flags).
-
-  kind: if given, the kind the caller expects; another kind is a one-line VocabError.
-  """
-  if check_kind(vocab_file, kind) == "sentencepiece":
-    from electra_tf2.text.sentencepiece import SentencePieceTokenizer  # pylint: disable=g-import-not-at-top
-    return SentencePieceTokenizer(vocab_file, expected_vocab_size)
-  return FullTokenizer(vocab_file, do_lower_case, strip_accents, expected_vocab_size)
-
-
 def _bad_type(t):
   raise TypeError(f"expected str or bytes, got {type(t).__name__}")
 
 
 __all__ = ["FullTokenizer", "TokenizerModule", "MAX_CHARS_PER_WORD", "SPECIAL_TOKENS",
-           "resolve_strip_accents", "load_tokenizer", "run_batched"]
+           "resolve_strip_accents", "run_batched"]

@@ -31,7 +31,8 @@ import tensorflow as tf
 
 from electra_tf2 import (checkpoint_files, convert, input_pipeline, objectives, optimization,
                          run_lock, variable_names)
-from electra_tf2 import tokenizer_description, vocab as vocab_lib
+from electra_tf2 import vocab as vocab_lib
+from electra_tf2.text import description as tokenizer_description
 from electra_tf2.atomic_io import write_json_atomic, write_text_atomic
 from electra_tf2.config import PretrainingConfig
 from electra_tf2.hparams import ConfigError
