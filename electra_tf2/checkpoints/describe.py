@@ -29,6 +29,7 @@ from electra_tf2.atomic_io import exists, is_remote, isdir
 from electra_tf2.checkpoints import directories, huggingface, official
 from electra_tf2.encoder_config import BertConfig
 from electra_tf2.errors import ElectraError
+from electra_tf2.text.description import TokenizerDescription, read_description
 
 KINDS = ("savedmodel", "huggingface", "pretrained", "finetuned", "official",
          "official_finetuned")
@@ -82,6 +83,8 @@ class Description:
   finetuning_values: our fine-tuned directory's finetuning_config.json.
   model_config: our fine-tuned directory's model_config.json (its heads).
   architecture: a Hugging Face directory's class (`architectures[0]`).
+  tokenizer: the directory's tokenizer description (tokenizer_description.json, checked
+    against the vocabulary; derived from the vocabulary for directories without one).
   """
   path: str
   kind: str
@@ -96,6 +99,7 @@ class Description:
   finetuning_values: Optional[Dict[str, Any]] = None
   model_config: Optional[Dict[str, Any]] = None
   architecture: Optional[str] = None
+  tokenizer: Optional[TokenizerDescription] = None
 
 
 def kind_of(path: str) -> str:
@@ -142,12 +146,20 @@ def describe(path: str, model_name: Optional[str] = None) -> Description:
   if kind == "savedmodel":
     return Description(path, kind)
   if kind == "huggingface":
-    return _huggingface(path)
-  if kind == "pretrained":
-    return _pretrained(path)
-  if kind == "finetuned":
-    return _finetuned(path)
-  return _official(path, kind, model_name)
+    found = _huggingface(path)
+  elif kind == "pretrained":
+    found = _pretrained(path)
+  elif kind == "finetuned":
+    found = _finetuned(path)
+  else:
+    found = _official(path, kind, model_name)
+  directory = found.model_dir or (path if os.path.isdir(path) else os.path.dirname(path))
+  tokenizer = read_description(directory, found.vocab_file, found.do_lower_case)
+  if tokenizer is None:
+    return found
+  # The vocabulary the description was checked against (the one beside it first).
+  vocab = tokenizer.vocab_file if os.path.exists(tokenizer.vocab_file) else found.vocab_file
+  return dataclasses.replace(found, tokenizer=tokenizer, vocab_file=vocab)
 
 
 def _huggingface(path: str) -> Description:

@@ -13,13 +13,14 @@ without it, on every Keras backend.
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import sys
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
 
-from electra_tf2 import variable_names
+from electra_tf2 import variable_names, vocab as vocab_lib
 from electra_tf2.checkpoints import huggingface, official
 from electra_tf2.checkpoints.describe import Description, describe
 from electra_tf2.checkpoints.report import (DEFAULT_IGNORE, ConversionReport, is_ignored,
@@ -71,9 +72,19 @@ class Source:
     """The vocabulary in id order; a SourceError when the source has none."""
     if self.vocab_file is None:
       raise SourceError(f"{self.path} has no vocab.txt: pass vocab_file=PATH (the "
-                        "WordPiece vocabulary the model was trained with)")
+                        "vocab.txt or SentencePiece .model the model was trained with)")
+    if vocab_lib.vocab_kind(self.vocab_file) == "sentencepiece":
+      vocab = vocab_lib.load_vocab(self.vocab_file)
+      return sorted(vocab, key=vocab.get)
     with open(self.vocab_file, encoding="utf-8") as f:
       return [line.rstrip("\n") for line in f]
+
+  def sentencepiece_model(self) -> Optional[str]:
+    """The SentencePiece model of a `.model` vocabulary (base64 of its bytes), else None."""
+    if self.vocab_file is None or vocab_lib.vocab_kind(self.vocab_file) != "sentencepiece":
+      return None
+    with open(self.vocab_file, "rb") as f:
+      return base64.b64encode(f.read()).decode("ascii")
 
   def load(self, variable_map: Mapping[str, Any],
            rename: Optional[Mapping[str, str]] = None, strict: bool = True,

@@ -12,6 +12,7 @@ TensorFlow): what the models take on JAX and PyTorch, which have no string tenso
 
 from __future__ import annotations
 
+import base64
 from typing import Any, Dict, Optional, Sequence
 
 import keras
@@ -29,16 +30,23 @@ class TextInputs(keras.layers.Layer):
   (TensorFlow backend); `featurize` does the same on the host on every backend."""
 
   def __init__(self, vocab: Sequence[str], do_lower_case: bool = True,
-               max_seq_length: int = 128, **kwargs):
+               max_seq_length: int = 128, sentencepiece_model: Optional[str] = None, **kwargs):
     super().__init__(trainable=False, **kwargs)
     self.vocab = list(vocab)
     self.do_lower_case = bool(do_lower_case)
     self.max_seq_length = max_seq_length
+    # A SentencePiece model (base64, so that the config stays JSON): its pieces are `vocab`.
+    self.sentencepiece_model = sentencepiece_model
     self.featurizer = None  # the in-graph TextFeaturizer (tf.Module), TensorFlow only
     if keras.backend.backend() == "tensorflow":
       from electra_tf2.text.packing import TextFeaturizer  # pylint: disable=g-import-not-at-top
-      self.featurizer = TextFeaturizer(self.vocab, self.do_lower_case, max_seq_length)
+      self.featurizer = TextFeaturizer(
+          self.vocab, self.do_lower_case, max_seq_length,
+          sentencepiece_model=sentencepiece_model and base64.b64decode(sentencepiece_model))
       self.supports_jit = False  # string ops: Keras' jit_compile="auto" (XLA on GPUs) stays off
+    elif sentencepiece_model:
+      raise ValueError("a SentencePiece model runs in the graph on the TensorFlow backend only: "
+                       "set KERAS_BACKEND=tensorflow")
     elif max_seq_length < 3:
       raise ValueError(f"max_seq_length must be >= 3, got {max_seq_length}")
     self.built = True
@@ -77,5 +85,6 @@ class TextInputs(keras.layers.Layer):
     config = super().get_config()
     config.pop("trainable", None)
     config.update(vocab=self.vocab, do_lower_case=self.do_lower_case,
-                  max_seq_length=self.max_seq_length)
+                  max_seq_length=self.max_seq_length,
+                  sentencepiece_model=self.sentencepiece_model)
     return config

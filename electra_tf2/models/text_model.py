@@ -70,11 +70,13 @@ class TextModel(keras.Model):
     vocab: the WordPiece tokens in id order.
     do_lower_case: the tokenizer's lowercasing and accent stripping.
     max_seq_length: WordPieces per text, [CLS] and [SEP] included.
+    sentencepiece_model: a SentencePiece model (base64 of its bytes; `vocab` its pieces):
+      text is tokenized with it instead of WordPiece.
   """
 
   def __init__(self, bert_config: BertConfig | Dict[str, Any], embedding_size: Optional[int],
                vocab: List[str], do_lower_case: bool = True, max_seq_length: int = 128,
-               **kwargs):
+               sentencepiece_model: Optional[str] = None, **kwargs):
     super().__init__(**kwargs)
     if isinstance(bert_config, dict):
       bert_config = BertConfig(**bert_config)
@@ -83,7 +85,8 @@ class TextModel(keras.Model):
                        f"{bert_config.max_position_embeddings}")
     self.bert_config = bert_config
     self.max_seq_length = max_seq_length
-    self.text_inputs = TextInputs(vocab, do_lower_case, max_seq_length, name="text_inputs")
+    self.text_inputs = TextInputs(vocab, do_lower_case, max_seq_length, sentencepiece_model,
+                                  name="text_inputs")
     self.encoder = Encoder(bert_config, embedding_size, name="electra", dtype=self.dtype_policy)
     self.loading_report = None
 
@@ -169,6 +172,7 @@ class TextModel(keras.Model):
     """A model of `source`'s shape and vocabulary (weights not loaded); max_seq_length
     defaults to 128 or the source's max_position_embeddings if fewer."""
     options.setdefault("max_seq_length", min(128, source.bert_config.max_position_embeddings))
+    options.setdefault("sentencepiece_model", source.sentencepiece_model())
     return cls(source.bert_config, source.embedding_size, source.vocab_tokens(),
                source.do_lower_case, **options)
 
@@ -424,6 +428,10 @@ class TextModel(keras.Model):
     require_tensorflow("export_litert", _EXPORT_ELSEWHERE)
     from electra_tf2.litert import convert  # pylint: disable=g-import-not-at-top
     from electra_tf2.text.litert_tokenizer import LiteRTFeaturizer
+    if self.text_inputs.sentencepiece_model is not None:
+      raise convert.LiteRTError("export_litert takes WordPiece models only for now: a "
+                                "SentencePiece model exports as a SavedModel "
+                                "(export_saved_model)")
     featurizer = LiteRTFeaturizer(self.text_inputs.vocab, self.text_inputs.do_lower_case,
                                   max_seq_length=self.max_seq_length)
     return convert.write_tflite(
@@ -437,7 +445,8 @@ class TextModel(keras.Model):
     config.update(bert_config=self.bert_config.to_dict(),
                   embedding_size=self.encoder.embedding_size, vocab=self.text_inputs.vocab,
                   do_lower_case=self.text_inputs.do_lower_case,
-                  max_seq_length=self.max_seq_length)
+                  max_seq_length=self.max_seq_length,
+                  sentencepiece_model=self.text_inputs.sentencepiece_model)
     return config
 
 
