@@ -27,9 +27,6 @@ _NON_PRESETS = ("pretraining_defaults", "model_sizes", "debug", "finetuning_defa
                 "finetuning_rules")
 HPARAM_TYPES = {"int": (int,), "float": (int, float), "bool": (bool,), "str": (str,),
           "dict": (dict,), "list": (list,)}
-# The run options of `electra pretrain` / `electra finetune` (training/distribution.py).
-STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker_mirrored", "tpu")
-PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 # The official TPU hparams (configure_pretraining.py:87-92, configure_finetuning.py:95-100),
 # honoured when use_tpu is true and refused otherwise.
 TPU_HPARAMS = ("num_tpu_cores", "tpu_job_name", "tpu_name", "tpu_zone", "gcp_project")

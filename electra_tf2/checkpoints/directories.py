@@ -21,24 +21,18 @@ electra_tf2/finetune/model.py. Which kind a path is: checkpoints/describe.py.
 from __future__ import annotations
 
 import dataclasses
+import glob
 import os
 import sys
 from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
-import tensorflow as tf
-
 from electra_tf2 import checkpoint_files
-from electra_tf2.atomic_io import copy_file_atomic, is_remote, write_json_atomic
+from electra_tf2.atomic_io import copy_file_atomic, exists, is_remote, write_json_atomic
+from electra_tf2.checkpoints import portable
 from electra_tf2.config import ADDED_HPARAMS, PretrainingConfig, schema
 from electra_tf2.hparams import ConfigError, read_config, read_json
-
-# The resolved pre-training config, saved next to the checkpoints of every model.
-PRETRAIN_CONFIG_FILE = "pretrain_config.json"
-# A fine-tuned model's FinetuningModel config and its fine-tuning config.
-MODEL_CONFIG_FILE = "model_config.json"
-FINETUNING_CONFIG_FILE = "finetuning_config.json"
-# The vocabulary beside a model's checkpoints (ours, and the released official zips).
-VOCAB_FILE = "vocab.txt"
+from electra_tf2.checkpoints.file_names import (  # noqa: F401  (their import path here too)
+    FINETUNING_CONFIG_FILE, MODEL_CONFIG_FILE, PRETRAIN_CONFIG_FILE, VOCAB_FILE)
 # The paths a saved pre-training config holds.
 PRETRAIN_PATH_KEYS = ("vocab_file", "model_dir", "data_dir", "pretrain_tfrecords",
                       "init_checkpoint")
@@ -52,7 +46,7 @@ def finetuning_path_keys() -> Tuple[str, ...]:
                    "data_dir", "pretrained_model_dir")
 
 
-def _portable(path: str, model_dir: str) -> str:
+def _relative_to_dir(path: str, model_dir: str) -> str:
   """`path` as a model directory's config saves it: absolute or remote as given, a
   relative one (to the working directory) made relative to `model_dir`."""
   if os.path.isabs(path) or is_remote(path) or is_remote(model_dir):
@@ -64,20 +58,21 @@ def write_config(model_dir: str, file_name: str, values: Mapping[str, Any],
                  path_keys: Sequence[str]) -> None:
   """Writes `values` as `model_dir/file_name`, the directory self-contained.
 
-  `values["vocab_file"]` (if it exists) is copied to `model_dir/vocab.txt` and saved as
-  "vocab.txt"; every other relative path of `path_keys` is saved relative to
-  `model_dir`, so the directory can be moved, archived or shared (with what its paths
-  name, for the ones outside it).
+  `values["vocab_file"]` (if it exists) is copied into `model_dir` under its own name
+  (vocab.txt, as a rule) and saved as that name; every other relative path of
+  `path_keys` is saved relative to `model_dir`, so the directory can be moved, archived
+  or shared (with what its paths name, for the ones outside it).
   """
   vocab = values.get("vocab_file")
-  values = {key: _portable(value, model_dir) if key in path_keys and isinstance(value, str)
-            and value else value for key, value in values.items()}
-  target = os.path.join(model_dir, VOCAB_FILE)
-  if vocab and tf.io.gfile.exists(vocab):
+  values = {key: _relative_to_dir(value, model_dir) if key in path_keys
+            and isinstance(value, str) and value else value for key, value in values.items()}
+  if vocab and exists(vocab):
+    name = os.path.basename(vocab)
+    target = os.path.join(model_dir, name)
     if is_remote(vocab) or is_remote(target) or not os.path.exists(target) \
         or not os.path.samefile(vocab, target):
       copy_file_atomic(vocab, target)
-    values["vocab_file"] = VOCAB_FILE
+    values["vocab_file"] = name
   write_json_atomic(os.path.join(model_dir, file_name), values)
 
 
@@ -87,8 +82,11 @@ def _exists(path: str) -> bool:
   if "{" in path:
     path = os.path.dirname(path.split("{")[0]) or "."
   if any(c in path for c in "*?["):
-    return bool(tf.io.gfile.glob(path))
-  return tf.io.gfile.exists(path)
+    if is_remote(path):
+      import tensorflow as tf  # pylint: disable=g-import-not-at-top
+      return bool(tf.io.gfile.glob(path))
+    return bool(glob.glob(path))
+  return exists(path)
 
 
 def resolve_saved_paths(values: Mapping[str, Any], model_dir: str, path_keys: Sequence[str],
@@ -127,20 +125,28 @@ class ModelDirectory:
 
 
 def model_dir_of(path: str) -> str:
-  """The directory of a model directory or of a `ckpt-N` prefix inside one."""
-  return os.path.dirname(path) if tf.io.gfile.exists(path + ".index") else path
+  """The directory of a model directory or of a `ckpt-N` prefix (or portable-N.npz) in one."""
+  if portable.is_portable(path) or exists(path + ".index"):
+    return os.path.dirname(path)
+  return path
 
 
 def locate(path: str) -> ModelDirectory:
   """A model directory (its latest checkpoint) or a `ckpt-N` prefix inside one."""
   if model_dir_of(path) != path:
     return ModelDirectory(os.path.dirname(path), path)
-  if not tf.io.gfile.exists(os.path.join(path, PRETRAIN_CONFIG_FILE)):
+  if not exists(os.path.join(path, PRETRAIN_CONFIG_FILE)):
     raise PretrainedModelError(f"{os.path.join(path, PRETRAIN_CONFIG_FILE)} is missing: {path} "
                                "is not a pre-trained model directory (pre-train with "
                                "run_pretraining.py or convert an official checkpoint with "
                                "electra convert to-tf2)")
-  return ModelDirectory(path, checkpoint_files.latest_checkpoint(path))
+  return ModelDirectory(path, latest_checkpoint(path))
+
+
+def latest_checkpoint(model_dir: str) -> Optional[str]:
+  """The latest TensorFlow `ckpt-N` of `model_dir`, else its latest portable checkpoint
+  (a JAX run's, electra_tf2/checkpoints/portable.py), else None."""
+  return checkpoint_files.latest_checkpoint(model_dir) or portable.latest(model_dir)
 
 
 def read_saved_pretraining_config(model_dir: str, required: Optional[Sequence[str]] = None
@@ -173,29 +179,30 @@ def load_pretraining_config(model_dir: str) -> PretrainingConfig:
 def find_vocab(model_dir: str, config: PretrainingConfig) -> Optional[str]:
   """`model_dir/vocab.txt`, else the config's `vocab_file`, if either exists."""
   for path in (os.path.join(model_dir, VOCAB_FILE), config.vocab_file):
-    if path and tf.io.gfile.exists(path):
+    if path and exists(path):
       return path
   return None
 
 
 def checkpoint_of(model_dir: str, checkpoint_path: Optional[str]) -> str:
   """`checkpoint_path`, else the latest checkpoint of `model_dir`; one line if it has none."""
-  checkpoint_path = checkpoint_path or checkpoint_files.latest_checkpoint(model_dir)
+  checkpoint_path = checkpoint_path or latest_checkpoint(model_dir)
   if checkpoint_path is None:
-    raise PretrainedModelError(f"{model_dir} holds no checkpoint (ckpt-N.index files)")
+    raise PretrainedModelError(f"{model_dir} holds no checkpoint (ckpt-N.index or "
+                               "portable-N.npz files)")
   return checkpoint_path
 
 
 def is_finetuned_model_dir(model_dir: str) -> bool:
   """Whether `model_dir` is a fine-tuned model directory (finetuning_models/<tasks>_model_<t>)."""
-  return tf.io.gfile.exists(os.path.join(model_dir, MODEL_CONFIG_FILE))
+  return exists(os.path.join(model_dir, MODEL_CONFIG_FILE))
 
 
 def read_finetuned_files(model_dir: str) -> Tuple[Dict[str, Any], Dict[str, Any]]:
   """`(model_config.json, finetuning_config.json)` of a fine-tuned model directory."""
   paths = [os.path.join(model_dir, name) for name in (MODEL_CONFIG_FILE, FINETUNING_CONFIG_FILE)]
   for path in paths:
-    if not tf.io.gfile.exists(path):
+    if not exists(path):
       raise FileNotFoundError(f"{path} is missing: {model_dir} is not a fine-tuned model "
                               "directory written by run_finetuning.py")
   values = resolve_saved_paths(_read_model_file(paths[1]), model_dir, finetuning_path_keys(),

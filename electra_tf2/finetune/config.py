@@ -34,10 +34,13 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 from electra_tf2.config import ENCODER_HPARAMS, saved_bert_config
 
 from electra_tf2.encoder_config import BertConfig, check_model_overrides, get_bert_config
+from electra_tf2 import vocab as vocab_lib
 
 from electra_tf2.hparams import (ConfigError, ResolvedConfig, check_hparams, check_optimizer_hparams,
                                  check_seed, check_tpu_hparams, parse_hparams, read_config)
 
+from electra_tf2.checkpoints.directories import (PRETRAIN_CONFIG_FILE, model_dir_of,
+                                                 read_saved_pretraining_config)
 
 # Port hparams added after fine-tuned directories were first written (their files lack them).
 ADDED_HPARAMS = ("num_train_steps",)
@@ -196,21 +199,13 @@ def _check_types(values: Mapping[str, Any], spec: Mapping[str, Dict[str, Any]],
   check_hparams(values, spec, source, derived, "finetuning_defaults")
 
 
-def _directories():
-  """electra_tf2.checkpoints.directories, imported when first needed: it loads TensorFlow,
-  and `electra finetune` refuses unknown tasks and hparams without it."""
-  from electra_tf2.checkpoints import directories  # pylint: disable=g-import-not-at-top
-  return directories
-
-
 def read_pretrained_config(model_dir: Optional[str]) -> Optional[Dict[str, Any]]:
   """The saved pre-training config of `model_dir`, or None if there is none."""
   if model_dir is None:
     return None
-  directories = _directories()
-  if not os.path.isfile(os.path.join(model_dir, directories.PRETRAIN_CONFIG_FILE)):
+  if not os.path.isfile(os.path.join(model_dir, PRETRAIN_CONFIG_FILE)):
     return None
-  return directories.read_saved_pretraining_config(model_dir, ENCODER_HPARAMS)
+  return read_saved_pretraining_config(model_dir, ENCODER_HPARAMS)
 
 
 def check_task_names(names: Sequence[str]) -> None:
@@ -286,10 +281,10 @@ def resolve_finetuning_config(model_name: str, data_dir: str,
     if entry.get("path"):
       values[key] = entry["default"].format(**fill)
   if not os.path.isfile(values["vocab_file"]):
-    values["vocab_file"] = os.path.join(data_dir, "vocab.txt")
+    values["vocab_file"] = vocab_lib.default_vocab_file(data_dir)
   # 3. the pre-trained model's size
   init_checkpoint = user.get("init_checkpoint", values["init_checkpoint"])
-  source = _directories().model_dir_of(init_checkpoint) if init_checkpoint else None
+  source = model_dir_of(init_checkpoint) if init_checkpoint else None
   pretrained = read_pretrained_config(source)
   if pretrained is not None:
     values["model_size"] = pretrained["model_size"]
@@ -350,7 +345,7 @@ def _check_consistency(values: Mapping[str, Any], pretrained: Optional[Mapping[s
     raise ConfigError(f"model_size {values['model_size']!r} is unknown: use one of "
                       f"{', '.join(sizes)}")
   if pretrained is not None:
-    where = os.path.join(source, _directories().PRETRAIN_CONFIG_FILE)
+    where = os.path.join(source, PRETRAIN_CONFIG_FILE)
     for key in ("model_size", "embedding_size", "vocab_size"):
       if values[key] != pretrained[key]:
         raise ConfigError(f"{key}={values[key]!r} differs from the pre-trained model's "

@@ -20,7 +20,7 @@ import keras
 import tensorflow as tf
 
 from electra_tf2.errors import ElectraError
-from electra_tf2.hparams import PRECISIONS, STRATEGIES  # noqa: F401  (their import path here too)
+from electra_tf2.training.options import PRECISIONS, STRATEGIES  # noqa: F401
 
 
 class DistributionError(ElectraError, ValueError):
