@@ -3,7 +3,8 @@
 tests/conftest.py calls `install()` when ELECTRA_BLOCK_TENSORFLOW=1, before any test module
 is imported: tests/test_backends.py runs the backend-neutral tests that way under
 KERAS_BACKEND=jax and torch, so a TensorFlow import left in the model core fails there.
-tests/no_tensorflow.py runs code snippets the same way.
+tests/no_tensorflow.py runs code snippets the same way, and tests/backend_parity.py its
+JAX and PyTorch step.
 
 Each blocked name is set to None in `sys.modules`: `import tensorflow` then raises
 ModuleNotFoundError, and `importlib.util.find_spec("tensorflow")` returns None, which is

@@ -23,14 +23,8 @@ import tensorflow as tf
 from electra_tf2 import checkpoint_files
 from electra_tf2.config import ADDED_HPARAMS, PretrainingConfig, schema
 from electra_tf2.hparams import ConfigError, read_json
-
-# The resolved pre-training config, saved next to the checkpoints of every model.
-PRETRAIN_CONFIG_FILE = "pretrain_config.json"
-# A fine-tuned model's FinetuningModel config and its fine-tuning config.
-MODEL_CONFIG_FILE = "model_config.json"
-FINETUNING_CONFIG_FILE = "finetuning_config.json"
-# The vocabulary beside a model's checkpoints (ours, and the released official zips).
-VOCAB_FILE = "vocab.txt"
+from electra_tf2.checkpoints.file_names import (  # noqa: F401  (their import path here too)
+    FINETUNING_CONFIG_FILE, MODEL_CONFIG_FILE, PRETRAIN_CONFIG_FILE, VOCAB_FILE)
 
 
 class PretrainedModelError(checkpoint_files.ModelDirectoryError):

@@ -74,8 +74,7 @@ class EmbeddingBlock(keras.layers.Layer):
       embeddings += ops.einsum("bst,te->bse", one_hot, types)
     else:
       embeddings += ops.take(types, segment_ids, axis=0)
-    positions = ops.slice(self.position_embeddings, (0, 0), (seq_len, self.embedding_size))
-    embeddings += ops.expand_dims(ops.cast(positions, dtype), 0)
+    embeddings += ops.expand_dims(ops.cast(self.position_embeddings[:seq_len], dtype), 0)
     embeddings = self.layer_norm(embeddings)
     return self.dropout(embeddings, training=training)
 
