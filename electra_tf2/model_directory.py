@@ -15,8 +15,9 @@ from typing import Any, Dict, Mapping, Optional
 
 import tensorflow as tf
 
-from electra_tf2 import checkpoint_files
+from electra_tf2 import checkpoint_files, pretraining_state, variable_names
 from electra_tf2.atomic_io import write_json_atomic
+from electra_tf2.checkpoints import portable
 from electra_tf2.checkpoints.directories import (  # noqa: F401  (their import path here too)
     PRETRAIN_CONFIG_FILE, ModelDirectory, PretrainedModelError, checkpoint_of, find_vocab,
     load_pretraining_config, locate, model_dir_of, read_saved_pretraining_config)
@@ -43,10 +44,8 @@ def restore_pretrainer(model_dir: str, checkpoint_path: Optional[str] = None,
     model = ElectraPretrainer.from_pretraining_config(config)
   except ConfigError as e:
     raise PretrainedModelError(f"{os.path.join(model_dir, PRETRAIN_CONFIG_FILE)}: {e}") from None
-  checkpoint_files.restore(tf.train.Checkpoint(model=model), checkpoint_path, partial=True,
-                           match_existing=True,
-                           mismatch_hint=f": it is not the model that {PRETRAIN_CONFIG_FILE} "
-                                         "describes")
+  restore_weights(model, checkpoint_path,
+                  f": it is not the model that {PRETRAIN_CONFIG_FILE} describes")
   return model
 
 
@@ -54,12 +53,35 @@ def restore_encoder(encoder, source: ModelDirectory) -> str:
   """Reads the pre-trained discriminator encoder of `source` into `encoder` (built, of
   the same shape); the generator and the heads are not built. Returns the checkpoint."""
   checkpoint_path = checkpoint_of(source.model_dir, source.checkpoint_path)
+  if portable.is_portable(checkpoint_path):
+    arrays, _ = portable.load(checkpoint_path)
+    for name, variable in variable_names.encoder_variable_map(encoder, "electra").items():
+      if name not in arrays or tuple(variable.shape) != arrays[name].shape:
+        raise PretrainedModelError(f"{checkpoint_path}: {name} does not fit this encoder: the "
+                                   "fine-tuning model size must match the pre-trained one "
+                                   f"({source.config_file})")
+      variable.assign(arrays[name])
+    return checkpoint_path
   # The pre-trainer's checkpoint reaches its discriminator as model/discriminator.
   checkpoint = tf.train.Checkpoint(model=tf.train.Checkpoint(discriminator=encoder))
   checkpoint_files.restore(checkpoint, checkpoint_path, partial=True, match_existing=True,
                            mismatch_hint=": the fine-tuning model size must match the "
                                          f"pre-trained one ({source.config_file})")
   return checkpoint_path
+
+
+def restore_weights(model, checkpoint_path: str, mismatch_hint: str) -> None:
+  """Reads a pre-trainer's weights from a `ckpt-N` prefix or a portable checkpoint (no
+  step, no optimizer slots); one line naming `mismatch_hint` where they do not fit."""
+  if portable.is_portable(checkpoint_path):
+    arrays, _ = portable.load(checkpoint_path)
+    try:
+      pretraining_state.assign(model, arrays, where=checkpoint_path)
+    except portable.PortableCheckpointError as e:
+      raise PretrainedModelError(f"{e}{mismatch_hint}") from None
+    return
+  checkpoint_files.restore(tf.train.Checkpoint(model=model), checkpoint_path, partial=True,
+                           match_existing=True, mismatch_hint=mismatch_hint)
 
 
 def write_model_dir(model, config: PretrainingConfig, output_dir: str,

@@ -353,3 +353,15 @@ def create_optimizer(learning_rate: float, num_train_steps: int,
       fix_layerwise_lr_off_by_one=fix_layerwise_lr_off_by_one,
       variable_name_fn=variable_name_fn,
       global_clipnorm=clip_norm if clip_norm else None)
+
+
+def pretraining_optimizer(config, model) -> AdamWeightDecay:
+  """The official pre-training optimizer of a `PretrainingConfig` for its `ElectraPretrainer`
+  (run_pretraining.py:114-118), with the model's official variable names."""
+  from electra_tf2 import variable_names  # pylint: disable=g-import-not-at-top
+  names = variable_names.pretrainer_variable_map(model)
+  return create_optimizer(
+      learning_rate=config.learning_rate, num_train_steps=config.num_train_steps,
+      weight_decay_rate=config.weight_decay_rate, warmup_steps=config.num_warmup_steps,
+      lr_decay_power=config.lr_decay_power,
+      variable_name_fn=variable_names.official_name_fn(names))

@@ -55,8 +55,12 @@ def assign(model, arrays: Dict[str, np.ndarray], optimizer=None,
         _assign(variable, arrays[name], name, where)
   for variable in model.non_trainable_variables:
     saved = (state or {}).get("keras_state", {}).get(variable.path)
-    if saved is not None:
-      variable.assign(np.asarray(saved, dtype=variable.dtype))
+    if saved is not None and np.shape(saved) == tuple(variable.shape):
+      # Dropout seed states; another backend's (other dtype) start the streams afresh.
+      try:
+        variable.assign(np.asarray(saved, dtype=variable.dtype))
+      except (OverflowError, ValueError):
+        pass
   return slots_present
 
 

@@ -21,6 +21,7 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 import tensorflow as tf
 
 from electra_tf2 import checkpoint_files
+from electra_tf2.checkpoints import portable
 from electra_tf2.config import ADDED_HPARAMS, PretrainingConfig, schema
 from electra_tf2.hparams import ConfigError, read_json
 from electra_tf2.checkpoints.file_names import (  # noqa: F401  (their import path here too)
@@ -43,8 +44,10 @@ class ModelDirectory:
 
 
 def model_dir_of(path: str) -> str:
-  """The directory of a model directory or of a `ckpt-N` prefix inside one."""
-  return os.path.dirname(path) if tf.io.gfile.exists(path + ".index") else path
+  """The directory of a model directory or of a `ckpt-N` prefix (or portable-N.npz) in one."""
+  if portable.is_portable(path) or tf.io.gfile.exists(path + ".index"):
+    return os.path.dirname(path)
+  return path
 
 
 def locate(path: str) -> ModelDirectory:
@@ -56,7 +59,13 @@ def locate(path: str) -> ModelDirectory:
                                "is not a pre-trained model directory (pre-train with "
                                "run_pretraining.py or convert an official checkpoint with "
                                "electra convert to-tf2)")
-  return ModelDirectory(path, checkpoint_files.latest_checkpoint(path))
+  return ModelDirectory(path, latest_checkpoint(path))
+
+
+def latest_checkpoint(model_dir: str) -> Optional[str]:
+  """The latest TensorFlow `ckpt-N` of `model_dir`, else its latest portable checkpoint
+  (a JAX run's, electra_tf2/checkpoints/portable.py), else None."""
+  return checkpoint_files.latest_checkpoint(model_dir) or portable.latest(model_dir)
 
 
 def read_saved_pretraining_config(model_dir: str, required: Optional[Sequence[str]] = None
@@ -96,9 +105,10 @@ def find_vocab(model_dir: str, config: PretrainingConfig) -> Optional[str]:
 
 def checkpoint_of(model_dir: str, checkpoint_path: Optional[str]) -> str:
   """`checkpoint_path`, else the latest checkpoint of `model_dir`; one line if it has none."""
-  checkpoint_path = checkpoint_path or checkpoint_files.latest_checkpoint(model_dir)
+  checkpoint_path = checkpoint_path or latest_checkpoint(model_dir)
   if checkpoint_path is None:
-    raise PretrainedModelError(f"{model_dir} holds no checkpoint (ckpt-N.index files)")
+    raise PretrainedModelError(f"{model_dir} holds no checkpoint (ckpt-N.index or "
+                               "portable-N.npz files)")
   return checkpoint_path
 
 

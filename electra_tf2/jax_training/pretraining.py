@@ -32,7 +32,7 @@ from typing import Any, Dict, List, Optional
 import keras
 import numpy as np
 
-from electra_tf2 import objectives, optimization, pretraining_state, run_lock, variable_names
+from electra_tf2 import objectives, optimization, pretraining_state, run_lock
 from electra_tf2.atomic_io import write_json_atomic
 from electra_tf2.checkpoints import portable
 from electra_tf2.checkpoints.file_names import PRETRAIN_CONFIG_FILE
@@ -89,12 +89,7 @@ class JaxPretrainingRun:
       with self._scope():
         keras.utils.set_random_seed(config.seed)
         self.model = ElectraPretrainer.from_pretraining_config(config)
-        names = variable_names.pretrainer_variable_map(self.model)
-        self.optimizer = optimization.create_optimizer(
-            learning_rate=config.learning_rate, num_train_steps=config.num_train_steps,
-            weight_decay_rate=config.weight_decay_rate, warmup_steps=config.num_warmup_steps,
-            lr_decay_power=config.lr_decay_power,
-            variable_name_fn=variable_names.official_name_fn(names))
+        self.optimizer = optimization.pretraining_optimizer(config, self.model)
         self.optimizer.build(self.model.trainable_variables)
     finally:
       keras.mixed_precision.set_global_policy(previous)
@@ -259,9 +254,10 @@ def _train(config: PretrainingConfig, options: RunOptions) -> Dict[str, Any]:
                                                     np.int32(step))
       pending.append((step_losses, stats))
       step += 1
+      stopping = stop.requested  # read once: a signal between two reads would skip the save
       due_log = step % log_every == 0 or step == config.num_train_steps
       due_save = (step % config.save_checkpoints_steps == 0
-                  or step == config.num_train_steps or stop.requested)
+                  or step == config.num_train_steps or stopping)
       if due_log or due_save:
         losses = _log(run, progress, pending, step, saved_step)
         pending = []
@@ -271,7 +267,7 @@ def _train(config: PretrainingConfig, options: RunOptions) -> Dict[str, Any]:
       if due_save:
         run.save(state, step, reader)
         saved_step = step
-      if stop.requested:
+      if stopping:
         stopped_early = True
         break
   summary = {"model_name": config.model_name, "step": step, "backend": "jax",

@@ -99,10 +99,11 @@ def run_training_loop(train_loop: Callable[[tf.Tensor], Mapping[str, tf.Tensor]]
         throughput = progress.log(step, losses, learning_rate(), batch_size)
         if on_log is not None:
           on_log(step)
-      if step % save_every == 0 or step == num_steps or stop.requested:
+      stopping = stop.requested  # read once: a signal between two reads would skip the save
+      if step % save_every == 0 or step == num_steps or stopping:
         checkpoint_files.save(manager, step)
         saved_step = step
-      if stop.requested:
+      if stopping:
         stopped_early = True
         break
   return LoopResult(step, losses, history, throughput, stopped_early, saved_step)
