@@ -16,6 +16,7 @@ from typing import Any, Dict, Mapping, Optional
 import tensorflow as tf
 
 from electra_tf2 import checkpoint_files, pretraining_state, variable_names
+from electra_tf2.text import description as tokenizer_description
 from electra_tf2.atomic_io import write_json_atomic
 from electra_tf2.checkpoints import portable
 from electra_tf2.checkpoints.directories import (  # noqa: F401  (their import path here too)
@@ -95,6 +96,7 @@ def write_model_dir(model, config: PretrainingConfig, output_dir: str,
   tf.io.gfile.makedirs(output_dir)
   write_json_atomic(os.path.join(output_dir, PRETRAIN_CONFIG_FILE),
                     config.replace(model_dir=output_dir).to_dict())
+  write_tokenizer_description(config, output_dir)
   step = tf.Variable(global_step, dtype=tf.int64, trainable=False, name="global_step")
   checkpoint = tf.train.Checkpoint(model=model, global_step=step)
   manager = tf.train.CheckpointManager(checkpoint, output_dir, max_to_keep=None,
@@ -147,3 +149,10 @@ def check_same_architecture(config: "PretrainingConfig", saved_values: Mapping[s
     raise ConfigError(f"{config.model_dir} holds a model of another shape ({details}): pass the "
                       f"hparams it was pre-trained with (see its {PRETRAIN_CONFIG_FILE}), or set "
                       "\"model_dir\" in --hparams to start a new model elsewhere")
+
+
+def write_tokenizer_description(config: PretrainingConfig, model_dir: str) -> None:
+  """`model_dir/tokenizer_description.json`: the config's vocabulary and casing (if any)."""
+  if config.vocab_file and os.path.exists(config.vocab_file):
+    tokenizer_description.write_description(
+        model_dir, tokenizer_description.describe_vocab(config.vocab_file, config.do_lower_case))

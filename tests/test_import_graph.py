@@ -102,9 +102,10 @@ LAYERS = [
     ("data and tasks", ["data_prep", "data_io", "input_pipeline", "finetune"]),
     ("models", ["layers", "networks", "models.pretrainer", "finetune.model",
                 "variable_names", "model_directory", "pretrain_helpers", "objectives",
+                "pretraining_state",
                 "optimization", "param_counts", "flops", "litert"]),
     ("conversion", ["checkpoints.source", "convert", "hf_import", "models"]),
-    ("training", ["training", "finetune.runner"]),
+    ("training", ["training", "finetune.runner", "jax_training"]),
     ("serving", ["export", "scoring", "hf_export", "commands", "__main__", "predict"]),
     ("aliases of moved modules", ["tokenization", "models.sources", "finetune.heads"]),
 ]

@@ -28,6 +28,10 @@ official code sums (run_finetuning.py:71-73).
 
   model = QuestionAnswerer.from_pretrained("finetuning_models/squad_model_1")
   model.predict((["Who ate?"], ["John ate the cake."]))["answer_text"]  # ["John"]
+
+TensorFlow backend only: the windows, the answer search and the answer text are
+string and ragged ops in the graph. On another backend importing this module is one
+line saying so.
 """
 
 from __future__ import annotations
@@ -38,7 +42,13 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import keras
 import numpy as np
-import tensorflow as tf
+
+from electra_tf2.models.text_model import require_tensorflow
+
+require_tensorflow("QuestionAnswerer (and squad_dataset)",
+                   "run it with KERAS_BACKEND=tensorflow (the other task models run here)")
+
+import tensorflow as tf  # noqa: E402  pylint: disable=g-import-not-at-top,wrong-import-position
 
 from electra_tf2.errors import ElectraError
 from electra_tf2.finetune import qa as qa_task

@@ -32,13 +32,14 @@ import tensorflow as tf
 from electra_tf2 import (checkpoint_files, convert, input_pipeline, objectives, optimization,
                          pretraining_state, run_lock, variable_names)
 from electra_tf2 import vocab as vocab_lib
+from electra_tf2.text import description as tokenizer_description
 from electra_tf2.atomic_io import write_json_atomic, write_text_atomic
 from electra_tf2.checkpoints import portable
 from electra_tf2.config import PretrainingConfig
 from electra_tf2.hparams import ConfigError
 from electra_tf2.checkpoints.directories import (PRETRAIN_CONFIG_FILE,
                                                  read_saved_pretraining_config)
-from electra_tf2.model_directory import check_same_architecture
+from electra_tf2.model_directory import check_same_architecture, write_tokenizer_description
 from electra_tf2.models.pretrainer import ElectraPretrainer
 from electra_tf2.training import distribution
 from electra_tf2.training.driver import (RunOptions, run_training_loop, scaled_loss,
@@ -300,6 +301,7 @@ class PretrainingRun:
     if self.is_chief:
       tf.io.gfile.makedirs(config.model_dir)
       write_json_atomic(os.path.join(config.model_dir, PRETRAIN_CONFIG_FILE), config.to_dict())
+      write_tokenizer_description(config, config.model_dir)
     summary_dir = os.path.join(config.model_dir, "train") if self.is_chief else None
     progress = ProgressLogger(config.num_train_steps, start_step, summary_dir,
                               config.max_seq_length)
@@ -403,7 +405,15 @@ def validate_inputs(config: PretrainingConfig) -> None:
     if vocab_lib.special_token_ids(vocab) != config.special_ids:
       raise ConfigError(f"{config.vocab_file} has other special-token ids than the config was "
                         f"resolved with ({config.special_ids}); resolve the config again")
-  input_pipeline.check_tfrecords(config.pretrain_tfrecords or "", config.max_seq_length)
+  files = input_pipeline.check_tfrecords(config.pretrain_tfrecords or "", config.max_seq_length)
+  for data_dir in sorted({os.path.dirname(f) for f in files}):
+    data_tokenizer = tokenizer_description.read_description(data_dir, config.vocab_file,
+                                                            config.do_lower_case)
+    if data_tokenizer is not None and data_tokenizer.special_ids != config.special_ids:
+      raise ConfigError(f"{data_dir}/{tokenizer_description.DESCRIPTION_FILE}: the TFRecords "
+                        f"were built with {data_tokenizer.special_ids}, the config has "
+                        f"{config.special_ids}: pass the vocab_file the data was built with")
+
 
 
 def run_pretraining(config: PretrainingConfig, options: RunOptions = RunOptions()
