@@ -213,6 +213,5 @@ def main(argv: List[str]) -> int:
 if __name__ == "__main__":
   if os.environ.get("ELECTRA_BLOCK_TENSORFLOW"):
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import block_tensorflow  # pylint: disable=g-import-not-at-top
-    block_tensorflow.install()
+    import block_tensorflow  # noqa: F401  pylint: disable=unused-import,g-import-not-at-top
   sys.exit(main(sys.argv))

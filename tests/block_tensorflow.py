@@ -1,10 +1,11 @@
-"""Makes `import tensorflow` (and the packages built on it) fail, as if it were not installed.
+"""Importing this module makes `import tensorflow` (and the packages built on it) fail, as if
+it were not installed (`install()`, run once at import).
 
-tests/conftest.py calls `install()` when ELECTRA_BLOCK_TENSORFLOW=1, before any test module
-is imported: tests/test_backends.py runs the backend-neutral tests that way under
+tests/conftest.py imports it when ELECTRA_BLOCK_TENSORFLOW=1, before any test module is
+imported: tests/test_backends.py runs the backend-neutral tests that way under
 KERAS_BACKEND=jax and torch, so a TensorFlow import left in the model core fails there.
-tests/no_tensorflow.py runs code snippets the same way, and tests/backend_parity.py its
-JAX and PyTorch step.
+tests/no_tensorflow.py, backend_parity.py, keras_backends.py and test_jax_pretraining.py
+import it first in their subprocesses.
 
 Each blocked name is set to None in `sys.modules`: `import tensorflow` then raises
 ModuleNotFoundError, and `importlib.util.find_spec("tensorflow")` returns None, which is
@@ -45,3 +46,6 @@ def install() -> None:
     raise RuntimeError(f"{ENV_VAR}=1, but {loaded[:3]} were imported before the blocker")
   for name in blocked_names():
     sys.modules[name] = None  # type: ignore[assignment]
+
+
+install()

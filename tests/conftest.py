@@ -9,8 +9,7 @@ os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
 
 if os.environ.get("ELECTRA_BLOCK_TENSORFLOW") == "1":  # before anything imports TensorFlow
   sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-  import block_tensorflow  # noqa: E402  pylint: disable=g-import-not-at-top
-  block_tensorflow.install()
+  import block_tensorflow  # noqa: E402,F401  pylint: disable=g-import-not-at-top,unused-import
 
 import pytest  # noqa: E402
 

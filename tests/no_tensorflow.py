@@ -13,8 +13,6 @@ BLOCKER = """
 import sys
 
 import block_tensorflow
-
-block_tensorflow.install()
 """
 
 CHECK_STILL_BLOCKED = """

@@ -40,7 +40,7 @@ def jax_env(cache: str, devices: int = 1) -> dict:
 def command(data: str, model_dir: str) -> list:
   """`electra pretrain --backend jax`, in a Python whose `tensorflow` import fails."""
   script = ("import runpy, sys; sys.path.insert(0, 'tests'); import block_tensorflow; "
-            "block_tensorflow.install(); sys.argv = ['electra'] + sys.argv[1:]; "
+            "sys.argv = ['electra'] + sys.argv[1:]; "
             "runpy.run_module('electra_tf2', run_name='__main__')")
   return [sys.executable, "-c", script, "pretrain", "--backend", "jax", "--data-dir", data,
           "--model-name", "electra_small", "--log-every", "1",
