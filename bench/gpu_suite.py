@@ -361,7 +361,7 @@ def child_env(dry: bool, backend: str = "tensorflow") -> Dict[str, str]:
   if dry:
     env["CUDA_VISIBLE_DEVICES"] = ""
   if backend == "jax":
-    env.update(KERAS_BACKEND="jax", ELECTRA_BLOCK_TENSORFLOW="1")
+    env.update(KERAS_BACKEND="jax", ELECTRA_BLOCK_TENSORFLOW="1", USE_TF="0")
     if dry:
       env["JAX_PLATFORMS"] = "cpu"
   return env

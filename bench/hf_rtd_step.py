@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import time
 from typing import Any, Callable, Dict, List, Optional
@@ -180,6 +181,9 @@ def row(args: argparse.Namespace, step: Step) -> Dict[str, Any]:
 def main(argv: Optional[List[str]] = None) -> List[Dict[str, Any]]:
   import torch
   args = parse_args(argv)
+  os.environ.setdefault("USE_TF", "0")  # transformers 4 imports TensorFlow where it finds it
+  # electra_tf2.config imports Keras: on torch, so that no JAX in this process takes GPU memory.
+  os.environ["KERAS_BACKEND"] = "torch"
   torch.set_float32_matmul_precision("highest" if args.no_tf32 else "high")
   print(f"{'batch':>5} {'seq/s':>10} {'step ms':>10} {'compile s':>9} {'GFLOP/s':>12}"
         + (f" {'MFU':>6}" if args.peak_tflops else ""), flush=True)
