@@ -159,8 +159,12 @@ class JaxPretrainingRun:
 
   # -- checkpoints ----------------------------------------------------------------
 
-  def save(self, state, step: int, reader: PretrainingDataReader) -> str:
+  def save(self, state, step: int, reader: PretrainingDataReader) -> Optional[str]:
+    """Writes a portable checkpoint (process 0 of several hosts only)."""
+    import jax  # pylint: disable=g-import-not-at-top
     self.assign_state(state)
+    if jax.process_index() != 0:
+      return None
     arrays, extra = pretraining_state.arrays_of(self.model, self.optimizer, step)
     extra.update(reader=reader.state(), backend="jax")
     return portable.save(self.config.model_dir, step, arrays, extra,
@@ -231,8 +235,12 @@ def train(config: PretrainingConfig, options: RunOptions = RunOptions(backend="j
 def _train(config: PretrainingConfig, options: RunOptions) -> Dict[str, Any]:
   import jax  # pylint: disable=g-import-not-at-top
   start_time = time.time()
+  hosts = jax.process_count()
+  if config.train_batch_size % hosts:
+    raise ConfigError(f"train_batch_size {config.train_batch_size} does not split over {hosts} "
+                      "hosts")
   reader = PretrainingDataReader(config.pretrain_tfrecords, config.max_seq_length,
-                                 config.train_batch_size, seed=config.seed,
+                                 config.train_batch_size // hosts, seed=config.seed,
                                  process_index=jax.process_index(),
                                  process_count=jax.process_count())
   run = JaxPretrainingRun(config, options)
