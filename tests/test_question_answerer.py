@@ -325,6 +325,33 @@ def test_predict_file_reads_json_lines_and_writes_answers(tmp_path, hf_answerer,
     model.predict_file(str(path))
 
 
+def test_predict_command_reads_question_then_context(tmp_path, hf_answerer, capsys):
+  """`electra predict` on a QuestionAnswerer SavedModel reads question<TAB>context (the
+  signature's documented order, as `predict((questions, contexts))`) or JSON lines with
+  those fields, names the columns first, and refuses a line with one column."""
+  from electra_tf2 import predict
+  _, model, expected = hf_answerer
+  saved = model.export_saved_model(str(tmp_path / "qa"))
+  tsv, jsonl = tmp_path / "questions.tsv", tmp_path / "questions.jsonl"
+  tsv.write_text("".join(f"{q}\t{c}\n" for q, c in zip(QUESTIONS, CONTEXTS)), encoding="utf-8")
+  jsonl.write_text("".join(json.dumps({"context": c, "question": q}) + "\n"
+                           for q, c in zip(QUESTIONS, CONTEXTS)), encoding="utf-8")
+  for path in (tsv, jsonl):
+    out = tmp_path / f"{path.name}.out"
+    assert predict.main(["--model", saved, "--input", str(path), "--output", str(out)]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith(f"{saved} takes question, context: reading {path} as ")
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["answer_text"] for r in rows] == expected["answer_text"].tolist()
+    assert [r["answer_start"] for r in rows] == expected["answer_start"].tolist()
+  assert [r["id"] for r in rows] == [1, 2, 3]  # JSON lines without "id": the line number
+  tsv.write_text(f"{QUESTIONS[0]}\t{CONTEXTS[0]}\n{QUESTIONS[1]}\n", encoding="utf-8")
+  assert predict.main(["--model", saved, "--input", str(tsv), "--output", str(out)]) == 2
+  err = capsys.readouterr().err
+  assert err == (f"error: {tsv}:2: 1 tab-separated column(s), expected 2: "
+                 "question<TAB>context\n")
+
+
 def test_squad_dataset_gives_the_runners_training_questions():
   path = shared_data_path("squad", FILES["squad"][0])
   examples = qa.read_squad(path)

@@ -81,7 +81,9 @@ class LiteRTModel:
       raise LiteRTModelError(f"{path} has no serving_default signature: give a .tflite written "
                              "by export_litert or `electra export --format litert`")
     self.path = path
-    self.input_names: List[str] = sorted(signatures["serving_default"]["inputs"])
+    # The documented order (question, context; text, text_b), as predict's tuple takes them.
+    self.input_names: List[str] = predictions.column_order(
+        signatures["serving_default"]["inputs"])
     self.output_names: List[str] = sorted(signatures["serving_default"]["outputs"])
     self._runner = self._interpreter.get_signature_runner("serving_default")
     with open(path, "rb") as f:

@@ -33,13 +33,13 @@ official code sums (run_finetuning.py:71-73).
 from __future__ import annotations
 
 import dataclasses
-import json
 from typing import Any, Dict, List, Optional, Tuple
 
 import keras
 import numpy as np
 import tensorflow as tf
 
+from electra_tf2 import predictions
 from electra_tf2.errors import ElectraError
 from electra_tf2.finetune import qa as qa_task
 from electra_tf2.finetune.heads import QAHead
@@ -80,7 +80,8 @@ class QuestionAnswerer(TextModel):
 
   Load one with `QuestionAnswerer.from_pretrained(path)`; a random one:
 
-  >>> from electra_tf2 import BertConfig, QuestionAnswerer
+  >>> from electra_tf2 import predictions
+from electra_tf2 import BertConfig, QuestionAnswerer
   >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "who", "ate", "the", "cake", "?",
   ...          "john", "."]
   >>> bert = BertConfig(len(vocab), hidden_size=16, num_hidden_layers=1,
@@ -280,25 +281,11 @@ class QuestionAnswerer(TextModel):
     return {"token_ids": tf.function(token_ids, input_signature=[ids] * 3),
             "text_pair": tf.function(text_pair, input_signature=[texts] * 2)}
 
-  def read_rows(self, path: str) -> Tuple[List[List[str]], List[Dict[str, Any]]]:
-    """JSON lines {"id", "question", "context"} -> rows and their ids."""
-    rows, keys = [], []
-    with open(path, encoding="utf-8") as f:
-      for number, line in enumerate(f, 1):
-        if not line.strip():
-          continue
-        try:
-          record = json.loads(line)
-        except json.JSONDecodeError as e:
-          raise QuestionAnswererError(f"{path}:{number}: not valid JSON ({e.msg})") from None
-        fields = [record.get(k) if isinstance(record, dict) else None
-                  for k in ("question", "context")]
-        if not all(isinstance(v, str) for v in fields):
-          raise QuestionAnswererError(f"{path}:{number}: needs string fields \"question\" and "
-                                      "\"context\" (and an \"id\")")
-        rows.append(fields)
-        keys.append({"id": record.get("id", number)})
-    return rows, keys
+  def read_rows(self, path: str) -> predictions.Rows:
+    """JSON lines {"id", "question", "context"} -> rows and their ids
+    (`predictions.read_rows`)."""
+    return predictions.read_rows(path, self.serving_inputs(), jsonl=True, flag="path",
+                                 error=QuestionAnswererError)
 
   # -- loading and saving -------------------------------------------------------
 

@@ -164,7 +164,9 @@ class TextModel(keras.Model):
     without `steps` or `callbacks`, are predicted in batches of texts of similar
     length (electra_tf2/batching.py) by one compiled function, outputs in input
     order: Keras' values, with fewer pad tokens and without its per-call dataset
-    set-up. Anything else goes through Keras' loop.
+    set-up. Anything else goes through Keras' loop. Either way the outputs are numpy
+    arrays, per-token ones padded with zeros to the longest row (as `electra predict`),
+    never a tf.RaggedTensor.
 
     dtype: "bfloat16" predicts with a bfloat16 copy of the model (electra_tf2/
     precision.py), its weights copied from this model's at every call.
@@ -175,7 +177,7 @@ class TextModel(keras.Model):
         batch_size=batch_size, verbose=verbose, steps=steps, callbacks=callbacks))
     columns = _string_columns(arguments["x"])
     if columns is None or steps is not None or callbacks is not None:
-      return super().predict(**arguments)
+      return tf.nest.map_structure(_padded, super().predict(**arguments))
     return self._predict_texts(columns, batch_size or 32, verbose)
 
   def _predict_texts(self, columns: List[np.ndarray], batch_size: int, verbose):
@@ -294,16 +296,16 @@ class TextModel(keras.Model):
       tf.saved_model.save(root, tmp, signatures=signatures)
     return path
 
-  def read_rows(self, path: str) -> Tuple[List[List[str]], List[Dict[str, Any]]]:
-    """The inputs of every line of a UTF-8 text file (pairs: tab-separated), and for each
-    what its output line starts with (nothing here)."""
-    rows = predictions.read_rows(path, len(self.serving_inputs()))
-    return rows, [{} for _ in rows]
+  def read_rows(self, path: str) -> predictions.Rows:
+    """The inputs of every line of a UTF-8 file and for each what its output line starts
+    with: `predictions.read_rows` (text: the `serving_inputs()` tab-separated in that
+    order, nothing; JSON lines for a .jsonl/.json file: those fields, the "id")."""
+    return predictions.read_rows(path, self.serving_inputs(), flag="path")
 
   def predict_file(self, path: str, output_path: Optional[str] = None,
                    batch_size: int = 32) -> Dict[str, np.ndarray]:
     """Predictions for every row of a file (`read_rows`: a text, or tab-separated pair, per
-    line), with a progress bar; with `output_path`, also one JSON object per row there.
+    line; or JSON lines), with a progress bar; with `output_path`, also one JSON object per row there.
 
     Rows are predicted in batches of similar length (electra_tf2/batching.py);
     outputs are in row order, per-token ones padded with zeros to the longest.
@@ -376,13 +378,17 @@ def head_to_load(model: TextModel, source: sources.Source,
   return ours, rename
 
 
-def _in_input_order(arrays: Sequence[np.ndarray], order: np.ndarray):
-  """Batch outputs of the rows `order` lists -> one array (a RaggedTensor when the
-  batches' inner shapes differ, as Keras' predict gives), rows in input order."""
-  if all(a.shape[1:] == arrays[0].shape[1:] for a in arrays):
-    return batching.restore_order(np.concatenate(arrays), order)
-  ragged = tf.concat([tf.RaggedTensor.from_tensor(a) for a in arrays], 0)
-  return tf.gather(ragged, batching.restore_order(np.arange(len(order)), order))
+def _in_input_order(arrays: Sequence[np.ndarray], order: np.ndarray) -> np.ndarray:
+  """Batch outputs of the rows `order` lists -> one numpy array, rows in input order,
+  per-token outputs padded to the longest row (`predictions.concatenate_padded`, the
+  rule of `electra predict`)."""
+  return batching.restore_order(predictions.concatenate_padded(list(arrays)), order)
+
+
+def _padded(value):
+  """A ragged output of Keras' loop (batches padded to different lengths) as one numpy
+  array padded with zeros to the longest row; other values as they are."""
+  return value.to_tensor().numpy() if isinstance(value, tf.RaggedTensor) else value
 
 
 def _string_columns(x) -> Optional[List[np.ndarray]]:
