@@ -121,13 +121,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   if not os.path.isfile(args.input):
     what = "is a directory" if os.path.isdir(args.input) else "does not exist"
     raise PredictError(f"--input {args.input} {what}: give a UTF-8 text or JSON-lines file")
+  lines = predictions.read_lines(args.input, error=PredictError)  # before any model loads
   run, names = load_runner(args.model, args.signature, args.num_threads)
   jsonl = {"auto": None, "text": False, "jsonl": True}[args.input_format]
   jsonl = predictions.is_jsonl(args.input) if jsonl is None else jsonl
   print(f"{args.model} takes {', '.join(names)}: reading {args.input} as "
         + (f"JSON lines with fields {', '.join(names)}" if jsonl
            else f"{predictions.describe_columns(names)} per line"), flush=True)
-  rows, keys = predictions.read_rows(args.input, names, jsonl, error=PredictError)
+  rows, keys = predictions.parse_rows(lines, args.input, names, jsonl, error=PredictError)
   outputs = predictions.predict_rows(run, rows, args.batch_size)
   predictions.write_jsonl(args.output, outputs, keys)
   print(f"wrote {args.output} ({len(rows)} predictions; inputs: {', '.join(names)})")

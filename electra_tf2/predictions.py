@@ -71,21 +71,34 @@ def is_jsonl(path: str) -> bool:
   return path.endswith(JSONL_SUFFIXES)
 
 
+def read_lines(path: str, flag: str = "--input", error: Type[ElectraError] = InputFileError
+               ) -> List[Tuple[int, str]]:
+  """`(line number, text)` of every line of a UTF-8 text file (`text_lines`)."""
+  return [(number, text) for number, text, _ in text_lines(path, flag, error)]
+
+
 def read_rows(path: str, names: Sequence[str], jsonl: bool | None = None,
               flag: str = "--input", error: Type[ElectraError] = InputFileError) -> Rows:
-  """`(rows, keys)` of an input file: per line, its texts in the order of `names`, and
-  what its output line starts with ({} for text; {"id": ...} for JSON lines, the line
-  number when the object has no "id").
+  """`(rows, keys)` of an input file (`parse_rows` of its `read_lines`)."""
+  return parse_rows(read_lines(path, flag, error), path, names, jsonl, flag, error)
+
+
+def parse_rows(lines: Sequence[Tuple[int, str]], path: str, names: Sequence[str],
+               jsonl: bool | None = None, flag: str = "--input",
+               error: Type[ElectraError] = InputFileError) -> Rows:
+  """`(rows, keys)` of the lines of the file `path`: per line, its texts in the order of
+  `names`, and what its output line starts with ({} for text; {"id": ...} for JSON
+  lines, the line number when the object has no "id").
 
   Text (jsonl False; None: by the file name, `is_jsonl`): every line holds exactly
   len(names) tab-separated columns (a blank line is one empty text). JSON lines: one
   object per non-blank line with a string field per name. Anything else, and a file
-  without rows, raises `error` in one line.
+  without rows, raises `error` in one line naming the file and line.
   """
   names = list(names)
   jsonl = is_jsonl(path) if jsonl is None else jsonl
   rows, keys = [], []
-  for number, line, _ in text_lines(path, flag, error):
+  for number, line in lines:
     if jsonl:
       if line.strip():
         row, key = _json_row(path, number, line, names, error)

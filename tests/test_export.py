@@ -238,6 +238,15 @@ def test_finetuned_export(exported):
   assert out["chunk_logits"].shape == (len(pairs), seq_len, 3)
   np.testing.assert_allclose(out["chunk_logits"].numpy(), expected["chunk"]["logits"].numpy(),
                              atol=1e-5)
+  # --format litert of a pair task takes pairs without --text-pairs (GLUE's text_b tasks)
+  from electra_tf2 import LiteRTModel
+  from electra_tf2.finetune import task_builder
+  assert [task_builder.takes_pairs(t) for t in ("mnli", "sts", "sst", "cola", "squad", "chunk")] \
+      == [True, True, False, False, False, False]
+  lite = str(exported["root"] / "finetuned.tflite")
+  assert export.main(["--model-dir", model_dir, "--format", "litert", "--output", lite]) == 0
+  got = LiteRTModel(lite).predict(([a for a, _ in pairs], [b for _, b in pairs]))
+  np.testing.assert_allclose(got["mnli_logits"], out["mnli_logits"].numpy(), atol=1e-5)
 
 
 def test_export_errors(exported, tmp_path, capsys):

@@ -95,16 +95,22 @@ def test_predict_sorts_by_length_and_keeps_input_order(classifier):
 
 
 def test_predict_of_per_token_outputs_keeps_each_row(tmp_path_factory):
+  """More texts than a batch, batches of other lengths: numpy arrays padded with zeros to
+  the longest row (as `electra predict`), never a tf.RaggedTensor; Keras' own loop too."""
   path = save_hf_model(str(tmp_path_factory.mktemp("hf") / "pt"), "ElectraForPreTraining")
   model = electra_tf2.Discriminator.from_pretrained(path)
   texts = shuffled_texts(9)
-  out = model.predict(texts, batch_size=2, verbose=0)
-  assert isinstance(out["logits"], tf.RaggedTensor)  # batches of other lengths, as Keras'
-  for i, text in enumerate(texts):
-    one = model.predict([text], verbose=0)
-    n = one["input_ids"].shape[1]
-    np.testing.assert_array_equal(out["input_ids"][i][:n].numpy(), one["input_ids"][0])
-    np.testing.assert_allclose(out["logits"][i][:n].numpy(), one["logits"][0], atol=TOLERANCE)
+  alone_outputs = [model.predict([text], verbose=0) for text in texts]
+  longest = max(one["input_ids"].shape[1] for one in alone_outputs)
+  for out in (model.predict(texts, batch_size=2, verbose=0),
+              model.predict(texts, batch_size=2, verbose=0, callbacks=[])):
+    for key, value in out.items():
+      assert isinstance(value, np.ndarray) and value.shape[:2] == (9, longest), key
+    for i, one in enumerate(alone_outputs):
+      n = one["input_ids"].shape[1]
+      np.testing.assert_array_equal(out["input_ids"][i][:n], one["input_ids"][0])
+      np.testing.assert_array_equal(out["input_mask"][i][n:], 0)
+      np.testing.assert_allclose(out["logits"][i][:n], one["logits"][0], atol=TOLERANCE)
 
 
 def test_predict_file_writes_lines_in_input_order(classifier, tmp_path):

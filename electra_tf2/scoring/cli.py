@@ -28,9 +28,10 @@ def _lines(path: str) -> Iterator[Tuple[int, str, int]]:
   return predictions.text_lines(path, "--input", ScoringError)
 
 
-def _check_not_empty(path: str) -> None:
-  """Refuses, in one line, an input without any text (read up to its first one)."""
-  if not any(line.strip() for _, line, _ in _lines(path)):
+def _check_input(path: str) -> None:
+  """Refuses, in one line, an input that is not UTF-8 or has no text, before any model
+  loads."""
+  if not any([line.strip() for _, line, _ in _lines(path)]):
     raise ScoringError(f"--input {path} is empty: give one text (or JSON object) per line")
 
 
@@ -233,7 +234,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   if args.command != "show" and not os.path.isfile(args.input):
     raise ScoringError(f"--input {args.input} is not a file")
   if args.command != "show":
-    _check_not_empty(args.input)
+    _check_input(args.input)
   scorer = TextScorer.load(args.model_dir, args.checkpoint, args.batch_size,
                            args.max_seq_length, args.window_stride)
   if args.command == "show":
