@@ -188,3 +188,13 @@ def test_without_ai_edge_litert_tf_lite_runs_the_file(discriminator, monkeypatch
   monkeypatch.setitem(sys.modules, "ai_edge_litert.interpreter", None)  # import fails
   assert isinstance(make_interpreter(model_path=lite.path), tf_lite.InterpreterWithCustomOps)
   assert_same_outputs(LiteRTModel(lite.path).predict(TEXTS), served(model, TEXTS))
+
+
+def test_the_bench_extra_installs_the_litert_interpreter():
+  """The bench's LiteRT rows time ai-edge-litert's interpreter, not tf.lite's fallback."""
+  import tomllib
+  from conftest import REPO_ROOT
+  with open(os.path.join(REPO_ROOT, "pyproject.toml"), "rb") as f:
+    extras = tomllib.load(f)["project"]["optional-dependencies"]
+  assert "electra-tf2[litert]" in extras["bench"]
+  assert any(r.startswith("ai-edge-litert") for r in extras["litert"])
