@@ -186,3 +186,29 @@ def test_electra_export_bfloat16(tmp_path):
   with pytest.raises(SystemExit):
     export.main(["--model-dir", str(tmp_path), "--output-dir", str(tmp_path / "x"),
                  "--dtype", "float16"])
+
+
+def test_bench_times_self_batching_sides_against_pytorch_on_the_same_batches(monkeypatch):
+  """bench/inference_throughput.py: Keras predict (which sorts texts by length) is compared
+  with `pytorch_sorted`, PyTorch fed the batches `TextModel.predict` makes, not with the
+  shuffled batches of the `pytorch` side."""
+  import inference_throughput
+  from inference import anchors
+  seen = []
+  monkeypatch.setattr(anchors, "torch_logits", lambda fixture, texts: (
+      seen.append(list(texts[0])) or np.array([[len(t)] for t in texts[0]], np.float32)))
+  texts = shuffled_texts(11)
+  side = anchors.pytorch_sorted(None)
+  out = side.predict_all([texts], 4)
+  order, chunks = batching.length_batches(batching.text_lengths([np.array(texts)]), 4)
+  assert seen == [[texts[i] for i in chunk] for chunk in chunks]  # TextModel.predict's
+  assert out[:, 0].tolist() == [len(t) for t in texts]  # input order
+  row = dict(p50_ms=1.0, p95_ms=1.0, max_diff=0.0)
+  result = {"model": "m", "texts": "t", "load": [0.0, 0.0], "sides": {
+      "pytorch": dict(row, side="PyTorch eager", rate=100.0, sorts=False),
+      "pytorch_sorted": dict(row, side="PyTorch sorted", rate=200.0, sorts=True),
+      "keras_predict": dict(row, side="Keras predict", rate=300.0, sorts=True),
+      "savedmodel": dict(row, side="SavedModel", rate=300.0, sorts=False)}}
+  rows = {line.split(" | ")[0][2:]: line.split(" | ")[6]
+          for line in inference_throughput.table(result).splitlines()[4:]}
+  assert rows["Keras predict"] == "1.50x" and rows["SavedModel"] == "3.00x"
