@@ -331,7 +331,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     answerer = _question_answerer(finetuned, model, vocab_file, lower, args.max_seq_length,
                                   args.window_stride)
     if args.format == "litert":
-      answerer.export_litert(args.output, args.quantize, calibration_texts)  # refuses
+      answerer.export_litert(args.output, args.quantize, calibration_texts)
+      print(f"wrote {args.output} (question answering, quantize {args.quantize}; inputs: "
+            "question, context through LiteRTModel: windows and answers in Python)")
+      return 0
     with hold(args.output_dir):
       ServingModule.check_output(args.output_dir)
       answerer.export_saved_model(args.output_dir, args.dtype)

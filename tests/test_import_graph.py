@@ -102,7 +102,7 @@ LAYERS = [
     ("data and tasks", ["data_prep", "input_pipeline", "finetune"]),
     ("models", ["layers", "networks", "models.pretrainer", "finetune.model", "finetune.heads",
                 "variable_names", "model_directory", "pretrain_helpers", "objectives",
-                "optimization", "param_counts", "flops", "litert"]),
+                "optimization", "param_counts", "flops", "litert", "models.qa_spans"]),
     ("conversion", ["checkpoints.source", "convert", "hf_import", "models"]),
     ("training", ["training", "finetune.runner"]),
     ("serving", ["export", "scoring", "hf_export", "commands", "__main__", "predict"]),

@@ -167,6 +167,16 @@ def test_export_command_writes_a_saved_model_of_the_runners_answers(squad_v2, tm
   assert "squad_start_top_index" in out["raw"]
   # [CLS] who ? [SEP] john [SEP], padded to max_seq_length (the beam takes 8 positions)
   assert out["pair"] == [[101, 2040, 1029, 102, 2198, 102] + [0] * 58]
+  # --format litert: the same answers through LiteRTModel (windows and decoding around it)
+  lite = str(tmp_path / "squad.tflite")
+  assert export.main(["--model-dir", finetuned.model_dir, "--format", "litert",
+                      "--output", lite]) == 0
+  got = electra_tf2.LiteRTModel(lite).predict(tuple(finetuned.inputs))
+  assert [t.decode() for t in got["answer_text"]] == out["answer_text"]
+  assert got["answer_start"].tolist() == out["answer_start"]
+  # --window-stride is the QA windows' stride (doc_stride), not ignored
+  model, _, vocab, lower, _, described = export._load(finetuned.model_dir, None, None)
+  assert export._question_answerer(described, model, vocab, lower, None, 7).doc_stride == 7
 
 
 def test_keras_page_question_answering_example_runs(squad_v1, tmp_path, monkeypatch):

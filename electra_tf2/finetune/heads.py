@@ -238,7 +238,8 @@ class QAHead(TaskHead):
     bias = tf.cast(self.qa_hidden.bias, hidden.dtype)
     from_start = tf.einsum("bsh,hk->bsk", start_states, kernel[:size])
     from_end = tf.einsum("blh,hk->blk", hidden, kernel[size:])
-    return gelu(from_start[:, :, tf.newaxis, :] + from_end[:, tf.newaxis, :, :] + bias)
+    # expand_dims, not [:, :, tf.newaxis]: LiteRT's StridedSlice has no new-axis kernel.
+    return gelu(tf.expand_dims(from_start, 2) + tf.expand_dims(from_end, 1) + bias)
 
   def call(self, hidden: tf.Tensor, features: Outputs, training: bool = False) -> Outputs:
     """hidden `[B, L, h]` -> start/end logits `[B, L]`, answerable_logit `[B]`,
@@ -265,7 +266,7 @@ class QAHead(TaskHead):
         start_states = tf.gather(hidden, start_top_index, batch_dims=1)
         end_hidden = self._end_hidden(start_states, hidden)
         beam_end_logits = (tf.cast(tf.squeeze(self.end_dense(end_hidden), -1), tf.float32)
-                           + penalty[:, tf.newaxis, :])
+                           + tf.expand_dims(penalty, 1))
         end_top_log_probs, end_top_index = tf.nn.top_k(tf.nn.log_softmax(beam_end_logits), k=k)
         end_logits = tf.zeros([batch_size, seq_length])
     else:

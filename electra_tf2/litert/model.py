@@ -81,13 +81,18 @@ class LiteRTModel:
       raise LiteRTModelError(f"{path} has no serving_default signature: give a .tflite written "
                              "by export_litert or `electra export --format litert`")
     self.path = path
-    # The documented order (question, context; text, text_b), as predict's tuple takes them.
-    self.input_names: List[str] = predictions.column_order(
-        signatures["serving_default"]["inputs"])
-    self.output_names: List[str] = sorted(signatures["serving_default"]["outputs"])
     self._runner = self._interpreter.get_signature_runner("serving_default")
     with open(path, "rb") as f:
       self.settings = read_metadata(f.read())
+    self._answerer = None
+    if "question_answering" in self.settings:  # windows and answers around the file
+      from electra_tf2.litert.qa import QA_INPUTS, WindowAnswerer  # pylint: disable=g-import-not-at-top
+      self._answerer = WindowAnswerer(self.settings)
+      self.input_names: List[str] = list(QA_INPUTS)
+    else:
+      # The documented order (question, context; text, text_b), as predict's tuple takes.
+      self.input_names = predictions.column_order(signatures["serving_default"]["inputs"])
+    self.output_names: List[str] = sorted(signatures["serving_default"]["outputs"])
 
   @property
   def do_lower_case(self) -> bool:
@@ -118,6 +123,8 @@ class LiteRTModel:
   def empty_outputs(self) -> Dict[str, np.ndarray]:
     """The outputs of an empty batch, shaped as the SavedModel's (a token axis of 2,
     [CLS] [SEP]), without running the interpreter: TFLite kernels refuse empty tensors."""
+    if self._answerer is not None:
+      return self.run_batch([], [])
     details = self._runner.get_output_details()
     return {name: np.zeros([0] + [2 if d < 0 else d for d in detail["shape_signature"][1:]],
                            object if detail["dtype"] in (np.bytes_, np.object_, np.str_)
@@ -125,7 +132,10 @@ class LiteRTModel:
             for name, detail in details.items()}
 
   def run_batch(self, *columns: Texts) -> Dict[str, np.ndarray]:
-    """One interpreter call on one batch (a list of texts per input)."""
+    """One interpreter call on one batch (a list of texts per input); a question
+    answerer's: its windows, one call on them, the answers (electra_tf2/litert/qa.py)."""
+    if self._answerer is not None:
+      return self._answerer.run(self._runner, self._runner.get_output_details(), *columns)
     from electra_tf2.text.litert_tokenizer import prepare_texts
     inputs = {name: np.array(prepare_texts(texts, self.do_lower_case), dtype=object)
               for name, texts in zip(self.input_names, columns)}
