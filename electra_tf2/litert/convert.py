@@ -6,7 +6,10 @@ ops of `tensorflow_text.tflite_registrar` (the tokenizer of
 electra_tf2/text/litert_tokenizer.py), no Select TF ops. Signatures:
 
   serving_default  inputs `text` (and `text_b` for pairs): string [batch];
-                   outputs the SavedModel's, under the same names.
+                   outputs the SavedModel's, under the same names; or, for a
+                   QuestionAnswerer, TOKEN_IDS int32 [windows, max_seq_length] and
+                   the QA head's outputs (electra_tf2/litert/qa.py builds the windows
+                   and the answers around the file).
 
 The file's metadata entry "electra_tf2" holds JSON settings (`do_lower_case`,
 `max_seq_length`, `quantize`), which electra_tf2.litert.model.LiteRTModel reads.
