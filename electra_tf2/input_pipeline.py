@@ -12,7 +12,8 @@ from typing import Dict, List, Optional
 
 import tensorflow as tf
 
-from electra_tf2.errors import ElectraError
+from electra_tf2.data_io.pretraining import CYCLE_LENGTH, FEATURE_NAMES, SHUFFLE_BUFFER
+from electra_tf2.data_io.tfrecord import DataError, finished_files
 
 Inputs = collections.namedtuple(
     "Inputs", ["input_ids", "input_mask", "segment_ids", "masked_lm_positions",
@@ -46,26 +47,20 @@ def get_updated_inputs(inputs: Inputs, **kwargs) -> Inputs:
 # TFRecord input pipeline (official pretrain_data.get_input_fn)
 # ---------------------------------------------------------------------------
 
-FEATURE_NAMES = ("input_ids", "input_mask", "segment_ids")
 # The official pipeline reads CYCLE_LENGTH files at once, one record from each in
-# turn, then shuffles SHUFFLE_BUFFER records (pretrain/pretrain_data.py:52-64).
-CYCLE_LENGTH = 4
-SHUFFLE_BUFFER = 100
+# turn, then shuffles SHUFFLE_BUFFER records (pretrain/pretrain_data.py:52-64); the
+# constants live with the pipeline's TensorFlow-free twin, data_io/pretraining.py.
 OFFICIAL_NUM_SHARDS = 1000  # what the official builder always writes
 
 
-class DataError(ElectraError, ValueError):
-  """Missing, empty or mismatched pre-training data; the message names the file."""
-
-
 def tfrecord_files(patterns: str) -> List[str]:
-  """The sorted files matching comma-separated glob patterns."""
+  """The sorted files matching comma-separated glob patterns (gs:// too)."""
   files: List[str] = []
   for pattern in patterns.split(","):
     pattern = pattern.strip()
     if pattern:
       files.extend(tf.io.gfile.glob(pattern))
-  return sorted(set(f for f in files if not f.endswith(".tmp") and ".tmp-" not in f))
+  return finished_files(files)
 
 
 def check_tfrecords(patterns: str, max_seq_length: int) -> List[str]:
@@ -162,7 +157,7 @@ def _parse_batch(records: tf.Tensor, max_seq_length: int) -> Dict[str, tf.Tensor
 
 def input_fn(config, is_training: bool, batch_size: int,
              input_context: Optional[tf.distribute.InputContext] = None,
-             deterministic: bool = False) -> tf.data.Dataset:
+             deterministic: bool = False, shuffle: bool = True) -> tf.data.Dataset:
   """The official pipeline: files -> repeat -> shuffle -> interleave -> shuffle(100) -> batch.
 
   Args:
@@ -174,6 +169,8 @@ def input_fn(config, is_training: bool, batch_size: int,
       pipeline (worker) reads its own shard of the files, or of the records
       when there are fewer files than workers.
     deterministic: a fixed read order, so runs and resumed runs see the same stream.
+    shuffle: the file and record shuffles (official); False reads in a fixed order, the
+      one `data_io.pretraining.PretrainingDataReader(shuffle=False)` reproduces.
 
   Returns:
     Batches of {"input_ids", "input_mask", "segment_ids"}: `[batch_size, max_seq_length]` int32.
@@ -187,14 +184,17 @@ def input_fn(config, is_training: bool, batch_size: int,
     dataset = dataset.shard(num_pipelines, pipeline_id)
   n_files = len(files) // num_pipelines if shard_files else len(files)
   seed = config.seed * 1009 + pipeline_id
-  dataset = dataset.repeat().shuffle(max(n_files, 1), seed=seed)
+  dataset = dataset.repeat()
+  if shuffle:
+    dataset = dataset.shuffle(max(n_files, 1), seed=seed)
   cycle_length = min(CYCLE_LENGTH, n_files)
   dataset = dataset.interleave(tf.data.TFRecordDataset, cycle_length=cycle_length,
                                num_parallel_calls=cycle_length,
                                deterministic=deterministic or not is_training)
   if num_pipelines > 1 and not shard_files:
     dataset = dataset.shard(num_pipelines, pipeline_id)
-  dataset = dataset.shuffle(SHUFFLE_BUFFER, seed=seed)
+  if shuffle:
+    dataset = dataset.shuffle(SHUFFLE_BUFFER, seed=seed)
   dataset = dataset.batch(batch_size, drop_remainder=True)
   dataset = dataset.map(lambda records: _parse_batch(records, config.max_seq_length),
                         num_parallel_calls=tf.data.AUTOTUNE,

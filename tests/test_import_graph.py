@@ -99,7 +99,7 @@ LAYERS = [
               "predictions"]),
     ("text", ["text"]),
     ("checkpoints", ["checkpoints"]),
-    ("data and tasks", ["data_prep", "input_pipeline", "finetune"]),
+    ("data and tasks", ["data_prep", "data_io", "input_pipeline", "finetune"]),
     ("models", ["layers", "networks", "models.pretrainer", "finetune.model", "finetune.heads",
                 "variable_names", "model_directory", "pretrain_helpers", "objectives",
                 "optimization", "param_counts", "flops", "litert", "models.qa_spans"]),
