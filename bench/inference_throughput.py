@@ -3,7 +3,7 @@ files (LiteRT, four quantizations) against PyTorch eager and ONNX Runtime (float
 in one run, alternating.
 
     python bench/inference_throughput.py [--models electra_small,electra_base,sst2_finetuned]
-        [--texts sst2_dev,mrpc_dev] [--sides pytorch,ort_fp32,...] [--rounds 3]
+        [--texts sst2_dev,mrpc_dev,cola_dev] [--sides pytorch,ort_fp32,...] [--rounds 3]
         [--latency-texts 50] [--throughput-texts 320] [--work-dir /tmp/electra_inference]
 
 Every side gets the same weights (random classifiers of the released shapes, built by
@@ -154,7 +154,7 @@ def main() -> None:
   parser.add_argument("--finetune-epochs", type=float, default=3,
                       help=f"{FINETUNED}: epochs over SST-2 train (official: 3)")
   parser.add_argument("--texts", default=None,
-                      help="text sets (default all: sst2_dev,mrpc_dev, or embedded)")
+                      help="text sets (default all: sst2_dev,mrpc_dev,cola_dev, or embedded)")
   parser.add_argument("--sides", default=",".join(SIDES), help="comma-separated side names")
   parser.add_argument("--rounds", type=int, default=3)
   parser.add_argument("--batch-size", type=int, default=32)

@@ -6,6 +6,7 @@ numpy sort for the batching helpers. Tiny random models built here.
 """
 
 import json
+import os
 
 import keras
 import numpy as np
@@ -212,3 +213,17 @@ def test_bench_times_self_batching_sides_against_pytorch_on_the_same_batches(mon
   rows = {line.split(" | ")[0][2:]: line.split(" | ")[6]
           for line in inference_throughput.table(result).splitlines()[4:]}
   assert rows["Keras predict"] == "1.50x" and rows["SavedModel"] == "3.00x"
+
+
+def test_bench_has_the_short_cola_sentences():
+  """The inference bench's short-text set: CoLA dev (no header line), 1043 sentences of
+  about 8 words, beside SST-2's of about 19."""
+  from conftest import shared_data_path
+  from inference import texts
+  shared_data_path("glue", "CoLA", "dev.tsv")  # skips without ../shared
+  sets = {s.name: s for s in texts.glue_sets(os.path.dirname(shared_data_path("glue")))}
+  cola = sets["cola_dev"]
+  assert len(cola) == 1043 and not cola.pairs and set(cola.labels) == {0, 1}
+  assert cola.columns[0][0] == "The sailors rode the breeze clear of the rocks."
+  words = lambda s: np.mean([len(t.split()) for t in s.columns[0]])
+  assert words(cola) < 10 < words(sets["sst2_dev"])
