@@ -19,6 +19,7 @@ from electra_tf2.errors import ElectraError
 
 Texts = Union[Sequence[str], Sequence[bytes]]
 METADATA_NAME = "electra_tf2"  # the .tflite metadata entry of our settings (JSON)
+QA_KEY = "question_answering"  # its entry of a QuestionAnswerer's settings (litert/qa.py)
 
 
 class LiteRTModelError(ElectraError, ValueError):
@@ -85,10 +86,10 @@ class LiteRTModel:
     with open(path, "rb") as f:
       self.settings = read_metadata(f.read())
     self._answerer = None
-    if "question_answering" in self.settings:  # windows and answers around the file
-      from electra_tf2.litert.qa import QA_INPUTS, WindowAnswerer  # pylint: disable=g-import-not-at-top
-      self._answerer = WindowAnswerer(self.settings)
-      self.input_names: List[str] = list(QA_INPUTS)
+    if QA_KEY in self.settings:  # windows and answers around the file
+      from electra_tf2.litert import qa  # pylint: disable=g-import-not-at-top
+      self._answerer = qa.WindowAnswerer(self.settings)
+      self.input_names: List[str] = list(qa.QA_INPUTS)
     else:
       # The documented order (question, context; text, text_b), as predict's tuple takes.
       self.input_names = predictions.column_order(signatures["serving_default"]["inputs"])

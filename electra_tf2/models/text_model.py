@@ -305,7 +305,8 @@ class TextModel(keras.Model):
   def predict_file(self, path: str, output_path: Optional[str] = None,
                    batch_size: int = 32) -> Dict[str, np.ndarray]:
     """Predictions for every row of a file (`read_rows`: a text, or tab-separated pair, per
-    line; or JSON lines), with a progress bar; with `output_path`, also one JSON object per row there.
+    line; or JSON lines), with a progress bar; with `output_path`, also one JSON object
+    per row there.
 
     Rows are predicted in batches of similar length (electra_tf2/batching.py);
     outputs are in row order, per-token ones padded with zeros to the longest.
