@@ -19,7 +19,6 @@ from electra_tf2.errors import ElectraError
 
 Texts = Union[Sequence[str], Sequence[bytes]]
 METADATA_NAME = "electra_tf2"  # the .tflite metadata entry of our settings (JSON)
-QA_KEY = "question_answering"  # its entry of a QuestionAnswerer's settings (litert/qa.py)
 
 
 class LiteRTModelError(ElectraError, ValueError):
@@ -86,8 +85,8 @@ class LiteRTModel:
     with open(path, "rb") as f:
       self.settings = read_metadata(f.read())
     self._answerer = None
-    if QA_KEY in self.settings:  # windows and answers around the file
-      from electra_tf2.litert import qa  # pylint: disable=g-import-not-at-top
+    from electra_tf2.litert import qa  # pylint: disable=g-import-not-at-top
+    if qa.QA_KEY in self.settings:  # windows and answers around the file
       self._answerer = qa.WindowAnswerer(self.settings)
       self.input_names: List[str] = list(qa.QA_INPUTS)
     else:

@@ -26,11 +26,11 @@ from typing import Any, Callable, Dict, Mapping, Sequence
 import numpy as np
 import tensorflow as tf
 
-from electra_tf2.litert.model import QA_KEY
 from electra_tf2.models import qa_spans
 from electra_tf2.text import qa_windows
 from electra_tf2.text.packing import TextFeaturizer
 
+QA_KEY = "question_answering"  # the metadata entry of a QA .tflite's settings
 WINDOW_SETTINGS = ("max_query_length", "doc_stride")
 QA_INPUTS = ("question", "context")
 
