@@ -26,7 +26,7 @@ _EXPORTS = {
     "PretrainingConfig": "electra_tf2.config",
     "FinetuningConfig": "electra_tf2.finetune.config",
     "BertConfig": "electra_tf2.encoder_config",
-    "RunOptions": "electra_tf2.training.driver",
+    "RunOptions": "electra_tf2.training.options",
     # models
     "Encoder": "electra_tf2.networks.encoder",
     "ElectraPretrainer": "electra_tf2.models.pretrainer",

@@ -31,6 +31,16 @@ def _gfile():
   return tf.io.gfile
 
 
+def exists(path: str) -> bool:
+  """`os.path.exists`, or `tf.io.gfile.exists` for a remote path."""
+  return _gfile().exists(path) if is_remote(path) else os.path.exists(path)
+
+
+def isdir(path: str) -> bool:
+  """`os.path.isdir`, or `tf.io.gfile.isdir` for a remote path."""
+  return _gfile().isdir(path) if is_remote(path) else os.path.isdir(path)
+
+
 def temp_name_for(path: str, token: Optional[str] = None) -> str:
   """The hidden temporary sibling of `path`; `token` defaults to the process id."""
   directory, name = os.path.split(path if is_remote(path) else os.path.normpath(path))

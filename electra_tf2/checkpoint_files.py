@@ -13,7 +13,6 @@ import os
 import re
 from typing import List, Optional
 
-import tensorflow as tf
 
 from electra_tf2.errors import ElectraError
 
@@ -34,6 +33,7 @@ def latest_checkpoint(model_dir: str, strict: bool = True) -> Optional[str]:
   state file moved with its directory (an absolute path from another machine)
   is followed to the checkpoint of the same name in `model_dir`.
   """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   try:
     state = tf.train.get_checkpoint_state(model_dir)
   except ValueError as e:  # an empty or garbled state file
@@ -60,6 +60,7 @@ def latest_checkpoint(model_dir: str, strict: bool = True) -> Optional[str]:
 
 def existing_checkpoints(model_dir: str) -> List[str]:
   """The checkpoint prefixes (`*.index` files) in model_dir, oldest step first."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   return sorted((p[:-len(".index")] for p in tf.io.gfile.glob(os.path.join(model_dir, "*.index"))),
                 key=lambda p: (len(p), p))
 
@@ -84,6 +85,7 @@ def restore(checkpoint: tf.train.Checkpoint, path: str, *, partial: bool = False
     match_existing: every variable of `checkpoint` must be in the file.
     mismatch_hint: appended to the message when the file does not fit the model.
   """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   if not tf.io.gfile.exists(path + ".index"):
     raise ModelDirectoryError(f"checkpoint {path} does not exist (no {path}.index)")
   try:
@@ -111,11 +113,13 @@ def holds_optimizer_state(path: str) -> bool:
   run_pretraining.py's checkpoints do; model directories written by `convert
   to-tf2` hold the model and global_step only.
   """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   return any(name.startswith("optimizer/") for name, _ in tf.train.list_variables(path))
 
 
 def first_line(error: Exception) -> str:
   """An exception's first line, without TensorFlow's `{{function_node ...}}` and `[Op:...]`."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   text = error.message if isinstance(error, tf.errors.OpError) else str(error)
   text = (text.strip().splitlines() or ["no detail"])[0]
   text = re.sub(r"^\{\{function_node [^}]*\}\}\s*", "", text)
@@ -133,6 +137,7 @@ def save(manager: tf.train.CheckpointManager, step: int) -> str:
   `checkpoint` state file, so a write that fails leaves the previous checkpoint
   the latest; what the failed one left is removed.
   """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   try:
     return manager.save(checkpoint_number=step)
   except (tf.errors.OpError, OSError) as e:
@@ -151,6 +156,7 @@ def save(manager: tf.train.CheckpointManager, step: int) -> str:
 
 def _remove_quietly(paths: List[str]) -> None:
   """Removes files and directories, as far as the file system lets it."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   for path in paths:
     try:
       (tf.io.gfile.rmtree if tf.io.gfile.isdir(path) else tf.io.gfile.remove)(path)

@@ -256,7 +256,7 @@ def resolve_pretraining_config(model_name: str, data_dir: Optional[str] = None,
       values["pretrain_tfrecords"] = os.path.join(
           data_dir, "pretrain_tfrecords", "pretrain_data.tfrecord*")
     if values["vocab_file"] is None:
-      values["vocab_file"] = os.path.join(data_dir, "vocab.txt")
+      values["vocab_file"] = vocab_lib.default_vocab_file(data_dir)
     if values["model_dir"] is None:
       values["model_dir"] = os.path.join(data_dir, "models", model_name_only)
   _check_consistency(values)

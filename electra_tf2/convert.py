@@ -26,6 +26,7 @@ import tensorflow as tf
 from electra_tf2 import checkpoint_files, model_directory, variable_names
 from electra_tf2.atomic_io import copy_file_atomic
 from electra_tf2.checkpoints import describe as describe_lib
+from electra_tf2.checkpoints import portable
 from electra_tf2.checkpoints.directories import (  # noqa: F401
     PRETRAIN_CONFIG_FILE, VOCAB_FILE, is_finetuned_model_dir)
 from electra_tf2.checkpoints.official import (  # noqa: F401  (their import path here too)
@@ -88,8 +89,7 @@ def load_pretrainer_weights(model, config: PretrainingConfig, path: str) -> str:
     name = source.pretraining_config.model_name
     saved = os.path.join(source.model_dir, PRETRAIN_CONFIG_FILE)
     hint = f": it holds a {name} model (see {saved}); pass --model-name {name}"
-    checkpoint_files.restore(tf.train.Checkpoint(model=model), prefix, partial=True,
-                             match_existing=True, mismatch_hint=hint)
+    model_directory.restore_weights(model, prefix, hint)
     return prefix
   if kind == "official":
     prefix = resolve_checkpoint_path(path)
@@ -182,9 +182,10 @@ def export_official_checkpoint(model_dir: str, output_dir: str,
   Every trainable variable under its official name, plus `global_step` (the
   step of our checkpoint). Returns the written prefix.
   """
-  checkpoint_path = checkpoint_path or checkpoint_files.latest_checkpoint(model_dir)
+  checkpoint_path = model_directory.checkpoint_of(model_dir, checkpoint_path)
   model = model_directory.restore_pretrainer(model_dir, checkpoint_path)
-  step = read_global_step(checkpoint_path)
+  step = (portable.step_of(checkpoint_path) if portable.is_portable(checkpoint_path)
+          else read_global_step(checkpoint_path))
   return write_official_checkpoint(
       output_dir, official_tensors(variable_names.pretrainer_variable_map(model)), step)
 
@@ -313,7 +314,35 @@ def _parser() -> argparse.ArgumentParser:
                            help="a ckpt-N prefix in it (default the latest)")
   to_official.add_argument("--output-dir", required=True,
                            help="directory for model.ckpt-<step> and its checkpoint file")
+  to_portable = sub.add_parser(
+      "to-portable", help="a TensorFlow run's model dir -> portable-<step>.npz beside its "
+      "checkpoints (weights, Adam slots, step), which `electra pretrain --backend jax` resumes")
+  to_portable.add_argument("--model-dir", required=True,
+                           help="pre-trained model directory (pretrain_config.json + ckpt-N)")
+  to_portable.add_argument("--checkpoint", default=None,
+                           help="a ckpt-N prefix in it (default the latest)")
   return parser
+
+
+def write_portable_checkpoint(model_dir: str, checkpoint_path: Optional[str] = None) -> str:
+  """A TensorFlow `ckpt-N` of a pre-training run as `portable-N.npz` in `model_dir`
+  (electra_tf2/checkpoints/portable.py): weights, Adam slots and step. Returns its path."""
+  from electra_tf2 import optimization, pretraining_state  # pylint: disable=g-import-not-at-top
+  from electra_tf2.models.pretrainer import ElectraPretrainer  # pylint: disable=g-import-not-at-top
+  config = model_directory.load_pretraining_config(model_dir)
+  prefix = checkpoint_path or checkpoint_files.latest_checkpoint(model_dir)
+  if prefix is None or portable.is_portable(prefix):
+    raise ConversionError(f"{model_dir} holds no TensorFlow checkpoint (ckpt-N.index) to convert")
+  model = ElectraPretrainer.from_pretraining_config(config)
+  optimizer = optimization.pretraining_optimizer(config, model)
+  optimizer.build(model.trainable_variables)
+  step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
+  checkpoint_files.restore(tf.train.Checkpoint(model=model, optimizer=optimizer, global_step=step),
+                           prefix, partial=True, match_existing=True,
+                           mismatch_hint=f": it is not the model that {PRETRAIN_CONFIG_FILE} "
+                                         "describes")
+  arrays, extra = pretraining_state.arrays_of(model, optimizer, int(step.numpy()))
+  return portable.save(model_dir, int(step.numpy()), arrays, dict(extra, backend="tensorflow"))
 
 
 @command
@@ -351,6 +380,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if notice(report):
       print(notice(report))
     print(f"wrote {args.output_dir}")
+  elif args.command == "to-portable":
+    with hold(args.model_dir):
+      print(f"wrote {write_portable_checkpoint(args.model_dir, args.checkpoint)}")
   else:
     export = (export_official_finetuned if is_finetuned_model_dir(args.model_dir)
               else export_official_checkpoint)

@@ -48,7 +48,7 @@ class BertConfig:
     if self.hidden_size % self.num_attention_heads:
       raise ConfigError(f"{where}: hidden_size {self.hidden_size} is not a multiple of "
                         f"num_attention_heads {self.num_attention_heads}")
-    from electra_tf2.layers.activations import get_activation  # imports TensorFlow
+    from electra_tf2.layers.activations import get_activation  # imports Keras
     try:
       get_activation(self.hidden_act)
     except ValueError as e:

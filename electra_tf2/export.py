@@ -28,6 +28,7 @@ from typing import Callable, Dict, Optional, Sequence
 import tensorflow as tf
 
 from electra_tf2 import model_directory, precision, predictions, vocab as vocab_lib
+from electra_tf2.text import description as tokenizer_description
 from electra_tf2.checkpoints import describe as describe_lib
 from electra_tf2.scoring import graph as scoring_graph
 from electra_tf2.atomic_io import atomic_directory
@@ -73,15 +74,22 @@ class ServingModule(tf.Module):
     super().__init__()
     self._predict = predict
     self._variables = [v.value for v in variables]
+    self.description = None
     self.token_ids = tf.function(predict, input_signature=[_IDS] * 3)
     self.featurizer = None
     if vocab_file is None:
       return
     if max_seq_length < 3:
       raise ExportError(f"max_seq_length must be >= 3 for text pairs, got {max_seq_length}")
+    self.description = tokenizer_description.describe_vocab(vocab_file, do_lower_case)
     vocab = vocab_lib.load_vocab(vocab_file)
     self._vocab_tokens = sorted(vocab, key=vocab.get)
-    self.featurizer = TextFeaturizer(self._vocab_tokens, do_lower_case, max_seq_length)
+    model = None
+    if self.description.kind == "sentencepiece":
+      with tf.io.gfile.GFile(vocab_file, "rb") as f:
+        model = f.read()
+    self.featurizer = TextFeaturizer(self._vocab_tokens, do_lower_case, max_seq_length,
+                                     sentencepiece_model=model)
     self.vocab_file = tf.saved_model.Asset(vocab_file)
     self.text = tf.function(lambda text: self._with_features(self.featurizer.single(text)),
                             input_signature=[_TEXT])
@@ -115,6 +123,9 @@ class ServingModule(tf.Module):
     from electra_tf2.text.litert_tokenizer import LiteRTFeaturizer
     if self.featurizer is None:
       raise ExportError("a .tflite takes text: it needs the vocabulary (--vocab-file)")
+    if self.description.kind == "sentencepiece":
+      raise ExportError("--format litert takes WordPiece models only for now: export a "
+                        "SentencePiece model as a SavedModel (--format savedmodel)")
     lower, length = self.featurizer.tokenizer.do_lower_case, self.featurizer.max_seq_length
     featurizer = LiteRTFeaturizer(self._vocab_tokens, lower, max_seq_length=length)
     return convert.write_tflite(
@@ -149,6 +160,8 @@ class ServingModule(tf.Module):
     self.check_output(path)
     with atomic_directory(path) as tmp:
       tf.saved_model.save(self, tmp, signatures=self.signatures())
+      if self.description is not None:
+        tokenizer_description.write_description(tmp, self.description)
     return path
 
 

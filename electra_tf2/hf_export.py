@@ -24,6 +24,7 @@ nor transformers is needed to export.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import struct
@@ -34,6 +35,7 @@ import numpy as np
 import tensorflow as tf
 
 from electra_tf2 import model_directory, variable_names
+from electra_tf2.text import description as tokenizer_description
 from electra_tf2.atomic_io import (atomic_path, copy_file_atomic,
                                    write_json_atomic)
 from electra_tf2.checkpoints import directories
@@ -137,11 +139,28 @@ def export_hugging_face(model, output_dir: str, generator: bool = False,
                               model.objective.special_ids.pad), sort_keys=False)
   write_safetensors(os.path.join(output_dir, WEIGHTS_FILE), state)
   if vocab_file is not None:
-    copy_file_atomic(vocab_file, os.path.join(output_dir, "vocab.txt"))
-    tokenizer = {"tokenizer_class": "ElectraTokenizer", "do_lower_case": do_lower_case,
-                 "model_max_length": bert.max_position_embeddings}
+    description = tokenizer_description.describe_vocab(vocab_file, do_lower_case)
+    if description.kind == "sentencepiece":
+      # DeBERTa-v3's tokenizer: a SentencePiece model packed as [CLS] a [SEP] (b [SEP]),
+      # the special tokens named by their spellings in the model.
+      vocab_name = "spm.model"
+      tokenizer = {"tokenizer_class": "DebertaV2Tokenizer", "do_lower_case": False,
+                   "split_by_punct": False, "vocab_type": "spm",
+                   **{f"{role}_token": token for role, token in
+                      zip(("pad", "unk", "cls", "sep", "mask"), description.special_tokens)},
+                   "bos_token": description.special_tokens[2],
+                   "eos_token": description.special_tokens[3],
+                   "model_max_length": bert.max_position_embeddings}
+    else:
+      vocab_name = "vocab.txt"
+      tokenizer = {"tokenizer_class": "ElectraTokenizer", "do_lower_case": do_lower_case,
+                   "model_max_length": bert.max_position_embeddings}
+    copy_file_atomic(vocab_file, os.path.join(output_dir, vocab_name))
     write_json_atomic(os.path.join(output_dir, "tokenizer_config.json"), tokenizer,
                       sort_keys=False)
+    tokenizer_description.write_description(
+        output_dir, dataclasses.replace(description,
+                                        vocab_file=os.path.join(output_dir, vocab_name)))
   return output_dir
 
 
@@ -167,5 +186,5 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     export_hugging_face(model, args.output_dir, args.generator, vocab_file,
                         config.do_lower_case)
   print(f"wrote {args.output_dir} (config.json, {WEIGHTS_FILE}"
-        f"{', vocab.txt, tokenizer_config.json' if vocab_file else ''})")
+        f"{', the vocabulary, tokenizer_config.json' if vocab_file else ''})")
   return 0

@@ -1,4 +1,4 @@
-"""Pre-training inputs: the `Inputs` tuple and the TFRecord pipeline (official pretrain/pretrain_data.py).
+"""Pre-training inputs: the TFRecord pipeline (official pretrain/pretrain_data.py).
 
 The TFRecords hold only `input_ids`, `input_mask` and `segment_ids`
 (`[batch, seq_len]` int32 once parsed); masking happens in the graph.
@@ -6,7 +6,6 @@ The TFRecords hold only `input_ids`, `input_mask` and `segment_ids`
 
 from __future__ import annotations
 
-import collections
 import math
 from typing import Dict, List, Optional
 
@@ -14,33 +13,8 @@ import tensorflow as tf
 
 from electra_tf2.data_io.pretraining import CYCLE_LENGTH, FEATURE_NAMES, SHUFFLE_BUFFER
 from electra_tf2.data_io.tfrecord import DataError, finished_files
-
-Inputs = collections.namedtuple(
-    "Inputs", ["input_ids", "input_mask", "segment_ids", "masked_lm_positions",
-               "masked_lm_ids", "masked_lm_weights"])
-Inputs.__doc__ = """One batch of (possibly masked) pre-training inputs.
-
-input_ids, input_mask, segment_ids: [batch, seq_len] int32.
-masked_lm_positions, masked_lm_ids: [batch, max_predictions] int32, or None.
-masked_lm_weights: [batch, max_predictions] float32, or None.
-"""
-
-
-def features_to_inputs(features: Dict[str, tf.Tensor]) -> Inputs:
-  """Parsed TFRecord features -> Inputs (mask fields None unless present)."""
-  return Inputs(
-      input_ids=features["input_ids"],
-      input_mask=features["input_mask"],
-      segment_ids=features["segment_ids"],
-      masked_lm_positions=features.get("masked_lm_positions"),
-      masked_lm_ids=features.get("masked_lm_ids"),
-      masked_lm_weights=features.get("masked_lm_weights"),
-  )
-
-
-def get_updated_inputs(inputs: Inputs, **kwargs) -> Inputs:
-  """A copy of `inputs` with the named fields replaced."""
-  return inputs._replace(**kwargs)
+# `Inputs` and its helpers live in electra_tf2/inputs.py (no TensorFlow); kept here too.
+from electra_tf2.inputs import features_to_inputs, get_updated_inputs, Inputs  # noqa: F401
 
 
 # ---------------------------------------------------------------------------

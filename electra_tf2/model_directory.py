@@ -15,8 +15,10 @@ from typing import Any, Dict, Mapping, Optional
 
 import tensorflow as tf
 
-from electra_tf2 import checkpoint_files
+from electra_tf2 import checkpoint_files, pretraining_state, variable_names
+from electra_tf2.text import description as tokenizer_description
 from electra_tf2.atomic_io import write_json_atomic
+from electra_tf2.checkpoints import portable
 from electra_tf2.checkpoints.directories import (  # noqa: F401  (their import path here too)
     PRETRAIN_CONFIG_FILE, ModelDirectory, PretrainedModelError, checkpoint_of, find_vocab,
     load_pretraining_config, locate, model_dir_of, read_saved_pretraining_config)
@@ -43,10 +45,8 @@ def restore_pretrainer(model_dir: str, checkpoint_path: Optional[str] = None,
     model = ElectraPretrainer.from_pretraining_config(config)
   except ConfigError as e:
     raise PretrainedModelError(f"{os.path.join(model_dir, PRETRAIN_CONFIG_FILE)}: {e}") from None
-  checkpoint_files.restore(tf.train.Checkpoint(model=model), checkpoint_path, partial=True,
-                           match_existing=True,
-                           mismatch_hint=f": it is not the model that {PRETRAIN_CONFIG_FILE} "
-                                         "describes")
+  restore_weights(model, checkpoint_path,
+                  f": it is not the model that {PRETRAIN_CONFIG_FILE} describes")
   return model
 
 
@@ -54,12 +54,35 @@ def restore_encoder(encoder, source: ModelDirectory) -> str:
   """Reads the pre-trained discriminator encoder of `source` into `encoder` (built, of
   the same shape); the generator and the heads are not built. Returns the checkpoint."""
   checkpoint_path = checkpoint_of(source.model_dir, source.checkpoint_path)
+  if portable.is_portable(checkpoint_path):
+    arrays, _ = portable.load(checkpoint_path)
+    for name, variable in variable_names.encoder_variable_map(encoder, "electra").items():
+      if name not in arrays or tuple(variable.shape) != arrays[name].shape:
+        raise PretrainedModelError(f"{checkpoint_path}: {name} does not fit this encoder: the "
+                                   "fine-tuning model size must match the pre-trained one "
+                                   f"({source.config_file})")
+      variable.assign(arrays[name])
+    return checkpoint_path
   # The pre-trainer's checkpoint reaches its discriminator as model/discriminator.
   checkpoint = tf.train.Checkpoint(model=tf.train.Checkpoint(discriminator=encoder))
   checkpoint_files.restore(checkpoint, checkpoint_path, partial=True, match_existing=True,
                            mismatch_hint=": the fine-tuning model size must match the "
                                          f"pre-trained one ({source.config_file})")
   return checkpoint_path
+
+
+def restore_weights(model, checkpoint_path: str, mismatch_hint: str) -> None:
+  """Reads a pre-trainer's weights from a `ckpt-N` prefix or a portable checkpoint (no
+  step, no optimizer slots); one line naming `mismatch_hint` where they do not fit."""
+  if portable.is_portable(checkpoint_path):
+    arrays, _ = portable.load(checkpoint_path)
+    try:
+      pretraining_state.assign(model, arrays, where=checkpoint_path)
+    except portable.PortableCheckpointError as e:
+      raise PretrainedModelError(f"{e}{mismatch_hint}") from None
+    return
+  checkpoint_files.restore(tf.train.Checkpoint(model=model), checkpoint_path, partial=True,
+                           match_existing=True, mismatch_hint=mismatch_hint)
 
 
 def write_model_dir(model, config: PretrainingConfig, output_dir: str,
@@ -73,6 +96,7 @@ def write_model_dir(model, config: PretrainingConfig, output_dir: str,
   tf.io.gfile.makedirs(output_dir)
   write_json_atomic(os.path.join(output_dir, PRETRAIN_CONFIG_FILE),
                     config.replace(model_dir=output_dir).to_dict())
+  write_tokenizer_description(config, output_dir)
   step = tf.Variable(global_step, dtype=tf.int64, trainable=False, name="global_step")
   checkpoint = tf.train.Checkpoint(model=model, global_step=step)
   manager = tf.train.CheckpointManager(checkpoint, output_dir, max_to_keep=None,
@@ -125,3 +149,10 @@ def check_same_architecture(config: "PretrainingConfig", saved_values: Mapping[s
     raise ConfigError(f"{config.model_dir} holds a model of another shape ({details}): pass the "
                       f"hparams it was pre-trained with (see its {PRETRAIN_CONFIG_FILE}), or set "
                       "\"model_dir\" in --hparams to start a new model elsewhere")
+
+
+def write_tokenizer_description(config: PretrainingConfig, model_dir: str) -> None:
+  """`model_dir/tokenizer_description.json`: the config's vocabulary and casing (if any)."""
+  if config.vocab_file and os.path.exists(config.vocab_file):
+    tokenizer_description.write_description(
+        model_dir, tokenizer_description.describe_vocab(config.vocab_file, config.do_lower_case))

@@ -16,23 +16,22 @@ import math
 from typing import Dict, Mapping, Optional
 
 import numpy as np
-import tensorflow as tf
+from keras import ops
 
-from electra_tf2 import pretrain_helpers
-from electra_tf2.input_pipeline import features_to_inputs, get_updated_inputs, Inputs
+from electra_tf2 import backend_ops, pretrain_helpers
+from electra_tf2.inputs import features_to_inputs, get_updated_inputs, Inputs
 
 FakedData = collections.namedtuple("FakedData", ["inputs", "is_fake_tokens", "sampled_tokids"])
 FakedData.__doc__ = """Discriminator inputs: fake ids, labels `[batch, seq_len]` int32, samples `[batch, n]`."""
 
 
-def _normalised(weighted_sum: tf.Tensor, weight_sum: tf.Tensor,
-                denominator: Optional[tf.Tensor]) -> tf.Tensor:
+def _normalised(weighted_sum, weight_sum, denominator):
   if denominator is None:
     denominator = weight_sum
-  return weighted_sum / (tf.cast(denominator, tf.float32) + 1e-6)
+  return weighted_sum / (ops.cast(denominator, "float32") + 1e-6)
 
 
-def loss_denominators(config, features: Mapping[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
+def loss_denominators(config, features: Mapping) -> Dict:
   """The loss denominators of a batch, known before masking (scalars, float32).
 
   mlm: the number of weighted prediction slots (`num_to_predict` per row with
@@ -41,12 +40,12 @@ def loss_denominators(config, features: Mapping[str, tf.Tensor]) -> Dict[str, tf
   """
   inputs = features_to_inputs(features)
   candidates = pretrain_helpers.get_candidates_mask(config, inputs)
-  has_candidate = tf.reduce_any(candidates, -1)
+  has_candidate = ops.any(candidates, -1)
   slots = pretrain_helpers.num_to_predict(config, inputs.input_mask, config.mask_prob)
   return dict(
-      mlm=tf.reduce_sum(tf.cast(slots * tf.cast(has_candidate, tf.int32), tf.float32)),
-      disc=tf.reduce_sum(tf.cast(inputs.input_mask, tf.float32)),
-      cloze=tf.reduce_sum(tf.cast(candidates, tf.float32)))
+      mlm=ops.sum(ops.cast(slots * ops.cast(has_candidate, "int32"), "float32")),
+      disc=ops.sum(ops.cast(inputs.input_mask, "float32")),
+      cloze=ops.sum(ops.cast(candidates, "float32")))
 
 
 # ---------------------------------------------------------------------------
@@ -54,8 +53,7 @@ def loss_denominators(config, features: Mapping[str, tf.Tensor]) -> Dict[str, tf
 # ---------------------------------------------------------------------------
 
 
-def softmax_output(logits: tf.Tensor, targets: tf.Tensor, weights: tf.Tensor,
-                   denominator: Optional[tf.Tensor] = None) -> Dict[str, tf.Tensor]:
+def softmax_output(logits, targets, weights, denominator=None) -> Dict:
   """The official `get_softmax_output`.
 
   Args:
@@ -68,21 +66,21 @@ def softmax_output(logits: tf.Tensor, targets: tf.Tensor, weights: tf.Tensor,
     loss (scalar), per_example_loss `[batch, n]` (the NLL of each slot),
     preds `[batch, n]` int32 (argmax), log_probs `[batch, n, vocab]`.
   """
-  log_probs = tf.nn.log_softmax(logits)
-  # -log_probs[target], fused: its gradient (softmax - one_hot) comes from the
-  # forward kernel instead of a scatter into a [batch, n, vocab] zero tensor.
-  nll = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=tf.cast(targets, tf.int32),
-                                                       logits=logits)
-  weights = tf.cast(weights, tf.float32)
+  log_probs = ops.log_softmax(logits)
+  # -log_probs[target], fused (TensorFlow's sparse softmax cross-entropy kernel): its
+  # gradient (softmax - one_hot) comes from the forward kernel instead of a scatter into
+  # a [batch, n, vocab] zero tensor.
+  nll = ops.sparse_categorical_crossentropy(ops.cast(targets, "int32"), logits,
+                                            from_logits=True)
+  weights = ops.cast(weights, "float32")
   return dict(
-      loss=_normalised(tf.reduce_sum(weights * nll), tf.reduce_sum(weights), denominator),
+      loss=_normalised(ops.sum(weights * nll), ops.sum(weights), denominator),
       per_example_loss=nll,
-      preds=tf.argmax(logits, -1, output_type=tf.int32),
+      preds=backend_ops.argmax(logits, -1),
       log_probs=log_probs)
 
 
-def get_fake_data(config, inputs: Inputs, mlm_logits: tf.Tensor,
-                  *, seed: Optional[tf.Tensor] = None) -> FakedData:
+def get_fake_data(config, inputs: Inputs, mlm_logits, *, seed=None) -> FakedData:
   """Replaces every selected slot with a generator sample (run_pretraining.py:220-241).
 
   Args:
@@ -98,15 +96,15 @@ def get_fake_data(config, inputs: Inputs, mlm_logits: tf.Tensor,
   inputs = pretrain_helpers.unmask(inputs)
   disallow = None
   if config.disallow_correct:
-    disallow = tf.one_hot(inputs.masked_lm_ids, tf.shape(mlm_logits)[-1], dtype=mlm_logits.dtype)
-  sampled = tf.stop_gradient(pretrain_helpers.sample_ids_from_softmax(
+    disallow = ops.one_hot(inputs.masked_lm_ids, mlm_logits.shape[-1], dtype=mlm_logits.dtype)
+  sampled = ops.stop_gradient(pretrain_helpers.sample_ids_from_softmax(
       mlm_logits / config.temperature, disallow, seed=seed))
   updated_ids, masked = pretrain_helpers.scatter_update(
       inputs.input_ids, sampled, inputs.masked_lm_positions)
   if config.electric_objective:
     labels = masked
   else:
-    labels = masked * tf.cast(tf.not_equal(updated_ids, inputs.input_ids), masked.dtype)
+    labels = masked * ops.cast(ops.not_equal(updated_ids, inputs.input_ids), masked.dtype)
   return FakedData(get_updated_inputs(inputs, input_ids=updated_ids), labels, sampled)
 
 
@@ -115,18 +113,17 @@ def get_fake_data(config, inputs: Inputs, mlm_logits: tf.Tensor,
 # ---------------------------------------------------------------------------
 
 
-def electric_logit_offset(cloze_log_probs: tf.Tensor, fake_input_ids: tf.Tensor,
-                          mask_prob: float) -> tf.Tensor:
+def electric_logit_offset(cloze_log_probs, fake_input_ids, mask_prob: float):
   """ELECTRIC's noise-contrastive term log q(x_t) + log(k / (1 - k)), `[batch, seq_len]`.
 
   cloze_log_probs: `[batch, seq_len, vocab]`; fake_input_ids: `[batch, seq_len]`.
   """
-  log_q = tf.gather(cloze_log_probs, tf.cast(fake_input_ids, tf.int32), batch_dims=2)
-  return tf.stop_gradient(log_q) + math.log(mask_prob / (1.0 - mask_prob))
+  ids = ops.expand_dims(ops.cast(fake_input_ids, "int32"), -1)
+  log_q = ops.squeeze(ops.take_along_axis(cloze_log_probs, ids, axis=-1), -1)
+  return ops.stop_gradient(log_q) + math.log(mask_prob / (1.0 - mask_prob))
 
 
-def discriminator_output(logits: tf.Tensor, labels: tf.Tensor, input_mask: tf.Tensor,
-                         denominator: Optional[tf.Tensor] = None) -> Dict[str, tf.Tensor]:
+def discriminator_output(logits, labels, input_mask, denominator=None) -> Dict:
   """The official `_get_discriminator_output` losses from logits `[batch, seq_len]`.
 
   denominator: the global number of real tokens, or None for this batch's own.
@@ -134,15 +131,15 @@ def discriminator_output(logits: tf.Tensor, labels: tf.Tensor, input_mask: tf.Te
   Returns loss (token mean over the batch, [CLS]/[SEP] included),
   per_example_loss `[batch]`, probs, preds (int32) and labels `[batch, seq_len]`.
   """
-  mask = tf.cast(input_mask, tf.float32)
-  labels_f = tf.cast(labels, tf.float32)
-  losses = tf.nn.sigmoid_cross_entropy_with_logits(labels=labels_f, logits=logits) * mask
+  mask = ops.cast(input_mask, "float32")
+  labels_f = ops.cast(labels, "float32")
+  losses = ops.binary_crossentropy(labels_f, logits, from_logits=True) * mask
   return dict(
-      loss=_normalised(tf.reduce_sum(losses), tf.reduce_sum(mask), denominator),
-      per_example_loss=tf.reduce_sum(losses, -1) / (tf.reduce_sum(mask, -1) + 1e-6),
-      probs=tf.sigmoid(logits),
-      preds=tf.cast(tf.round((tf.sign(logits) + 1) / 2), tf.int32),
-      labels=tf.cast(labels, tf.int32))
+      loss=_normalised(ops.sum(losses), ops.sum(mask), denominator),
+      per_example_loss=ops.sum(losses, -1) / (ops.sum(mask, -1) + 1e-6),
+      probs=ops.sigmoid(logits),
+      preds=ops.cast(ops.round((ops.sign(logits) + 1) / 2), "int32"),
+      labels=ops.cast(labels, "int32"))
 
 
 # ---------------------------------------------------------------------------
@@ -159,12 +156,12 @@ def auc_thresholds(num_thresholds: int = AUC_THRESHOLDS) -> np.ndarray:
   return np.array([0.0 - _KEPSILON] + inner + [1.0 + _KEPSILON], np.float32)
 
 
-def _weighted(values: tf.Tensor, weights: tf.Tensor) -> tf.Tensor:
-  weights = tf.cast(weights, tf.float32)
-  return tf.stack([tf.reduce_sum(tf.cast(values, tf.float32) * weights), tf.reduce_sum(weights)])
+def _weighted(values, weights):
+  weights = ops.cast(weights, "float32")
+  return ops.stack([ops.sum(ops.cast(values, "float32") * weights), ops.sum(weights)])
 
 
-def metric_statistics(outputs: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
+def metric_statistics(outputs: Dict) -> Dict:
   """Per-batch sufficient statistics of every official eval metric.
 
   Each metric becomes a `[2]` tensor (weighted sum, weight), except
@@ -174,27 +171,27 @@ def metric_statistics(outputs: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
   stats = {}
   weights = outputs["masked_lm_weights"]
   ids = outputs["masked_lm_ids"]
-  stats["masked_lm_accuracy"] = _weighted(tf.equal(outputs["mlm_preds"], ids), weights)
+  stats["masked_lm_accuracy"] = _weighted(ops.equal(outputs["mlm_preds"], ids), weights)
   stats["masked_lm_loss"] = _weighted(outputs["mlm_per_example_loss"], weights)
   if "sampled_tokids" in outputs:
     stats["sampled_masked_lm_accuracy"] = _weighted(
-        tf.equal(outputs["sampled_tokids"], ids), weights)
+        ops.equal(outputs["sampled_tokids"], ids), weights)
   if "disc_probs" in outputs:
-    mask = tf.cast(outputs["input_mask"], tf.int32)
+    mask = ops.cast(outputs["input_mask"], "int32")
     labels, preds = outputs["disc_labels"], outputs["disc_preds"]
-    correct = tf.equal(labels, preds)
+    correct = ops.equal(labels, preds)
     per_example = outputs["disc_per_example_loss"]
-    stats["disc_loss"] = _weighted(per_example, tf.ones_like(per_example))
+    stats["disc_loss"] = _weighted(per_example, ops.ones_like(per_example))
     stats["disc_accuracy"] = _weighted(correct, mask)
     stats["disc_precision"] = _weighted(correct, preds * mask)
     stats["disc_recall"] = _weighted(correct, labels * mask)
     stats["disc_auc_counts"] = _auc_counts(
-        tf.reshape(tf.cast(labels * mask, tf.float32), [-1]),
-        tf.reshape(outputs["disc_probs"] * tf.cast(mask, tf.float32), [-1]))
+        ops.reshape(ops.cast(labels * mask, "float32"), (-1,)),
+        ops.reshape(outputs["disc_probs"] * ops.cast(mask, "float32"), (-1,)))
   return stats
 
 
-def _auc_counts(labels: tf.Tensor, probs: tf.Tensor) -> tf.Tensor:
+def _auc_counts(labels, probs):
   """TF1 `tf.metrics.auc` confusion counts `[4, thresholds]` (tp, fn, tn, fp).
 
   labels, probs: `[n]` float (labels 0/1). A prediction is positive at
@@ -203,15 +200,15 @@ def _auc_counts(labels: tf.Tensor, probs: tf.Tensor) -> tf.Tensor:
   (`searchsorted`, side left); the counts at threshold j are then the numbers of
   positives/negatives in bins above j (a reversed cumulative sum).
   """
-  thresholds = tf.constant(auc_thresholds())
+  thresholds = ops.convert_to_tensor(auc_thresholds())
   num = thresholds.shape[0]
-  below = tf.searchsorted(thresholds, probs, side="left")  # [n] in 0..num
+  below = ops.searchsorted(thresholds, probs, side="left")  # [n] in 0..num
   def above(weights):  # [num]: the weight of probs above each threshold
-    histogram = tf.math.unsorted_segment_sum(weights, below, num + 1)
-    return tf.cumsum(histogram, reverse=True)[1:]
+    histogram = ops.segment_sum(weights, below, num + 1)
+    return ops.flip(ops.cumsum(ops.flip(histogram, 0), 0), 0)[1:]
   tp, fp = above(labels), above(1.0 - labels)
-  positives, negatives = tf.reduce_sum(labels), tf.reduce_sum(1.0 - labels)
-  return tf.stack([tp, positives - tp, negatives - fp, fp])
+  positives, negatives = ops.sum(labels), ops.sum(1.0 - labels)
+  return ops.stack([tp, positives - tp, negatives - fp, fp])
 
 
 def auc_from_counts(counts: np.ndarray) -> float:
@@ -228,13 +225,13 @@ def auc_from_counts(counts: np.ndarray) -> float:
 # ---------------------------------------------------------------------------
 
 
-def baseline_statistics(outputs: Dict[str, tf.Tensor], vocab_size: int) -> Dict[str, tf.Tensor]:
+def baseline_statistics(outputs: Dict, vocab_size: int) -> Dict:
   """Per-batch sufficient statistics of the trivial baselines (they add up like
   `metric_statistics`): `masked_lm_target_counts` `[vocab]`, the weighted count of
   each target id."""
-  ids = tf.reshape(tf.cast(outputs["masked_lm_ids"], tf.int32), [-1])
-  weights = tf.reshape(tf.cast(outputs["masked_lm_weights"], tf.float32), [-1])
-  return {"masked_lm_target_counts": tf.math.unsorted_segment_sum(weights, ids, vocab_size)}
+  ids = ops.reshape(ops.cast(outputs["masked_lm_ids"], "int32"), (-1,))
+  weights = ops.reshape(ops.cast(outputs["masked_lm_weights"], "float32"), (-1,))
+  return {"masked_lm_target_counts": ops.segment_sum(weights, ids, vocab_size)}
 
 
 def trivial_baselines(totals: Mapping[str, np.ndarray]) -> Dict[str, float]:
@@ -305,7 +302,7 @@ class MetricAccumulator:
   def __init__(self):
     self._totals: Dict[str, np.ndarray] = {}
 
-  def update(self, stats: Dict[str, tf.Tensor]) -> None:
+  def update(self, stats: Dict) -> None:
     for name, value in stats.items():
       value = np.asarray(value, np.float64)
       self._totals[name] = self._totals.get(name, 0.0) + value

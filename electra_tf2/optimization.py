@@ -7,6 +7,9 @@ matching LayerNorm/layer_norm/bias, layer-wise learning rates (`_get_layer_lrs`,
 with its off-by-one by default), global-norm clipping at 1.0 of the gradient
 summed over replicas. `create_optimizer` puts them together as the official
 function does. Notes: docs/design.md#the-optimizer.
+
+Backend-neutral (`keras.ops`); on TensorFlow the update is the fused Adam kernel
+and the clipping sees the gradient summed over `tf.distribute` replicas.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import re
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import keras
-import tensorflow as tf
+from keras import ops
 
 DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY = ("LayerNorm", "layer_norm", "bias")
 
@@ -57,15 +60,14 @@ class WarmupPolynomialDecay(keras.optimizers.schedules.LearningRateSchedule):
     return max(self.num_train_steps * self.warmup_proportion, self.num_warmup_steps)
 
   def __call__(self, step):
-    with tf.name_scope(self.name or "WarmupPolynomialDecay"):
-      step = tf.cast(step, tf.float32)
-      total = tf.cast(self.num_train_steps, tf.float32)
-      progress = tf.minimum(step, total) / total
-      lr = tf.cast(self.initial_learning_rate, tf.float32) * tf.pow(
-          1.0 - progress, tf.cast(self.power, tf.float32))
-      if self.warmup_steps > 0:
-        lr *= tf.minimum(1.0, step / tf.cast(self.warmup_steps, tf.float32))
-      return lr
+    step = ops.cast(step, "float32")
+    total = ops.cast(self.num_train_steps, "float32")
+    progress = ops.minimum(step, total) / total
+    lr = ops.cast(self.initial_learning_rate, "float32") * ops.power(
+        1.0 - progress, ops.cast(self.power, "float32"))
+    if self.warmup_steps > 0:
+      lr *= ops.minimum(1.0, step / ops.cast(self.warmup_steps, "float32"))
+    return lr
 
   def get_config(self) -> Dict[str, Any]:
     return {"initial_learning_rate": self.initial_learning_rate,
@@ -114,12 +116,30 @@ def layerwise_lr_multipliers(variable_names: Sequence[str], decay: float, n_laye
   return multipliers
 
 
+def _is_tensorflow() -> bool:
+  return keras.backend.backend() == "tensorflow"
+
+
 def add_gradients(a, b):
-  """a + b for dense gradients; `IndexedSlices` are concatenated (they stay sparse)."""
-  if isinstance(a, tf.IndexedSlices) and isinstance(b, tf.IndexedSlices):
-    return tf.IndexedSlices(tf.concat([a.values, b.values], 0),
-                            tf.concat([a.indices, b.indices], 0), a.dense_shape)
-  return tf.convert_to_tensor(a) + tf.convert_to_tensor(b)
+  """a + b for dense gradients; TensorFlow's `IndexedSlices` are concatenated (they stay
+  sparse)."""
+  if _is_tensorflow():
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    if isinstance(a, tf.IndexedSlices) and isinstance(b, tf.IndexedSlices):
+      return tf.IndexedSlices(tf.concat([a.values, b.values], 0),
+                              tf.concat([a.indices, b.indices], 0), a.dense_shape)
+    return tf.convert_to_tensor(a) + tf.convert_to_tensor(b)
+  return ops.add(a, b)
+
+
+def clip_by_global_norm(gradients: List, clip_norm: float) -> List:
+  """`tf.clip_by_global_norm` in `keras.ops`: every gradient times
+  clip_norm * min(1 / global_norm, 1 / clip_norm) (None stays None)."""
+  present = [g for g in gradients if g is not None]
+  norm = ops.sqrt(ops.sum(ops.stack([ops.sum(ops.square(ops.cast(g, "float32")))
+                                     for g in present])))
+  scale = clip_norm * ops.minimum(1.0 / norm, 1.0 / clip_norm)
+  return [None if g is None else g * ops.cast(scale, g.dtype) for g in gradients]
 
 
 def variable_path(variable: keras.Variable) -> str:
@@ -127,7 +147,7 @@ def variable_path(variable: keras.Variable) -> str:
   return variable.path
 
 
-def _handle(variable) -> tf.Tensor:
+def _handle(variable):
   """The resource handle of a (Keras, distributed or plain) variable on this device."""
   if isinstance(variable, keras.Variable):
     variable = variable.value
@@ -211,33 +231,56 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
   def update_step(self, gradient, variable, learning_rate):
     """p -= lr * (m / (sqrt(v) + eps) + wd * p), with m, v updated first.
 
-    The Adam part is TensorFlow's fused `ResourceApplyAdam` kernel (one pass
-    over p, m, v instead of a dozen) given beta powers of 0, which turns its
-    bias correction off: its step is exactly lr * m / (sqrt(v) + eps). The
+    On TensorFlow the Adam part is the fused `ResourceApplyAdam` kernel (one
+    pass over p, m, v instead of a dozen) given beta powers of 0, which turns
+    its bias correction off: its step is exactly lr * m / (sqrt(v) + eps). The
     decay term reads p before that update.
     """
     index = self._get_variable_index(variable)
     m, v = self._adam_m[index], self._adam_v[index]
     dtype = variable.dtype
-    gradient = tf.cast(tf.convert_to_tensor(gradient), dtype)  # IndexedSlices -> dense
-    lr = tf.cast(learning_rate, dtype) * self._lr_multipliers[index]
+    if _is_tensorflow():
+      import tensorflow as tf  # pylint: disable=g-import-not-at-top
+      gradient = tf.convert_to_tensor(gradient)  # IndexedSlices -> dense
+    gradient = ops.cast(gradient, dtype)
+    lr = ops.cast(learning_rate, dtype) * self._lr_multipliers[index]
     decay = None
     if self._weight_decay_flags[index]:
-      decay = lr * self.weight_decay_rate * tf.convert_to_tensor(variable)
+      decay = lr * self.weight_decay_rate * ops.convert_to_tensor(variable)
+    if _is_tensorflow():
+      self._fused_adam(variable, m, v, gradient, lr)
+    else:
+      self.assign(m, self.beta_1 * m + (1.0 - self.beta_1) * gradient)
+      self.assign(v, self.beta_2 * v + (1.0 - self.beta_2) * ops.square(gradient))
+      self.assign_sub(variable, lr * (m / (ops.sqrt(v) + self.epsilon)))
+    if decay is not None:
+      self.assign_sub(variable, decay)
+
+  def _fused_adam(self, variable, m, v, gradient, lr) -> None:
+    """TensorFlow's `ResourceApplyAdam` without bias correction (beta powers of 0)."""
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    dtype = variable.dtype
     zero = tf.zeros([], dtype)
     tf.raw_ops.ResourceApplyAdam(
         var=_handle(variable), m=_handle(m), v=_handle(v), beta1_power=zero, beta2_power=zero,
         lr=lr, beta1=tf.cast(self.beta_1, dtype), beta2=tf.cast(self.beta_2, dtype),
         epsilon=tf.cast(self.epsilon, dtype), grad=gradient)
-    if decay is not None:
-      self.assign_sub(variable, decay)
 
   def _clip_gradients(self, grads):
     """No per-replica clipping: `_backend_update_step` clips the summed gradient."""
     return grads
 
   def _backend_update_step(self, grads, trainable_variables, learning_rate):
-    """All-reduces (sums) the replicas' gradients, clips them, then updates."""
+    """All-reduces (sums) the replicas' gradients, clips them, then updates.
+
+    On JAX and PyTorch the gradient is already the global batch's (JAX's data
+    parallelism shards one program): it is clipped, then applied."""
+    if not _is_tensorflow():
+      if self.global_clipnorm:
+        grads = clip_by_global_norm(list(grads), self.global_clipnorm)
+      super()._backend_update_step(grads, trainable_variables, learning_rate)
+      return
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
     trainable_variables = [v.value if isinstance(v, keras.Variable) else v
                            for v in trainable_variables]
     context = tf.distribute.get_replica_context()
@@ -310,3 +353,15 @@ def create_optimizer(learning_rate: float, num_train_steps: int,
       fix_layerwise_lr_off_by_one=fix_layerwise_lr_off_by_one,
       variable_name_fn=variable_name_fn,
       global_clipnorm=clip_norm if clip_norm else None)
+
+
+def pretraining_optimizer(config, model) -> AdamWeightDecay:
+  """The official pre-training optimizer of a `PretrainingConfig` for its `ElectraPretrainer`
+  (run_pretraining.py:114-118), with the model's official variable names."""
+  from electra_tf2 import variable_names  # pylint: disable=g-import-not-at-top
+  names = variable_names.pretrainer_variable_map(model)
+  return create_optimizer(
+      learning_rate=config.learning_rate, num_train_steps=config.num_train_steps,
+      weight_decay_rate=config.weight_decay_rate, warmup_steps=config.num_warmup_steps,
+      lr_decay_power=config.lr_decay_power,
+      variable_name_fn=variable_names.official_name_fn(names))

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
-import tensorflow as tf
+from keras import ops
 
 from electra_tf2.errors import ElectraError
 
@@ -55,4 +55,4 @@ def copy_weights(source, target) -> None:
     raise PrecisionError(f"{source.name}: its {target.dtype_policy.name} copy has other "
                          "weights")
   for to, value in zip(target.weights, source.weights):
-    to.assign(tf.cast(value.value, to.dtype))
+    to.assign(ops.cast(value.value, to.dtype))

@@ -4,22 +4,24 @@ The official pretrain/pretrain_helpers.py:33-229 with the same semantics, quirks
 included: positions masked with replacement (duplicates averaged, integer ids
 floor-divided), 85% [MASK] / 15% kept, `num_to_predict` counting [CLS]/[SEP] and
 rounding half to even, Gumbel-max sampling with `disallow`. Every random
-function takes a `seed` ([2] int, or None for a fresh one) and draws with
-stateless ops. The one change, and the seeds: docs/design.md#masking-and-sampling.
+function takes a `seed` ([2] int, or None for a fresh one) and draws statelessly
+(electra_tf2/stateless_random.py), on every Keras backend. The one change, and the seeds: docs/design.md#masking-and-sampling.
 """
 
 from __future__ import annotations
 
-from typing import List, Optional, Protocol, Sequence, Tuple, Union
+from typing import Any, Optional, Protocol, Sequence, Tuple, Union
 
+import keras
 import numpy as np
-import tensorflow as tf
+from keras import ops
 
-from electra_tf2 import input_pipeline
+from electra_tf2 import backend_ops, stateless_random
 from electra_tf2 import vocab as vocab_lib
+from electra_tf2.inputs import get_updated_inputs, Inputs
 
-# A seed for the stateless random ops: an int32/int64 tensor or array of shape [2].
-Seed = Union[tf.Tensor, np.ndarray, Sequence[int]]
+# A seed of the stateless draws: an int tensor (of any backend) or array of shape [2].
+Seed = Union[np.ndarray, Sequence[int], Any]
 
 # Probability that a selected slot shows [MASK]; otherwise the token is kept.
 _MASK_TOKEN_PROB = 0.85
@@ -32,28 +34,21 @@ class MaskingConfig(Protocol):
 
 
 # ---------------------------------------------------------------------------
-# Shapes and seeds
+# Seeds
 # ---------------------------------------------------------------------------
 
-def _shape_list(x: tf.Tensor) -> List[Union[int, tf.Tensor]]:
-  """The shape of `x`, static dimensions as ints and unknown ones as tensors."""
-  dynamic = tf.shape(x)
-  return [dynamic[i] if d is None else d for i, d in enumerate(x.shape.as_list())]
-
-
-def _resolve_seed(seed: Optional[Seed]) -> tf.Tensor:
-  """`seed` as a [2] tensor; a fresh one from a stateful op when None."""
+def _resolve_seed(seed: Optional[Seed]):
+  """`seed` as a [2] tensor; a fresh one from the backend's generator when None."""
   if seed is None:
-    return tf.random.uniform([2], minval=tf.int32.min, maxval=tf.int32.max,
-                             dtype=tf.int32)
-  return tf.convert_to_tensor(seed)
+    return stateless_random.fresh_seed()
+  return ops.convert_to_tensor(seed)
 
 
 # ---------------------------------------------------------------------------
 # Gather / scatter (pretrain_helpers.py:33-115)
 # ---------------------------------------------------------------------------
 
-def gather_positions(sequence: tf.Tensor, positions: tf.Tensor) -> tf.Tensor:
+def gather_positions(sequence, positions):
   """Gathers the values at `positions` in every row of a minibatch.
 
   Args:
@@ -64,25 +59,24 @@ def gather_positions(sequence: tf.Tensor, positions: tf.Tensor) -> tf.Tensor:
   Returns:
     [batch, n_positions] or [batch, n_positions, depth] values of `sequence`.
   """
-  rank = sequence.shape.rank
+  rank = len(sequence.shape)
   if rank not in (2, 3):
     raise ValueError(f"gather_positions: sequence must have rank 2 or 3, got shape "
                      f"{sequence.shape}")
   if rank == 2:
-    sequence = tf.expand_dims(sequence, -1)
-  batch_size, seq_len, depth = _shape_list(sequence)
+    sequence = ops.expand_dims(sequence, -1)
+  batch_size, seq_len, depth = ops.shape(sequence)
   # Row b's positions index the flattened [batch * seq_len, depth] sequence.
-  shift = tf.expand_dims(seq_len * tf.range(batch_size), -1)
-  flat_positions = tf.reshape(tf.cast(positions, tf.int32) + shift, [-1])
-  flat_sequence = tf.reshape(sequence, [batch_size * seq_len, depth])
-  gathered = tf.gather(flat_sequence, flat_positions)
+  shift = ops.expand_dims(seq_len * ops.arange(batch_size, dtype="int32"), -1)
+  flat_positions = ops.reshape(ops.cast(positions, "int32") + shift, (-1,))
+  flat_sequence = ops.reshape(sequence, (batch_size * seq_len, depth))
+  gathered = ops.take(flat_sequence, flat_positions, axis=0)
   if rank == 2:
-    return tf.reshape(gathered, [batch_size, -1])
-  return tf.reshape(gathered, [batch_size, -1, depth])
+    return ops.reshape(gathered, (batch_size, -1))
+  return ops.reshape(gathered, (batch_size, -1, depth))
 
 
-def scatter_update(sequence: tf.Tensor, updates: tf.Tensor,
-                   positions: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
+def scatter_update(sequence, updates, positions) -> Tuple:
   """Writes `updates` into `sequence` at `positions`, row by row.
 
   Official semantics: updates to position 0 are ignored (this is how padded
@@ -102,44 +96,45 @@ def scatter_update(sequence: tf.Tensor, updates: tf.Tensor,
     updates_mask: [batch, seq_len] int32, 1 where a position (other than 0)
       was updated.
   """
-  rank = sequence.shape.rank
+  rank = len(sequence.shape)
   if rank not in (2, 3):
     raise ValueError(f"scatter_update: sequence must have rank 2 or 3, got shape "
                      f"{sequence.shape}")
-  if not (sequence.dtype.is_floating or sequence.dtype.is_integer):
-    raise TypeError(f"scatter_update: sequence must be float or int, got {sequence.dtype}")
+  dtype = keras.backend.standardize_dtype(sequence.dtype)
+  if not ("float" in dtype or "int" in dtype):
+    raise TypeError(f"scatter_update: sequence must be float or int, got {dtype}")
   if rank == 2:
-    sequence = tf.expand_dims(sequence, -1)
-  batch_size, seq_len, depth = _shape_list(sequence)
-  positions = tf.cast(positions, tf.int32)
-  n_positions = _shape_list(positions)[1]
+    sequence = ops.expand_dims(sequence, -1)
+  batch_size, seq_len, depth = ops.shape(sequence)
+  positions = ops.cast(positions, "int32")
+  n_positions = ops.shape(positions)[1]
 
   # Sum the updates (duplicates add up) and count the writes per position.
-  shift = tf.expand_dims(seq_len * tf.range(batch_size), -1)
-  flat_positions = tf.reshape(positions + shift, [-1, 1])
-  flat_updates = tf.reshape(updates, [-1, depth])
-  summed = tf.scatter_nd(flat_positions, flat_updates, [batch_size * seq_len, depth])
-  summed = tf.reshape(summed, [batch_size, seq_len, depth])
-  counts = tf.scatter_nd(flat_positions, tf.ones([batch_size * n_positions], tf.int32),
-                         [batch_size * seq_len])
-  counts = tf.reshape(counts, [batch_size, seq_len])
-  counts *= tf.cast(tf.range(seq_len) > 0, tf.int32)  # ignore position 0
+  shift = ops.expand_dims(seq_len * ops.arange(batch_size, dtype="int32"), -1)
+  flat_positions = ops.reshape(positions + shift, (-1, 1))
+  flat_updates = ops.reshape(ops.cast(updates, dtype), (-1, depth))
+  summed = ops.scatter(flat_positions, flat_updates, (batch_size * seq_len, depth))
+  summed = ops.reshape(summed, (batch_size, seq_len, depth))
+  counts = ops.scatter(flat_positions, ops.ones((batch_size * n_positions,), "int32"),
+                       (batch_size * seq_len,))
+  counts = ops.reshape(counts, (batch_size, seq_len))
+  counts *= ops.cast(ops.arange(seq_len) > 0, "int32")  # ignore position 0
 
   # Divide duplicates by their count: true division for floats, floor for ints.
-  one = tf.ones([], sequence.dtype)
-  counts_3d = tf.cast(tf.expand_dims(counts, -1), sequence.dtype)
-  divisor = tf.maximum(one, counts_3d)
-  if sequence.dtype.is_floating:
+  one = ops.ones((), dtype)
+  counts_3d = ops.cast(ops.expand_dims(counts, -1), dtype)
+  divisor = ops.maximum(one, counts_3d)
+  if "float" in dtype:
     averaged = summed / divisor
   else:
-    averaged = tf.math.floordiv(summed, divisor)
+    averaged = ops.floor_divide(summed, divisor)
 
   # Blend, with the mask clipped to 1.
-  updates_mask = tf.minimum(counts, 1)
-  mask_3d = tf.minimum(counts_3d, one)
+  updates_mask = ops.minimum(counts, 1)
+  mask_3d = ops.minimum(counts_3d, one)
   updated_sequence = (1 - mask_3d) * sequence + mask_3d * averaged
   if rank == 2:
-    updated_sequence = tf.squeeze(updated_sequence, -1)
+    updated_sequence = ops.squeeze(updated_sequence, -1)
   return updated_sequence, updates_mask
 
 
@@ -147,8 +142,7 @@ def scatter_update(sequence: tf.Tensor, updates: tf.Tensor,
 # Dynamic masking (pretrain_helpers.py:130-219)
 # ---------------------------------------------------------------------------
 
-def get_candidates_mask(config: MaskingConfig, inputs: input_pipeline.Inputs,
-                        disallow_from_mask: Optional[tf.Tensor] = None) -> tf.Tensor:
+def get_candidates_mask(config: MaskingConfig, inputs: Inputs, disallow_from_mask=None):
   """Positions that may be masked out: [batch, seq_len] bool.
 
   A position is a candidate when its id is not [SEP], [CLS] or [MASK], its
@@ -158,31 +152,28 @@ def get_candidates_mask(config: MaskingConfig, inputs: input_pipeline.Inputs,
   """
   special = config.special_ids
   input_ids = inputs.input_ids
-  candidates = tf.cast(inputs.input_mask, tf.bool)
+  candidates = ops.cast(inputs.input_mask, "bool")
   for ignore_id in (special.sep, special.cls, special.mask):
-    candidates &= tf.not_equal(input_ids, tf.cast(ignore_id, input_ids.dtype))
+    candidates = ops.logical_and(candidates, ops.not_equal(input_ids, ignore_id))
   if disallow_from_mask is not None:
-    candidates &= tf.logical_not(tf.cast(disallow_from_mask, tf.bool))
+    candidates = ops.logical_and(candidates,
+                                 ops.logical_not(ops.cast(disallow_from_mask, "bool")))
   return candidates
 
 
-def num_to_predict(config: MaskingConfig, input_mask: tf.Tensor,
-                   mask_prob: Union[float, tf.Tensor]) -> tf.Tensor:
+def num_to_predict(config: MaskingConfig, input_mask, mask_prob):
   """Slots each row predicts: max(1, min(N, round_half_even(sum(input_mask) * mask_prob))).
 
   input_mask: [batch, seq_len]; returns [batch] int32. [CLS]/[SEP] count as tokens.
   """
-  num_tokens = tf.cast(tf.reduce_sum(input_mask, -1), tf.float32)
-  return tf.maximum(1, tf.minimum(config.max_predictions_per_seq, tf.cast(
-      tf.round(num_tokens * tf.cast(mask_prob, tf.float32)), tf.int32)))
+  num_tokens = ops.cast(ops.sum(input_mask, -1), "float32")
+  return ops.maximum(1, ops.minimum(config.max_predictions_per_seq, ops.cast(
+      ops.round(num_tokens * ops.cast(mask_prob, "float32")), "int32")))
 
 
-def mask(config: MaskingConfig, inputs: input_pipeline.Inputs,
-         mask_prob: Union[float, tf.Tensor],
-         proposal_distribution: Union[float, tf.Tensor] = 1.0,
-         disallow_from_mask: Optional[tf.Tensor] = None,
-         already_masked: Optional[tf.Tensor] = None, *,
-         seed: Optional[Seed] = None) -> input_pipeline.Inputs:
+def mask(config: MaskingConfig, inputs: Inputs, mask_prob, proposal_distribution=1.0,
+         disallow_from_mask=None, already_masked=None, *,
+         seed: Optional[Seed] = None) -> Inputs:
   """Dynamic masking, as the official `mask` (pretrain_helpers.py:145-213).
 
   With N = config.max_predictions_per_seq, each row predicts
@@ -210,62 +201,60 @@ def mask(config: MaskingConfig, inputs: input_pipeline.Inputs,
     A row without any candidate gets all-zero weights and stays unmasked.
   """
   n_predictions = config.max_predictions_per_seq
-  batch_size, _ = _shape_list(inputs.input_ids)
+  batch_size = ops.shape(inputs.input_ids)[0]
   input_ids = inputs.input_ids
-  position_seed, keep_seed = tf.unstack(
-      tf.random.experimental.stateless_split(_resolve_seed(seed), num=2))
+  position_seed, keep_seed = stateless_random.split(_resolve_seed(seed), 2)
 
-  masked_lm_weights = tf.cast(tf.sequence_mask(
-      num_to_predict(config, inputs.input_mask, mask_prob), n_predictions), tf.float32)
+  slots = ops.arange(n_predictions, dtype="int32")
+  to_predict = num_to_predict(config, inputs.input_mask, mask_prob)
+  masked_lm_weights = ops.cast(slots[None] < to_predict[:, None], "float32")
   if already_masked is not None:
-    masked_lm_weights *= 1.0 - tf.cast(already_masked, tf.float32)
+    masked_lm_weights *= 1.0 - ops.cast(already_masked, "float32")
 
   # The distribution over positions; rows without mass predict nothing.
   candidates = get_candidates_mask(config, inputs, disallow_from_mask)
-  sample_prob = tf.cast(proposal_distribution, tf.float32) * tf.cast(candidates, tf.float32)
-  row_mass = tf.reduce_sum(sample_prob, axis=-1, keepdims=True)
-  sample_prob = tf.stop_gradient(sample_prob / row_mass)
-  masked_lm_weights *= tf.cast(row_mass > 0, tf.float32)
+  sample_prob = ops.cast(proposal_distribution, "float32") * ops.cast(candidates, "float32")
+  row_mass = ops.sum(sample_prob, axis=-1, keepdims=True)
+  sample_prob = ops.stop_gradient(sample_prob / row_mass)
+  masked_lm_weights *= ops.cast(row_mass > 0, "float32")
 
   # N draws with replacement; padded slots go to position 0.
-  weights_int = tf.cast(masked_lm_weights, tf.int32)
-  masked_lm_positions = tf.random.stateless_categorical(
-      tf.math.log(sample_prob), n_predictions, seed=position_seed, dtype=tf.int32)
+  weights_int = ops.cast(masked_lm_weights, "int32")
+  masked_lm_positions = stateless_random.categorical(
+      ops.log(sample_prob), n_predictions, seed=position_seed)
   masked_lm_positions *= weights_int
   masked_lm_ids = gather_positions(input_ids, masked_lm_positions)
-  masked_lm_ids *= tf.cast(weights_int, input_ids.dtype)
+  masked_lm_ids *= ops.cast(weights_int, input_ids.dtype)
 
   # 85% of the slots show [MASK], the rest keep their token (sent to position 0).
-  show_mask = tf.random.stateless_uniform([batch_size, n_predictions], seed=keep_seed)
-  replace_positions = masked_lm_positions * tf.cast(show_mask < _MASK_TOKEN_PROB, tf.int32)
-  mask_ids = tf.fill([batch_size, n_predictions],
-                     tf.cast(config.special_ids.mask, input_ids.dtype))
+  show_mask = stateless_random.uniform((batch_size, n_predictions), seed=keep_seed)
+  replace_positions = masked_lm_positions * ops.cast(show_mask < _MASK_TOKEN_PROB, "int32")
+  mask_ids = ops.full((batch_size, n_predictions), config.special_ids.mask, input_ids.dtype)
   masked_input_ids, _ = scatter_update(input_ids, mask_ids, replace_positions)
 
-  return input_pipeline.get_updated_inputs(
+  return get_updated_inputs(
       inputs,
-      input_ids=tf.stop_gradient(masked_input_ids),
+      input_ids=ops.stop_gradient(masked_input_ids),
       masked_lm_positions=masked_lm_positions,
       masked_lm_ids=masked_lm_ids,
       masked_lm_weights=masked_lm_weights)
 
 
-def unmask(inputs: input_pipeline.Inputs) -> input_pipeline.Inputs:
+def unmask(inputs: Inputs) -> Inputs:
   """Puts masked_lm_ids back at masked_lm_positions ([batch, seq_len] input_ids).
 
   Padded slots (position 0) are ignored, so `unmask(mask(x))` restores x.
   """
   unmasked_ids, _ = scatter_update(inputs.input_ids, inputs.masked_lm_ids,
                                    inputs.masked_lm_positions)
-  return input_pipeline.get_updated_inputs(inputs, input_ids=unmasked_ids)
+  return get_updated_inputs(inputs, input_ids=unmasked_ids)
 
 
 # ---------------------------------------------------------------------------
 # Sampling (pretrain_helpers.py:222-229)
 # ---------------------------------------------------------------------------
 
-def sample_ids_from_softmax(logits: tf.Tensor, disallow: Optional[tf.Tensor] = None, *,
-                            seed: Optional[Seed] = None) -> tf.Tensor:
+def sample_ids_from_softmax(logits, disallow=None, *, seed: Optional[Seed] = None):
   """One sample per slot from softmax(logits), by the Gumbel-max trick.
 
   Exactly the official draw: logits -= 1000 * disallow;
@@ -284,24 +273,23 @@ def sample_ids_from_softmax(logits: tf.Tensor, disallow: Optional[tf.Tensor] = N
   Returns:
     [batch, n_positions] int32 sampled ids.
   """
-  logits = tf.cast(logits, tf.float32)
+  logits = ops.cast(logits, "float32")
   if disallow is not None:
-    logits -= 1000.0 * tf.cast(disallow, tf.float32)
+    logits -= 1000.0 * ops.cast(disallow, "float32")
   # logits + g == logits - log(1e-9 - log(u + 1e-9)) bit for bit (negation is
   # exact): one op fewer on the [batch, n_positions, vocab] tensor, and only the
   # final noise is kept alive, so eager mode frees the intermediates at once.
-  minus_gumbel = tf.math.log(1e-9 - tf.math.log(
-      tf.random.stateless_uniform(tf.shape(logits), seed=_resolve_seed(seed)) + 1e-9))
-  return tf.argmax(logits - minus_gumbel, axis=-1, output_type=tf.int32)
+  minus_gumbel = ops.log(1e-9 - ops.log(
+      stateless_random.uniform(ops.shape(logits), seed=_resolve_seed(seed)) + 1e-9))
+  return backend_ops.argmax(logits - minus_gumbel, axis=-1)
 
 
-def sample_from_softmax(logits: tf.Tensor, disallow: Optional[tf.Tensor] = None, *,
-                        seed: Optional[Seed] = None) -> tf.Tensor:
+def sample_from_softmax(logits, disallow=None, *, seed: Optional[Seed] = None):
   """The official output of `sample_ids_from_softmax`: a one-hot sample.
 
   Args and randomness as `sample_ids_from_softmax` (the same seed gives the same
   ids). Returns [batch, n_positions, vocab_size] float32 one-hot vectors.
   """
-  vocab_size = _shape_list(logits)[-1]
-  return tf.one_hot(sample_ids_from_softmax(logits, disallow, seed=seed), vocab_size,
-                    dtype=tf.float32)
+  vocab_size = logits.shape[-1]
+  return ops.one_hot(sample_ids_from_softmax(logits, disallow, seed=seed), vocab_size,
+                     dtype="float32")

@@ -238,7 +238,7 @@ def test_corpus_files_are_built_or_refused_leaving_no_partial_output(tmp_path, c
     assert_one_line(e, path, str(out))
     assert not out.exists() or not os.listdir(out)  # nothing half-written
     return
-  assert summary.stats.examples > 0 and len(os.listdir(out)) == 3  # 2 shards + info
+  assert summary.stats.examples > 0 and len(os.listdir(out)) == 4  # 2 shards, info, tokenizer
 
 
 def test_one_100_mb_line_is_built(tmp_path):

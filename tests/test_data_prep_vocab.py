@@ -122,7 +122,7 @@ def test_prepare_default_data_dir_builds_then_skips(tmp_path):
   assert result["vocab_size"] == 1000 and result["num_examples"] > 100
   shards = sorted(os.listdir(data / "pretrain_tfrecords"))
   assert shards == ["pretrain_data.info.json", "pretrain_data.tfrecord-0-of-2",
-                    "pretrain_data.tfrecord-1-of-2"]
+                    "pretrain_data.tfrecord-1-of-2", "tokenizer_description.json"]
   assert result["tfrecords"] == str(data / "pretrain_tfrecords" / "pretrain_data.tfrecord*")
   again = default_corpus.prepare_default_data_dir(
       str(data), vocab_size=1000, max_seq_length=64, num_shards=2, num_processes=1,

@@ -20,15 +20,16 @@ official name: checkpoints/source.py.
 from __future__ import annotations
 
 import dataclasses
+import glob
 import os
 from typing import Any, Dict, Optional, Tuple
 
-import tensorflow as tf
-
 from electra_tf2 import checkpoint_files
+from electra_tf2.atomic_io import exists, is_remote, isdir
 from electra_tf2.checkpoints import directories, huggingface, official
 from electra_tf2.encoder_config import BertConfig
 from electra_tf2.errors import ElectraError
+from electra_tf2.text.description import TokenizerDescription, read_description
 
 KINDS = ("savedmodel", "huggingface", "pretrained", "finetuned", "official",
          "official_finetuned")
@@ -41,8 +42,30 @@ KIND_NAMES = {"savedmodel": "a SavedModel", "huggingface": "a Hugging Face direc
 SAVED_MODEL_FILE = "saved_model.pb"
 
 
+# Kinds read with TensorFlow (tf.train checkpoints): on the tensorflow Keras backend only.
+TENSORFLOW_KINDS = ("pretrained", "finetuned", "official", "official_finetuned")
+
+
 class UnknownCheckpointError(ElectraError, ValueError):
   """A path that holds none of the kinds of checkpoint."""
+
+
+class TensorFlowCheckpointError(ElectraError, ValueError):
+  """A TensorFlow checkpoint asked for on another Keras backend."""
+
+
+def _keras_on_tensorflow() -> bool:
+  import keras  # pylint: disable=g-import-not-at-top
+  return keras.backend.backend() == "tensorflow"
+
+
+def _needs_tensorflow(path: str, what: str) -> TensorFlowCheckpointError:
+  import keras  # pylint: disable=g-import-not-at-top
+  return TensorFlowCheckpointError(
+      f"{path} is {what}, which reads with TensorFlow: load it with the tensorflow Keras "
+      f"backend (KERAS_BACKEND=tensorflow), not {keras.backend.backend()}; on "
+      f"{keras.backend.backend()}, load a Hugging Face directory (`electra hf-export` writes "
+      "one) or a .keras / .weights.h5 file saved there")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,6 +83,8 @@ class Description:
   finetuning_values: our fine-tuned directory's finetuning_config.json.
   model_config: our fine-tuned directory's model_config.json (its heads).
   architecture: a Hugging Face directory's class (`architectures[0]`).
+  tokenizer: the directory's tokenizer description (tokenizer_description.json, checked
+    against the vocabulary; derived from the vocabulary for directories without one).
   """
   path: str
   kind: str
@@ -74,22 +99,30 @@ class Description:
   finetuning_values: Optional[Dict[str, Any]] = None
   model_config: Optional[Dict[str, Any]] = None
   architecture: Optional[str] = None
+  tokenizer: Optional[TokenizerDescription] = None
 
 
 def kind_of(path: str) -> str:
   """The kind of checkpoint at `path` (KINDS); UnknownCheckpointError if none."""
-  if not (tf.io.gfile.exists(path) or tf.io.gfile.exists(path + ".index")):
+  if not (exists(path) or exists(path + ".index")):
     raise UnknownCheckpointError(f"{path} does not exist: give a model directory, a checkpoint "
                                  "prefix, a Hugging Face directory or a SavedModel")
-  if tf.io.gfile.exists(os.path.join(path, SAVED_MODEL_FILE)):
+  if exists(os.path.join(path, SAVED_MODEL_FILE)):
     return "savedmodel"
-  if tf.io.gfile.isdir(path) and tf.io.gfile.exists(os.path.join(path, huggingface.CONFIG_FILE)):
+  if isdir(path) and exists(os.path.join(path, huggingface.CONFIG_FILE)):
     return "huggingface"
   model_dir = directories.model_dir_of(path)
-  if tf.io.gfile.exists(os.path.join(model_dir, directories.PRETRAIN_CONFIG_FILE)):
+  if exists(os.path.join(model_dir, directories.PRETRAIN_CONFIG_FILE)):
     return "pretrained"
   if directories.is_finetuned_model_dir(model_dir):
     return "finetuned"
+  if not _keras_on_tensorflow():
+    if exists(path + ".index") or (not is_remote(path) and glob.glob(
+        os.path.join(glob.escape(path), "*.index"))):
+      raise _needs_tensorflow(path, "a TensorFlow checkpoint (an official one?)")
+    raise UnknownCheckpointError(
+        f"{path} is no ELECTRA checkpoint that loads without TensorFlow: expected a Hugging "
+        "Face directory (config.json)")
   names = _official_names(path)
   if official.WORD_EMBEDDINGS in names:
     return ("official_finetuned" if official.checkpoint_layout(list(names)) == "finetuning"
@@ -108,15 +141,25 @@ def describe(path: str, model_name: Optional[str] = None) -> Description:
   the number of attention heads and the lowercasing its shapes do not give.
   """
   kind = kind_of(path)
+  if kind in TENSORFLOW_KINDS and not _keras_on_tensorflow():
+    raise _needs_tensorflow(path, KIND_NAMES[kind])
   if kind == "savedmodel":
     return Description(path, kind)
   if kind == "huggingface":
-    return _huggingface(path)
-  if kind == "pretrained":
-    return _pretrained(path)
-  if kind == "finetuned":
-    return _finetuned(path)
-  return _official(path, kind, model_name)
+    found = _huggingface(path)
+  elif kind == "pretrained":
+    found = _pretrained(path)
+  elif kind == "finetuned":
+    found = _finetuned(path)
+  else:
+    found = _official(path, kind, model_name)
+  directory = found.model_dir or (path if os.path.isdir(path) else os.path.dirname(path))
+  tokenizer = read_description(directory, found.vocab_file, found.do_lower_case)
+  if tokenizer is None:
+    return found
+  # The vocabulary the description was checked against (the one beside it first).
+  vocab = tokenizer.vocab_file if os.path.exists(tokenizer.vocab_file) else found.vocab_file
+  return dataclasses.replace(found, tokenizer=tokenizer, vocab_file=vocab)
 
 
 def _huggingface(path: str) -> Description:
@@ -151,7 +194,7 @@ def _finetuned(path: str) -> Description:
   return Description(path, "finetuned", checkpoint, model_dir,
                      BertConfig(**bert) if isinstance(bert, dict) else None,
                      model_config.get("embedding_size"),
-                     vocab if vocab and tf.io.gfile.exists(vocab) else None, lower, tasks,
+                     vocab if vocab and exists(vocab) else None, lower, tasks,
                      finetuning_values=values, model_config=model_config)
 
 
@@ -168,6 +211,7 @@ def _official(path: str, kind: str, model_name: Optional[str]) -> Description:
 
 def _official_names(path: str) -> Dict[str, Any]:
   """`{name: shape}` of an official checkpoint at `path`, {} when it is none."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   try:
     return official.checkpoint_shapes(official.resolve_checkpoint_path(path))
   except (official.ConversionError, tf.errors.OpError, ValueError):

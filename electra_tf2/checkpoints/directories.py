@@ -18,19 +18,13 @@ import dataclasses
 import os
 from typing import Any, Dict, Optional, Sequence, Tuple
 
-import tensorflow as tf
-
 from electra_tf2 import checkpoint_files
+from electra_tf2.atomic_io import exists
+from electra_tf2.checkpoints import portable
 from electra_tf2.config import ADDED_HPARAMS, PretrainingConfig, schema
 from electra_tf2.hparams import ConfigError, read_json
-
-# The resolved pre-training config, saved next to the checkpoints of every model.
-PRETRAIN_CONFIG_FILE = "pretrain_config.json"
-# A fine-tuned model's FinetuningModel config and its fine-tuning config.
-MODEL_CONFIG_FILE = "model_config.json"
-FINETUNING_CONFIG_FILE = "finetuning_config.json"
-# The vocabulary beside a model's checkpoints (ours, and the released official zips).
-VOCAB_FILE = "vocab.txt"
+from electra_tf2.checkpoints.file_names import (  # noqa: F401  (their import path here too)
+    FINETUNING_CONFIG_FILE, MODEL_CONFIG_FILE, PRETRAIN_CONFIG_FILE, VOCAB_FILE)
 
 
 class PretrainedModelError(checkpoint_files.ModelDirectoryError):
@@ -49,20 +43,28 @@ class ModelDirectory:
 
 
 def model_dir_of(path: str) -> str:
-  """The directory of a model directory or of a `ckpt-N` prefix inside one."""
-  return os.path.dirname(path) if tf.io.gfile.exists(path + ".index") else path
+  """The directory of a model directory or of a `ckpt-N` prefix (or portable-N.npz) in one."""
+  if portable.is_portable(path) or exists(path + ".index"):
+    return os.path.dirname(path)
+  return path
 
 
 def locate(path: str) -> ModelDirectory:
   """A model directory (its latest checkpoint) or a `ckpt-N` prefix inside one."""
   if model_dir_of(path) != path:
     return ModelDirectory(os.path.dirname(path), path)
-  if not tf.io.gfile.exists(os.path.join(path, PRETRAIN_CONFIG_FILE)):
+  if not exists(os.path.join(path, PRETRAIN_CONFIG_FILE)):
     raise PretrainedModelError(f"{os.path.join(path, PRETRAIN_CONFIG_FILE)} is missing: {path} "
                                "is not a pre-trained model directory (pre-train with "
                                "run_pretraining.py or convert an official checkpoint with "
                                "electra convert to-tf2)")
-  return ModelDirectory(path, checkpoint_files.latest_checkpoint(path))
+  return ModelDirectory(path, latest_checkpoint(path))
+
+
+def latest_checkpoint(model_dir: str) -> Optional[str]:
+  """The latest TensorFlow `ckpt-N` of `model_dir`, else its latest portable checkpoint
+  (a JAX run's, electra_tf2/checkpoints/portable.py), else None."""
+  return checkpoint_files.latest_checkpoint(model_dir) or portable.latest(model_dir)
 
 
 def read_saved_pretraining_config(model_dir: str, required: Optional[Sequence[str]] = None
@@ -95,29 +97,30 @@ def load_pretraining_config(model_dir: str) -> PretrainingConfig:
 def find_vocab(model_dir: str, config: PretrainingConfig) -> Optional[str]:
   """`model_dir/vocab.txt`, else the config's `vocab_file`, if either exists."""
   for path in (os.path.join(model_dir, "vocab.txt"), config.vocab_file):
-    if path and tf.io.gfile.exists(path):
+    if path and exists(path):
       return path
   return None
 
 
 def checkpoint_of(model_dir: str, checkpoint_path: Optional[str]) -> str:
   """`checkpoint_path`, else the latest checkpoint of `model_dir`; one line if it has none."""
-  checkpoint_path = checkpoint_path or checkpoint_files.latest_checkpoint(model_dir)
+  checkpoint_path = checkpoint_path or latest_checkpoint(model_dir)
   if checkpoint_path is None:
-    raise PretrainedModelError(f"{model_dir} holds no checkpoint (ckpt-N.index files)")
+    raise PretrainedModelError(f"{model_dir} holds no checkpoint (ckpt-N.index or "
+                               "portable-N.npz files)")
   return checkpoint_path
 
 
 def is_finetuned_model_dir(model_dir: str) -> bool:
   """Whether `model_dir` is a fine-tuned model directory (finetuning_models/<tasks>_model_<t>)."""
-  return tf.io.gfile.exists(os.path.join(model_dir, MODEL_CONFIG_FILE))
+  return exists(os.path.join(model_dir, MODEL_CONFIG_FILE))
 
 
 def read_finetuned_files(model_dir: str) -> Tuple[Dict[str, Any], Dict[str, Any]]:
   """`(model_config.json, finetuning_config.json)` of a fine-tuned model directory."""
   paths = [os.path.join(model_dir, name) for name in (MODEL_CONFIG_FILE, FINETUNING_CONFIG_FILE)]
   for path in paths:
-    if not tf.io.gfile.exists(path):
+    if not exists(path):
       raise FileNotFoundError(f"{path} is missing: {model_dir} is not a fine-tuned model "
                               "directory written by run_finetuning.py")
   return _read_model_file(paths[0]), _read_model_file(paths[1])

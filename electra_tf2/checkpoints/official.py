@@ -14,7 +14,6 @@ import os
 from typing import Any, Dict, Mapping, Optional, Sequence
 
 import numpy as np
-import tensorflow as tf
 
 from electra_tf2 import checkpoint_files
 from electra_tf2.atomic_io import write_text_atomic
@@ -40,6 +39,7 @@ def resolve_checkpoint_path(path: str) -> str:
   A directory gives its latest checkpoint (the `checkpoint` state file), or
   its only `*.index` file (the released zips hold one checkpoint).
   """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   if tf.io.gfile.isdir(path):
     latest = checkpoint_files.latest_checkpoint(path, strict=False)
     if latest:
@@ -57,6 +57,7 @@ def resolve_checkpoint_path(path: str) -> str:
 
 def checkpoint_shapes(checkpoint_path: str) -> Dict[str, Shape]:
   """`{name: shape}` of every variable of a (TF1 or TF2) checkpoint."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   reader = tf.train.load_checkpoint(checkpoint_path)
   return {name: tuple(shape) for name, shape in reader.get_variable_to_shape_map().items()}
 
@@ -82,6 +83,7 @@ def assign_from_checkpoint(variable_map: Mapping[str, Any], checkpoint_path: str
       such as the encoder, of a larger checkpoint).
     ignore: regexes (`re.search`) of checkpoint names that are not weights.
   """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   report = match_variables(variable_map, checkpoint_path, ignore)
   if strict and not (report.complete if allow_unused else report.ok):
     raise ConversionError("the checkpoint does not fit the model (strict conversion):\n"
@@ -95,6 +97,7 @@ def assign_from_checkpoint(variable_map: Mapping[str, Any], checkpoint_path: str
 
 def read_global_step(checkpoint_path: str) -> int:
   """A checkpoint's step: its `global_step` (official, or ours), else the N of `ckpt-N`, else 0."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   reader = tf.train.load_checkpoint(checkpoint_path)
   for key in (GLOBAL_STEP, OUR_GLOBAL_STEP_KEY):
     if reader.has_tensor(key):
@@ -116,6 +119,7 @@ def write_official_checkpoint(output_dir: str, tensors: Mapping[str, np.ndarray]
   `tf.train.latest_checkpoint(output_dir)` (the official fine-tuning's
   `init_from_checkpoint(model_dir)`) finds it. Returns the prefix.
   """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   if GLOBAL_STEP in tensors:
     raise ValueError("global_step is written from the global_step argument")
   tf.io.gfile.makedirs(output_dir)

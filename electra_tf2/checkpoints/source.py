@@ -6,26 +6,27 @@ checkpoint, pre-trained or fine-tuned) and reads all its tensors under their
 official names in our layout (`[in, out]` kernels) into a `Source`, which the
 task models assign by name with checkpoints/report.py's strict report. Our own
 directories are read by restoring their models (model_directory.py,
-finetune/model.py), so this module sits above the models.
+finetune/model.py), so this module sits above the models. Those and the official
+checkpoints are read with TensorFlow, imported then: a Hugging Face directory reads
+without it, on every Keras backend.
 """
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import sys
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
-import tensorflow as tf
 
-from electra_tf2 import model_directory, variable_names
+from electra_tf2 import variable_names, vocab as vocab_lib
 from electra_tf2.checkpoints import huggingface, official
 from electra_tf2.checkpoints.describe import Description, describe
 from electra_tf2.checkpoints.report import (DEFAULT_IGNORE, ConversionReport, is_ignored,
                                             match_shapes, notice)
 from electra_tf2.encoder_config import BertConfig
 from electra_tf2.errors import ElectraError
-from electra_tf2.finetune import model as finetune_model
 
 # Parts of pre-training checkpoints that a task model does not use: named in the
 # report as ignored, never as a problem.
@@ -71,9 +72,19 @@ class Source:
     """The vocabulary in id order; a SourceError when the source has none."""
     if self.vocab_file is None:
       raise SourceError(f"{self.path} has no vocab.txt: pass vocab_file=PATH (the "
-                        "WordPiece vocabulary the model was trained with)")
+                        "vocab.txt or SentencePiece .model the model was trained with)")
+    if vocab_lib.vocab_kind(self.vocab_file) == "sentencepiece":
+      vocab = vocab_lib.load_vocab(self.vocab_file)
+      return sorted(vocab, key=vocab.get)
     with open(self.vocab_file, encoding="utf-8") as f:
       return [line.rstrip("\n") for line in f]
+
+  def sentencepiece_model(self) -> Optional[str]:
+    """The SentencePiece model of a `.model` vocabulary (base64 of its bytes), else None."""
+    if self.vocab_file is None or vocab_lib.vocab_kind(self.vocab_file) != "sentencepiece":
+      return None
+    with open(self.vocab_file, "rb") as f:
+      return base64.b64encode(f.read()).decode("ascii")
 
   def load(self, variable_map: Mapping[str, Any],
            rename: Optional[Mapping[str, str]] = None, strict: bool = True,
@@ -140,6 +151,7 @@ def _numpy(variable_map) -> Dict[str, np.ndarray]:
 
 
 def _pretrained(found: Description) -> Source:
+  from electra_tf2 import model_directory  # pylint: disable=g-import-not-at-top
   model = model_directory.restore_pretrainer(found.model_dir, found.checkpoint,
                                              found.pretraining_config)
   return Source(found.path, "pretrained", found.bert_config, found.embedding_size,
@@ -148,6 +160,7 @@ def _pretrained(found: Description) -> Source:
 
 
 def _finetuned(found: Description) -> Source:
+  from electra_tf2.finetune import model as finetune_model  # pylint: disable=g-import-not-at-top
   model, config = finetune_model.load_finetuned_model(found.model_dir, found.checkpoint)
   return finetuned_source(found, config, model)
 
@@ -165,6 +178,7 @@ def finetuned_source(found: Description, config, model) -> Source:
 
 
 def _official(found: Description) -> Source:
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   reader = tf.train.load_checkpoint(found.checkpoint)
   tensors = {name: reader.get_tensor(name) for name in official.checkpoint_shapes(found.checkpoint)
              if not is_ignored(name)}

@@ -1,6 +1,16 @@
-"""Learns a WordPiece vocabulary (vocab.txt) from a corpus, for pre-training in any language.
+"""Learns a vocabulary from a corpus, for pre-training in any language.
 
   electra build-vocab --corpus-dir DIR --vocab-size 30522 --output vocab.txt
+  electra build-vocab --kind sentencepiece --corpus-dir DIR --vocab-size 32000 --output spm.model
+
+--kind sentencepiece trains a SentencePiece model (unigram, or --model-type bpe)
+with the `sentencepiece` trainer on the corpus lines (blank lines dropped), with
+the special tokens reserved at the same ids as below: [PAD]=0, [UNK]=1,
+[CLS]=2 (its BOS), [SEP]=3 (its EOS), [MASK]=4 and the [unusedN] as user
+symbols, then --user-symbols. Its text normalization (--normalization-rule,
+default nmt_nfkc) and --character-coverage are the trainer's own.
+
+--kind wordpiece (the default):
 
 Words are split exactly as the tokenizer will split them (BERT's BasicTokenizer:
 lowercasing and accent stripping unless turned off, punctuation and CJK
@@ -26,7 +36,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 from electra_tf2.data_prep.common import (DataPrepError, LineReader, SkipFile, corpus_files,
                               human_bytes, open_input, quiet_tensorflow_logs, run_script)
-from electra_tf2.atomic_io import write_text_atomic
+from electra_tf2.atomic_io import atomic_path, write_text_atomic
 from electra_tf2.vocab import SPECIAL_TOKENS
 
 _BATCH_LINES = 8192
@@ -176,21 +186,13 @@ def learn_vocab_from_files(files: Sequence[str], vocab_size: int, output: str,
   say = log or (lambda s: None)
   warn = warn or (lambda s: print(f"warning: {s}", file=sys.stderr))
   start = time.time()
-  if os.path.isdir(output):
-    raise DataPrepError(f"--output {output}: is a directory; give a file name such as "
-                        f"{os.path.join(output, 'vocab.txt')}")
-  out_dir = os.path.dirname(os.path.abspath(output))
-  if not os.path.isdir(out_dir):
-    try:
-      os.makedirs(out_dir, exist_ok=True)
-    except OSError as e:
-      raise DataPrepError(f"--output {output}: cannot create its directory ({e.strerror})"
-                          ) from None
+  _check_output(output)
   stats = count_words(files, do_lower_case, strip_accents, max_bytes, warn)
   counts = stats["counts"]
   if not counts:
     raise DataPrepError(f"no words found in {len(files)} input file(s) "
-                        f"({stats['skipped']} skipped): nothing to learn a vocabulary from")
+                        f"({stats['skipped']} skipped) once normalised (control characters "
+                        "removed): nothing to learn a vocabulary from")
   t_count = time.time() - start
   vocab = learn_vocab(counts, vocab_size, num_unused, binary_search=binary_search, log=say)
   n_padding = sum(1 for t in vocab if t.startswith("[unused")) - num_unused
@@ -212,7 +214,135 @@ def learn_vocab_from_files(files: Sequence[str], vocab_size: int, output: str,
   if n_padding > vocab_size // 10:
     say(f"  note: the corpus gave only {vocab_size - n_padding} tokens; {n_padding} are [unused] "
         "padding. A larger corpus or a smaller --vocab-size gives a better vocabulary")
+  from electra_tf2.data_prep import vocab_report  # pylint: disable=g-import-not-at-top
+  from electra_tf2.text.tokenizer import FullTokenizer  # pylint: disable=g-import-not-at-top
+  sample = read_corpus_lines(files, _REPORT_BYTES)["lines"]
+  summary["scripts"] = vocab_report.script_report(
+      FullTokenizer(output, do_lower_case, strip_accents), sample)
+  say(f"  coverage per script (the first {human_bytes(_REPORT_BYTES)} of the corpus):")
+  for line in vocab_report.report_lines(summary["scripts"]):
+    say(line)
   return summary
+
+
+_REPORT_BYTES = 1 << 20
+
+
+# SentencePiece's normalization rules (its --normalization_rule_name).
+NORMALIZATION_RULES = ("nmt_nfkc", "nfkc", "nmt_nfkc_cf", "nfkc_cf", "identity")
+
+
+def read_corpus_lines(files: Sequence[str], max_bytes: Optional[int] = None,
+                      warn: Callable[[str], None] = lambda s: None) -> Dict[str, object]:
+  """The corpus' non-blank lines, read as the data builder reads them.
+
+  Returns {"lines": [str], "files", "skipped", "bytes"}.
+  """
+  lines: List[str] = []
+  stats = {"files": 0, "skipped": 0, "bytes": 0}
+  for path in files:
+    if max_bytes is not None and stats["bytes"] >= max_bytes:
+      break
+    try:
+      with open_input(path) as stream:
+        reader = LineReader(stream, path)
+        reader.sniff()
+        for kind, _, payload in reader:
+          if kind == "long":
+            payload.drain()
+            warn(f"{path} line {payload.line_no}: longer than 8 MB, left out of the vocabulary")
+            continue
+          lines.extend(line for line in payload if line and not line.isspace())
+          if max_bytes is not None and reader.bytes_read + stats["bytes"] >= max_bytes:
+            break
+        stats["bytes"] += reader.bytes_read
+      stats["files"] += 1
+    except SkipFile as e:
+      stats["skipped"] += 1
+      warn(f"skipped {path}: {e}")
+  stats["lines"] = lines
+  return stats
+
+
+def learn_sentencepiece_from_files(files: Sequence[str], vocab_size: int, output: str,
+                                   model_type: str = "unigram",
+                                   character_coverage: float = 0.9995,
+                                   normalization_rule: str = "nmt_nfkc",
+                                   user_symbols: Sequence[str] = (), num_unused: int = 0,
+                                   max_bytes: Optional[int] = None,
+                                   log: Optional[Callable[[str], None]] = print,
+                                   warn: Optional[Callable[[str], None]] = None
+                                   ) -> Dict[str, object]:
+  """Trains a SentencePiece model on the corpus lines, the special tokens reserved at
+  ids 0-4 (module doc), and writes it atomically to `output`; returns a summary."""
+  import io  # pylint: disable=g-import-not-at-top
+  import sentencepiece  # pylint: disable=g-import-not-at-top
+  say = log or (lambda s: None)
+  warn = warn or (lambda s: print(f"warning: {s}", file=sys.stderr))
+  start = time.time()
+  _check_output(output)
+  if normalization_rule not in NORMALIZATION_RULES:
+    raise DataPrepError(f"--normalization-rule {normalization_rule}: use one of "
+                        f"{', '.join(NORMALIZATION_RULES)}")
+  if not 0 < character_coverage <= 1:
+    raise DataPrepError(f"--character-coverage {character_coverage}: must be in (0, 1]")
+  stats = read_corpus_lines(files, max_bytes, warn)
+  lines = stats["lines"]
+  normalizer = sentencepiece.SentencePieceNormalizer(rule_name=normalization_rule)
+  if not any(normalizer.normalize(line) for line in lines):
+    raise DataPrepError(f"the corpus ({len(files)} input file(s), {stats['skipped']} skipped) "
+                        f"is empty once normalised ({normalization_rule}): give files with text")
+  symbols = ["[MASK]"] + [f"[unused{i}]" for i in range(num_unused)] + list(user_symbols)
+  model = io.BytesIO()
+  try:
+    sentencepiece.SentencePieceTrainer.train(
+        sentence_iterator=iter(lines), model_writer=model, vocab_size=vocab_size,
+        model_type=model_type, character_coverage=character_coverage,
+        normalization_rule_name=normalization_rule, pad_id=0, unk_id=1, bos_id=2, eos_id=3,
+        pad_piece="[PAD]", unk_piece="[UNK]", bos_piece="[CLS]", eos_piece="[SEP]",
+        user_defined_symbols=symbols, input_sentence_size=0, minloglevel=2,
+        num_threads=os.cpu_count() or 1)
+  except RuntimeError as e:
+    # "INTERNAL: src/x.cc(744) [check] Vocabulary size too high (80). Please set ..."
+    detail = (str(e).strip().splitlines() or [type(e).__name__])[-1].split("] ")[-1]
+    raise DataPrepError(f"--vocab-size {vocab_size}: the SentencePiece trainer refused: {detail}"
+                        ) from None
+  try:
+    with atomic_path(output) as tmp, open(tmp, "wb") as f:
+      f.write(model.getvalue())
+  except OSError as e:
+    raise DataPrepError(f"--output {output}: cannot be written ({e.strerror})") from None
+  summary = {"vocab_size": vocab_size, "files": stats["files"], "skipped": stats["skipped"],
+             "lines": len(lines), "bytes": stats["bytes"], "seconds": time.time() - start}
+  say(f"build_vocab: {output}: a {model_type} SentencePiece model of {vocab_size} pieces "
+      f"(5 special, {num_unused} unused, {len(user_symbols)} user symbols) from "
+      f"{stats['files']} files ({human_bytes(stats['bytes'])}, {len(lines):,} lines) "
+      f"in {summary['seconds']:.1f} s")
+  return summary
+
+
+def _check_output(output: str) -> None:
+  """One line when `output` is a directory or its directory cannot be created."""
+  if os.path.isdir(output):
+    raise DataPrepError(f"--output {output}: is a directory; give a file name such as "
+                        f"{os.path.join(output, 'vocab.txt')}")
+  out_dir = os.path.dirname(os.path.abspath(output))
+  if not os.path.isdir(out_dir):
+    try:
+      os.makedirs(out_dir, exist_ok=True)
+    except OSError as e:
+      raise DataPrepError(f"--output {output}: cannot create its directory ({e.strerror})"
+                          ) from None
+
+
+def _check_output_kind(output: str, kind: str) -> None:
+  """One line when the --output name says the other kind (.model is SentencePiece's)."""
+  if kind == "wordpiece" and output.endswith(".model"):
+    raise DataPrepError(f"--output {output}: a .model file is a SentencePiece model; pass "
+                        "--kind sentencepiece, or a vocab.txt name for WordPiece")
+  if kind == "sentencepiece" and not output.endswith(".model"):
+    raise DataPrepError(f"--output {output}: a SentencePiece model is written as NAME.model; "
+                        "pass such a name, or --kind wordpiece for a vocab.txt")
 
 
 def main(argv=None) -> int:
@@ -228,7 +358,19 @@ def main(argv=None) -> int:
                       help="A file naming one text file per line (repeatable).")
   parser.add_argument("--vocab-size", type=int, required=True,
                       help="Tokens in the vocab (the model config's vocab_size).")
-  parser.add_argument("--output", required=True, help="The vocab.txt to write.")
+  parser.add_argument("--output", required=True,
+                      help="The vocab.txt (or, --kind sentencepiece, the .model) to write.")
+  parser.add_argument("--kind", choices=("wordpiece", "sentencepiece"), default="wordpiece",
+                      help="WordPiece vocab.txt (default) or a SentencePiece .model.")
+  parser.add_argument("--model-type", choices=("unigram", "bpe"), default="unigram",
+                      help="SentencePiece: the model (default unigram).")
+  parser.add_argument("--character-coverage", type=float, default=0.9995,
+                      help="SentencePiece: share of the characters covered (default 0.9995; "
+                           "1.0 for small alphabets).")
+  parser.add_argument("--normalization-rule", default="nmt_nfkc", choices=NORMALIZATION_RULES,
+                      help="SentencePiece: the text normalization (default nmt_nfkc).")
+  parser.add_argument("--user-symbols", default="",
+                      help="SentencePiece: comma-separated pieces kept whole (after [MASK]).")
   parser.add_argument("--num-unused", type=int, default=0,
                       help="[unusedN] tokens reserved after the special tokens.")
   parser.add_argument("--max-corpus-bytes", type=int, default=None,
@@ -243,7 +385,14 @@ def main(argv=None) -> int:
   quiet_tensorflow_logs()
 
   def work():
+    _check_output_kind(args.output, args.kind)
     files = corpus_files(args)
+    if args.kind == "sentencepiece":
+      learn_sentencepiece_from_files(
+          files, args.vocab_size, args.output, args.model_type, args.character_coverage,
+          args.normalization_rule, [s for s in args.user_symbols.split(",") if s],
+          args.num_unused, args.max_corpus_bytes)
+      return
     learn_vocab_from_files(files, args.vocab_size, args.output, args.do_lower_case,
                            args.strip_accents, args.num_unused, args.max_corpus_bytes,
                            args.binary_search)

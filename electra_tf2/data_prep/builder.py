@@ -40,7 +40,7 @@ from electra_tf2.data_prep.packing import input_names
 from electra_tf2.data_prep.summary import Stats, Summary
 from electra_tf2 import run_lock
 from electra_tf2.atomic_io import temp_name_for, write_text_atomic
-from electra_tf2.vocab import load_vocab, special_token_ids
+from electra_tf2.text.description import describe_vocab, write_description
 
 SHARD_RE = re.compile(r"^pretrain_data\.tfrecord-(\d+)-of-(\d+)$")
 # How the packing draws its random choices (recorded in the info file: data
@@ -271,8 +271,8 @@ def _build(cfg: BuildConfig, log: Optional[Callable[[str], None]],
   log = log or (lambda s: print(s, flush=True))
   start = time.time()
   check_config(cfg)
-  vocab = load_vocab(cfg.vocab_file, cfg.expected_vocab_size)
-  special_token_ids(vocab)
+  description = describe_vocab(cfg.vocab_file, cfg.do_lower_case, cfg.strip_accents,
+                               expected_size=cfg.expected_vocab_size)
   inputs = _sized_inputs(cfg.inputs)
   prepare_output_dir(cfg.output_dir)
   seed = cfg.seed if cfg.seed is not None else random.SystemRandom().randrange(1 << 31)
@@ -304,8 +304,9 @@ def _build(cfg: BuildConfig, log: Optional[Callable[[str], None]],
   summary = Summary(config=cfg, stats=stats, seed=seed, seconds=time.time() - start,
                     shards=finals, input_files=len(inputs), input_bytes=total_bytes,
                     notes=notes, workers=workers)
-  info = build_info(summary, len(vocab), file_sha256(cfg.vocab_file), inputs_fingerprint(inputs),
+  info = build_info(summary, description.vocab_size, file_sha256(cfg.vocab_file), inputs_fingerprint(inputs),
                     num_processes=cfg.num_processes, worker_processes=workers)
+  write_description(cfg.output_dir, description)
   write_text_atomic(os.path.join(cfg.output_dir, INFO_FILE),
                     json.dumps(info, indent=1, sort_keys=True) + "\n")
   for line in summary.lines():

@@ -103,9 +103,9 @@ class _ShardWriters:
 
 
 def make_tokenizer(spec: JobSpec):
-  from electra_tf2.text.tokenizer import FullTokenizer  # pylint: disable=g-import-not-at-top
-  return FullTokenizer(spec["vocab_file"], do_lower_case=spec["do_lower_case"],
-                       strip_accents=spec["strip_accents"])
+  from electra_tf2.text.kinds import load_tokenizer  # pylint: disable=g-import-not-at-top
+  return load_tokenizer(spec["vocab_file"], do_lower_case=spec["do_lower_case"],
+                        strip_accents=spec["strip_accents"])
 
 
 class _Job:

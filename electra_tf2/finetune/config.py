@@ -33,6 +33,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 from electra_tf2.config import ENCODER_HPARAMS, saved_bert_config
 
 from electra_tf2.encoder_config import BertConfig, check_model_overrides, get_bert_config
+from electra_tf2 import vocab as vocab_lib
 
 from electra_tf2.hparams import (ConfigError, ResolvedConfig, check_hparams, check_optimizer_hparams,
                                  check_seed, check_tpu_hparams, parse_hparams, read_config)
@@ -261,7 +262,7 @@ def resolve_finetuning_config(model_name: str, data_dir: str,
     if entry.get("path"):
       values[key] = entry["default"].format(**fill)
   if not os.path.isfile(values["vocab_file"]):
-    values["vocab_file"] = os.path.join(data_dir, "vocab.txt")
+    values["vocab_file"] = vocab_lib.default_vocab_file(data_dir)
   # 3. the pre-trained model's size
   init_checkpoint = user.get("init_checkpoint", values["init_checkpoint"])
   source = model_dir_of(init_checkpoint) if init_checkpoint else None

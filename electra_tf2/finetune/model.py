@@ -32,8 +32,9 @@ from electra_tf2.checkpoints.directories import FINETUNING_CONFIG_FILE, MODEL_CO
 from electra_tf2.encoder_config import BertConfig
 from electra_tf2.finetune import config as finetune_config
 from electra_tf2.finetune.config import FinetuningConfig
-from electra_tf2.finetune.heads import ClassificationHead, QAHead, RegressionHead, TaggingHead
+from electra_tf2.layers.task_heads import ClassificationHead, QAHead, RegressionHead, TaggingHead
 from electra_tf2.networks.encoder import Encoder
+from electra_tf2.text.description import describe_vocab, write_description
 
 HEADS = {"classification": ClassificationHead, "regression": RegressionHead, "qa": QAHead,
          "tagging": TaggingHead}
@@ -152,10 +153,13 @@ def load_pretrained_encoder(model: FinetuningModel, init_checkpoint: str) -> str
 
 
 def save_model_files(model: FinetuningModel, config: FinetuningConfig, model_dir: str) -> None:
-  """Writes model_config.json and finetuning_config.json next to the checkpoints."""
+  """Writes model_config.json, finetuning_config.json and the tokenizer description
+  next to the checkpoints."""
   tf.io.gfile.makedirs(model_dir)
   write_json_atomic(os.path.join(model_dir, MODEL_CONFIG_FILE), model.get_config())
   write_json_atomic(os.path.join(model_dir, FINETUNING_CONFIG_FILE), config.to_dict())
+  if config.vocab_file and os.path.exists(config.vocab_file):
+    write_description(model_dir, describe_vocab(config.vocab_file, config.do_lower_case))
 
 
 def load_finetuned_model(model_dir: str, checkpoint_path: Optional[str] = None

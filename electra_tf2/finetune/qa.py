@@ -23,7 +23,7 @@ labels: the answer's wordpiece span (refined by `improve_answer_span`) offset
 into the window, or 0/0 when it is outside the window or the question is
 impossible. eid = 1000 * example eid + window index.
 
-Head: `finetune/heads.py` (`QAHead`, task_specific/<task>/...).
+Head: `layers/task_heads.py` (`QAHead`, task_specific/<task>/...).
 """
 
 from __future__ import annotations

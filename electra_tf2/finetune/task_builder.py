@@ -25,10 +25,11 @@ def takes_pairs(name: str) -> bool:
 
 
 def make_tokenizer(config: FinetuningConfig, lower_case: bool) -> CachedTokenizer:
-  """Our tensorflow-text FullTokenizer (BERT's), with the official default strip_accents."""
-  from electra_tf2.text.tokenizer import FullTokenizer  # pylint: disable=g-import-not-at-top
-  return CachedTokenizer(FullTokenizer(config.vocab_file, do_lower_case=lower_case,
-                                       expected_vocab_size=config.vocab_size))
+  """The vocabulary's tokenizer (by its kind): our tensorflow-text FullTokenizer (BERT's),
+  with the official default strip_accents, or a SentencePieceTokenizer."""
+  from electra_tf2.text.kinds import load_tokenizer  # pylint: disable=g-import-not-at-top
+  return CachedTokenizer(load_tokenizer(config.vocab_file, do_lower_case=lower_case,
+                                        expected_vocab_size=config.vocab_size))
 
 
 def get_tasks(config: FinetuningConfig) -> List[Task]:

@@ -1,11 +1,11 @@
 """Activations by name (model/modeling.py:264-348): the official GELU, relu, tanh, linear.
 
-The official `gelu` is the exact erf form, 0.5 x (1 + erf(x / sqrt(2))). Ours
-computes the same values, but with a hand-written gradient: automatic
-differentiation of the formula runs about ten elementwise passes over the
-`[tokens, intermediate]` tensor in the backward pass, the closed form below
-needs five (about 1% of an electra_small step on two CPU cores; see
-docs/benchmarks.md).
+Backend-neutral (`keras.ops`). The official `gelu` is the exact erf form,
+0.5 x (1 + erf(x / sqrt(2))). Ours computes the same values, but with a
+hand-written gradient: automatic differentiation of the formula runs about ten
+elementwise passes over the `[tokens, intermediate]` tensor in the backward
+pass, the closed form below needs five (about 1% of an electra_small step on
+two CPU cores; see docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -13,23 +13,24 @@ from __future__ import annotations
 import math
 from typing import Callable, Optional
 
-import tensorflow as tf
+from keras import ops
 
 _SQRT_HALF = 1.0 / math.sqrt(2.0)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
 
-@tf.custom_gradient
-def gelu(x: tf.Tensor):
+@ops.custom_gradient
+def gelu(x):
   """x Phi(x), elementwise; d/dx = Phi(x) + x phi(x) (Phi, phi: the normal cdf and pdf).
 
   Written 0.5 x (1 + erf(x / sqrt 2)), the form the TFLite converter fuses into
   its GELU kernel (it has none for erf); the same bits as x (0.5 (1 + erf)).
   """
-  erf = tf.math.erf(x * _SQRT_HALF)
+  erf = ops.erf(x * _SQRT_HALF)
 
-  def grad(dy: tf.Tensor) -> tf.Tensor:
-    return dy * (0.5 * (1.0 + erf) + x * (tf.exp(-0.5 * tf.square(x)) * _INV_SQRT_2PI))
+  def grad(*args, upstream=None):
+    dy = args[0] if upstream is None else upstream
+    return dy * (0.5 * (1.0 + erf) + x * (ops.exp(-0.5 * ops.square(x)) * _INV_SQRT_2PI))
 
   return 0.5 * x * (1.0 + erf), grad
 
@@ -39,11 +40,11 @@ def gelu(x: tf.Tensor):
 ACTIVATION_NAMES = ("gelu", "relu", "tanh", "linear")
 
 
-def get_activation(name: Optional[str]) -> Optional[Callable[[tf.Tensor], tf.Tensor]]:
+def get_activation(name: Optional[str]) -> Optional[Callable]:
   """The official `get_activation`: a case-insensitive name -> function, None for linear."""
   if not name or name.lower() == "linear":
     return None
-  functions = {"gelu": gelu, "relu": tf.nn.relu, "tanh": tf.tanh}
+  functions = {"gelu": gelu, "relu": ops.relu, "tanh": ops.tanh}
   if name.lower() not in functions:
     raise ValueError(f"unsupported activation {name!r}: use one of "
                      f"{', '.join(ACTIVATION_NAMES)} (or null)")

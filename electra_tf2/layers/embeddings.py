@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Dict
 
 import keras
-import tensorflow as tf
+from keras import ops
 
 from electra_tf2.layers import initializers
 from electra_tf2.layers.layer_norm import LayerNorm
@@ -59,22 +59,22 @@ class EmbeddingBlock(keras.layers.Layer):
     """The word embedding matrix `[vocab_size, embedding_size]` (tied to the MLM output)."""
     return self.word_embeddings
 
-  def call(self, input_ids: tf.Tensor, segment_ids: tf.Tensor, training: bool = False) -> tf.Tensor:
+  def call(self, input_ids, segment_ids, training: bool = False):
     """input_ids, segment_ids: `[batch, seq_len]` int -> `[batch, seq_len, E]`."""
-    seq_len = tf.shape(input_ids)[1]
+    seq_len = ops.shape(input_ids)[1]
     dtype = self.compute_dtype
-    embeddings = tf.gather(tf.cast(self.word_embeddings, dtype), input_ids)
+    embeddings = ops.take(ops.cast(self.word_embeddings, dtype), input_ids, axis=0)
     # Token types by one-hot matmul in training, as the official code always
     # does: the table's gradient is then dense, as officially (a gather's would
     # be sparse, which changes the global norm that gradients are clipped by).
     # Inference gathers the same rows (exactly: one 1 and zeros per row).
-    types = tf.cast(self.token_type_embeddings, dtype)
+    types = ops.cast(self.token_type_embeddings, dtype)
     if training:
-      one_hot = tf.one_hot(segment_ids, self.type_vocab_size, dtype=dtype)
-      embeddings += tf.einsum("bst,te->bse", one_hot, types)
+      one_hot = ops.one_hot(segment_ids, self.type_vocab_size, dtype=dtype)
+      embeddings += ops.einsum("bst,te->bse", one_hot, types)
     else:
-      embeddings += tf.gather(types, segment_ids)
-    embeddings += tf.cast(self.position_embeddings[:seq_len], dtype)[tf.newaxis]
+      embeddings += ops.take(types, segment_ids, axis=0)
+    embeddings += ops.expand_dims(ops.cast(self.position_embeddings[:seq_len], dtype), 0)
     embeddings = self.layer_norm(embeddings)
     return self.dropout(embeddings, training=training)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Dict, Optional
 
 import keras
-import tensorflow as tf
+from keras import ops
 
 from electra_tf2.layers import initializers
 from electra_tf2.layers.activations import get_activation
@@ -52,16 +52,16 @@ class MaskedLMHead(keras.layers.Layer):
                                        initializer="zeros")
     super().build(input_shape)
 
-  def call(self, hidden: tf.Tensor, embedding_table: tf.Tensor) -> tf.Tensor:
+  def call(self, hidden, embedding_table):
     """hidden `[batch, n, h]`, embedding_table `[V, E]` -> logits `[batch, n, V]` (float32)."""
     hidden = self.layer_norm(self.dense(hidden))
     # One 2-D matmul over all slots: a batched matmul against the shared table
     # would make its gradient a [batch, V, E] product summed over the batch.
-    leading = tf.shape(hidden)[:-1]
-    flat = tf.reshape(hidden, [-1, self.embedding_size])
-    logits = tf.matmul(flat, tf.cast(embedding_table, hidden.dtype), transpose_b=True)
-    logits = tf.cast(logits, tf.float32) + tf.cast(self.output_bias, tf.float32)
-    return tf.reshape(logits, tf.concat([leading, [self.vocab_size]], 0))
+    shape = ops.shape(hidden)
+    flat = ops.reshape(hidden, (-1, self.embedding_size))
+    logits = ops.matmul(flat, ops.transpose(ops.cast(embedding_table, hidden.dtype)))
+    logits = ops.cast(logits, "float32") + ops.cast(self.output_bias, "float32")
+    return ops.reshape(logits, (shape[0], shape[1], self.vocab_size))
 
   def get_config(self) -> Dict[str, Any]:
     config = super().get_config()
@@ -89,8 +89,8 @@ class DiscriminatorHead(keras.layers.Layer):
     self.dense_1.build(tuple(input_shape[:-1]) + (self.hidden_size,))
     super().build(input_shape)
 
-  def call(self, hidden: tf.Tensor) -> tf.Tensor:
-    return tf.cast(tf.squeeze(self.dense_1(self.dense(hidden)), -1), tf.float32)
+  def call(self, hidden):
+    return ops.cast(ops.squeeze(self.dense_1(self.dense(hidden)), -1), "float32")
 
   def get_config(self) -> Dict[str, Any]:
     config = super().get_config()

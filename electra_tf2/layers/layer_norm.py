@@ -12,35 +12,39 @@ variables, config and checkpoint names) whose call has two differences:
   pre-training step in docs/benchmarks.md.
 
 As in Keras, 16-bit inputs are normalised in float32 and the result is cast
-back to the layer's compute dtype.
+back to the layer's compute dtype. Backend-neutral (`keras.ops`).
 """
 
 from __future__ import annotations
 
 import keras
-import tensorflow as tf
+from keras import ops
 
 
-def layer_norm(x: tf.Tensor, gamma: tf.Tensor, beta: tf.Tensor, epsilon: float) -> tf.Tensor:
+def layer_norm(x, gamma, beta, epsilon: float):
   """Normalises `[..., d]` over d, then scales by gamma `[d]` and shifts by beta `[d]`."""
 
-  @tf.custom_gradient
+  @ops.custom_gradient
   def normalise(x, gamma, beta):
-    mean, variance = tf.nn.moments(x, axes=[-1], keepdims=True)
-    inv = tf.math.rsqrt(variance + epsilon)
-    xhat = (x - mean) * inv
+    mean = ops.mean(x, axis=-1, keepdims=True)
+    centred = x - mean
+    variance = ops.mean(ops.square(centred), axis=-1, keepdims=True)
+    inv = ops.rsqrt(variance + epsilon)
+    xhat = centred * inv
 
-    def grad(dy):
+    def grad(*args, upstream=None):
+      dy = args[0] if upstream is None else upstream
       g = dy * gamma
-      dx = inv * (g - tf.reduce_mean(g, -1, keepdims=True)
-                  - xhat * tf.reduce_mean(g * xhat, -1, keepdims=True))
-      dy_2d = tf.reshape(dy, [-1, dy.shape[-1]])
-      xhat_2d = tf.reshape(xhat, [-1, dy.shape[-1]])
-      return dx, tf.reduce_sum(dy_2d * xhat_2d, 0), tf.reduce_sum(dy_2d, 0)
+      dx = inv * (g - ops.mean(g, axis=-1, keepdims=True)
+                  - xhat * ops.mean(g * xhat, axis=-1, keepdims=True))
+      depth = dy.shape[-1]
+      dy_2d = ops.reshape(dy, (-1, depth))
+      xhat_2d = ops.reshape(xhat, (-1, depth))
+      return dx, ops.sum(dy_2d * xhat_2d, axis=0), ops.sum(dy_2d, axis=0)
 
     return xhat * gamma + beta, grad
 
-  return normalise(x, tf.convert_to_tensor(gamma), tf.convert_to_tensor(beta))
+  return normalise(x, ops.convert_to_tensor(gamma), ops.convert_to_tensor(beta))
 
 
 @keras.saving.register_keras_serializable(package="electra_tf2")
@@ -55,8 +59,8 @@ class LayerNorm(keras.layers.LayerNormalization):
         raise ValueError(f"LayerNorm supports only {name}={required!r}")
     super().__init__(epsilon=epsilon, **kwargs)
 
-  def call(self, inputs: tf.Tensor) -> tf.Tensor:
-    dtype = tf.float64 if inputs.dtype == tf.float64 else tf.float32
-    outputs = layer_norm(tf.cast(inputs, dtype), tf.cast(self.gamma, dtype),
-                         tf.cast(self.beta, dtype), self.epsilon)
-    return tf.cast(outputs, self.compute_dtype)
+  def call(self, inputs):
+    dtype = "float64" if keras.backend.standardize_dtype(inputs.dtype) == "float64" else "float32"
+    outputs = layer_norm(ops.cast(inputs, dtype), ops.cast(self.gamma, dtype),
+                         ops.cast(self.beta, dtype), self.epsilon)
+    return ops.cast(outputs, self.compute_dtype)

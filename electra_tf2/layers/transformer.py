@@ -12,14 +12,14 @@ import math
 from typing import Any, Dict, Optional
 
 import keras
-import tensorflow as tf
+from keras import ops
 
 from electra_tf2.layers import initializers
 from electra_tf2.layers.activations import get_activation
 from electra_tf2.layers.layer_norm import LayerNorm
 
 
-def attention_bias(input_mask: tf.Tensor, direction: str, dtype: tf.DType) -> tf.Tensor:
+def attention_bias(input_mask, direction: str, dtype):
   """Additive attention mask, -10000 where a query may not attend.
 
   Args:
@@ -31,16 +31,15 @@ def attention_bias(input_mask: tf.Tensor, direction: str, dtype: tf.DType) -> tf
   Returns:
     `[batch, 1, 1, seq_len]` (bidirectional) or `[batch, 1, seq_len, seq_len]`.
   """
-  # expand_dims, not [:, tf.newaxis, tf.newaxis, :]: TFLite has no kernel for that strided
+  # expand_dims, not [:, None, None, :]: TFLite has no kernel for that strided
   # slice on a dynamic shape.
-  mask = tf.expand_dims(tf.expand_dims(tf.cast(input_mask, tf.float32), 1), 1)
+  mask = ops.expand_dims(ops.expand_dims(ops.cast(input_mask, "float32"), 1), 1)
   if direction != "bidirectional":
-    seq_len = tf.shape(input_mask)[1]
-    ones = tf.ones([seq_len, seq_len], tf.float32)
-    triangle = (tf.linalg.band_part(ones, -1, 0) if direction == "ltr"
-                else tf.linalg.band_part(ones, 0, -1))
-    mask = mask * triangle[tf.newaxis, tf.newaxis]
-  return tf.cast((1.0 - mask) * -10000.0, dtype)
+    seq_len = ops.shape(input_mask)[1]
+    ones = ops.ones((seq_len, seq_len), "float32")
+    triangle = ops.tril(ones) if direction == "ltr" else ops.triu(ones)
+    mask = mask * ops.expand_dims(ops.expand_dims(triangle, 0), 0)
+  return ops.cast((1.0 - mask) * -10000.0, dtype)
 
 
 @keras.saving.register_keras_serializable(package="electra_tf2")
@@ -100,13 +99,13 @@ class TransformerLayer(keras.layers.Layer):
     self.output_layer_norm.build(hidden_shape)
     super().build(input_shape)
 
-  def _dense(self, layer: keras.layers.Dense, x: tf.Tensor) -> tf.Tensor:
+  def _dense(self, layer: keras.layers.Dense, x):
     """A Dense layer's weights on a 2-D `[tokens, in]` tensor (MatMul+BiasAdd fuse on CPU)."""
     dtype = self.compute_dtype
-    y = tf.nn.bias_add(tf.matmul(x, tf.cast(layer.kernel, dtype)), tf.cast(layer.bias, dtype))
+    y = ops.matmul(x, ops.cast(layer.kernel, dtype)) + ops.cast(layer.bias, dtype)
     return layer.activation(y) if layer.activation is not None else y
 
-  def _qkv(self, x: tf.Tensor, training: bool) -> tf.Tensor:
+  def _qkv(self, x, training: bool):
     """q, k and v of `[tokens, hidden]`, side by side: `[tokens, 3 * hidden]`.
 
     Training runs one projection on the kernels concatenated `[hidden, 3 * hidden]`;
@@ -115,32 +114,34 @@ class TransformerLayer(keras.layers.Layer):
     """
     layers = (self.query, self.key, self.value)
     if not training:
-      return tf.concat([self._dense(layer, x) for layer in layers], 1)
-    kernel = tf.concat([layer.kernel for layer in layers], 1)
-    qkv_bias = tf.concat([layer.bias for layer in layers], 0)
+      return ops.concatenate([self._dense(layer, x) for layer in layers], 1)
+    kernel = ops.concatenate([layer.kernel for layer in layers], 1)
+    qkv_bias = ops.concatenate([layer.bias for layer in layers], 0)
     dtype = self.compute_dtype
-    return tf.nn.bias_add(tf.matmul(x, tf.cast(kernel, dtype)), tf.cast(qkv_bias, dtype))
+    return ops.matmul(x, ops.cast(kernel, dtype)) + ops.cast(qkv_bias, dtype)
 
-  def call(self, hidden: tf.Tensor, bias: tf.Tensor, training: bool = False) -> tf.Tensor:
+  def call(self, hidden, bias, training: bool = False):
     """hidden: `[batch, seq_len, hidden]`; bias: from `attention_bias`."""
-    batch, seq_len = tf.shape(hidden)[0], tf.shape(hidden)[1]
+    batch, seq_len = ops.shape(hidden)[0], ops.shape(hidden)[1]
     heads, head_size = self.num_attention_heads, self.head_size
     dtype = self.compute_dtype
-    x = tf.reshape(hidden, [-1, self.hidden_size])  # [tokens, hidden]
+    x = ops.reshape(hidden, (-1, self.hidden_size))  # [tokens, hidden]
 
     qkv = self._qkv(x, training)
-    qkv = tf.transpose(tf.reshape(qkv, [batch, seq_len, 3, heads, head_size]), [2, 0, 3, 1, 4])
+    qkv = ops.transpose(ops.reshape(qkv, (batch, seq_len, 3, heads, head_size)),
+                        (2, 0, 3, 1, 4))
     # [3, batch, heads, seq_len, head_size]; unstack, not qkv[i]: the gradient
     # of three slices is three full-size zero-padded tensors and a sum; that of
     # unstack is one stack.
-    q, k, v = tf.unstack(qkv, num=3, axis=0)
+    q, k, v = ops.unstack(qkv, num=3, axis=0)
 
-    scores = tf.matmul(q * tf.cast(1.0 / math.sqrt(head_size), dtype), k, transpose_b=True)
-    scores = tf.cast(scores, tf.float32) + tf.cast(bias, tf.float32)
-    probs = tf.cast(tf.nn.softmax(scores, axis=-1), dtype)
+    scores = ops.matmul(q * ops.cast(1.0 / math.sqrt(head_size), dtype),
+                        ops.swapaxes(k, -1, -2))
+    scores = ops.cast(scores, "float32") + ops.cast(bias, "float32")
+    probs = ops.cast(ops.softmax(scores, axis=-1), dtype)
     probs = self.attention_dropout(probs, training=training)
-    context = tf.transpose(tf.matmul(probs, v), [0, 2, 1, 3])  # [batch, seq_len, heads, size]
-    context = tf.reshape(context, [-1, self.hidden_size])
+    context = ops.transpose(ops.matmul(probs, v), (0, 2, 1, 3))  # [batch, seq, heads, size]
+    context = ops.reshape(context, (-1, self.hidden_size))
 
     attention = self.hidden_dropout(self._dense(self.attention_output_dense, context),
                                     training=training)
@@ -148,7 +149,7 @@ class TransformerLayer(keras.layers.Layer):
     output = self._dense(self.output_dense, self._dense(self.intermediate_dense, attention))
     output = self.hidden_dropout(output, training=training)
     output = self.output_layer_norm(output + attention)
-    return tf.reshape(output, [batch, seq_len, self.hidden_size])
+    return ops.reshape(output, (batch, seq_len, self.hidden_size))
 
   def get_config(self) -> Dict[str, Any]:
     config = super().get_config()

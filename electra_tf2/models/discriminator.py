@@ -1,19 +1,19 @@
 """`Discriminator`: raw texts -> the probability that each token was replaced.
 
 The pre-trained ELECTRA discriminator (`discriminator_predictions`,
-run_pretraining.py:183-218) on in-graph tokenised text:
+run_pretraining.py:183-218) on tokenised text (models/text_model.py):
 
   model = Discriminator.from_pretrained("electra-small-discriminator")
-  out = model.predict(tf.constant(["the chef ate the meal"]))
+  out = model.predict(["the chef ate the meal"])
   out["replaced_probability"]  # [1, tokens], [CLS] and [SEP] included
 """
 
 from __future__ import annotations
 
-from typing import Dict, Tuple
+from typing import Any, Dict, Tuple
 
 import keras
-import tensorflow as tf
+from keras import ops
 
 from electra_tf2.layers import DiscriminatorHead
 from electra_tf2.checkpoints import source as sources
@@ -47,16 +47,13 @@ class Discriminator(TextModel):
                                   dtype=self.dtype_policy)
     self.build()
 
-  def call(self, text, training: bool = False) -> Dict[str, tf.Tensor]:
-    return self.call_features(self.text_inputs(text), training)
-
-  def call_features(self, features, training: bool = False) -> Dict[str, tf.Tensor]:
+  def call_features(self, features, training: bool = False) -> Dict[str, Any]:
     """`call` on TextInputs' features."""
     logits = self.head(self.encode(features, training))
-    return {"logits": logits, "replaced_probability": tf.sigmoid(logits),
+    return {"logits": logits, "replaced_probability": ops.sigmoid(logits),
             "input_ids": features["input_ids"], "input_mask": features["input_mask"]}
 
-  def serve_features(self, features) -> Dict[str, tf.Tensor]:
+  def serve_features(self, features) -> Dict[str, Any]:
     return self.call_features(features)
 
   def head_variable_map(self) -> VariableMap:

@@ -18,13 +18,13 @@ import dataclasses
 from typing import Any, Dict, Mapping, Optional
 
 import keras
-import tensorflow as tf
+from keras import ops
 
-from electra_tf2 import objectives, pretrain_helpers
+from electra_tf2 import objectives, pretrain_helpers, stateless_random
 from electra_tf2.config import ObjectiveConfig, PretrainingConfig
 from electra_tf2.encoder_config import BertConfig
 from electra_tf2.errors import ElectraError
-from electra_tf2.input_pipeline import features_to_inputs
+from electra_tf2.inputs import features_to_inputs
 from electra_tf2.layers import DiscriminatorHead, EmbeddingBlock, MaskedLMHead
 from electra_tf2.networks.encoder import Encoder
 
@@ -78,13 +78,13 @@ class ElectraPretrainer(keras.Model):
   `mlm_loss` (and `cloze_loss`, `disc_loss` when used) and the per-slot /
   per-token tensors that `objectives.metric_statistics` consumes.
 
-  >>> import tensorflow as tf
+  >>> import numpy as np
   >>> from electra_tf2 import PretrainingConfig
   >>> config = PretrainingConfig.from_preset("electra_small", debug=True, max_seq_length=16)
   >>> model = ElectraPretrainer.from_pretraining_config(config)
-  >>> ids = tf.random.stateless_uniform([2, 16], [1, 2], 1000, 2000, tf.int32)
-  >>> outputs = model({"input_ids": ids, "input_mask": tf.ones_like(ids),
-  ...                  "segment_ids": tf.zeros_like(ids)}, seed=tf.constant([3, 4]))
+  >>> ids = np.random.default_rng(0).integers(1000, 2000, (2, 16), dtype="int32")
+  >>> outputs = model({"input_ids": ids, "input_mask": np.ones_like(ids),
+  ...                  "segment_ids": np.zeros_like(ids)}, seed=np.array([3, 4], "int32"))
   >>> [name for name in ("total_loss", "mlm_loss", "disc_loss") if outputs[name].shape == []]
   ['total_loss', 'mlm_loss', 'disc_loss']
   """
@@ -172,7 +172,7 @@ class ElectraPretrainer(keras.Model):
 
   # -------------------------------------------------------------------------
 
-  def _cloze_logits(self, inputs, training: bool) -> tf.Tensor:
+  def _cloze_logits(self, inputs, training: bool):
     """Two-tower cloze logits `[batch, seq_len, vocab]` (run_pretraining.py:288-315).
 
     Position t sees the left-to-right state of t-1 and the right-to-left state
@@ -182,7 +182,8 @@ class ElectraPretrainer(keras.Model):
                              training=training)
     rtl = self.generator_rtl(inputs.input_ids, inputs.input_mask, inputs.segment_ids,
                              training=training)
-    states = tf.concat([tf.roll(ltr, shift=1, axis=1), tf.roll(rtl, shift=-1, axis=1)], -1)
+    states = ops.concatenate([ops.roll(ltr, shift=1, axis=1), ops.roll(rtl, shift=-1, axis=1)],
+                             -1)
     return self.cloze_head(states, self.generator_ltr.embedding_table)
 
   def check_electra_discriminator(self, needed_by: str, instead: str) -> None:
@@ -198,19 +199,18 @@ class ElectraPretrainer(keras.Model):
                                  f"pre-trained as {'ELECTRIC' if electric else 'MLM only'}: "
                                  f"{instead}")
 
-  def call(self, features: Mapping[str, tf.Tensor], training: bool = False,
-           seed: Optional[tf.Tensor] = None,
-           denominators: Optional[Mapping[str, tf.Tensor]] = None) -> Dict[str, tf.Tensor]:
+  def call(self, features: Mapping, training: bool = False, seed=None,
+           denominators: Optional[Mapping] = None) -> Dict:
     """Forward pass; `denominators` (see `objectives.loss_denominators`) are those
     of the global batch when it is split over replicas or accumulation steps."""
     config = self.objective
     denominators = denominators or {}
     if seed is None:
-      seed = tf.random.uniform([2], maxval=2**31 - 1, dtype=tf.int32)
-    mask_seed, sample_seed = tf.unstack(tf.random.experimental.stateless_split(seed, 2))
+      seed = stateless_random.fresh_seed()
+    mask_seed, sample_seed = stateless_random.split(seed, 2)
     unmasked = features_to_inputs(features)
     masked = pretrain_helpers.mask(config, unmasked, config.mask_prob, seed=mask_seed)
-    outputs: Dict[str, tf.Tensor] = dict(
+    outputs: Dict = dict(
         input_mask=unmasked.input_mask, masked_lm_ids=masked.masked_lm_ids,
         masked_lm_weights=masked.masked_lm_weights,
         masked_lm_positions=masked.masked_lm_positions)
@@ -218,11 +218,11 @@ class ElectraPretrainer(keras.Model):
     # ---- generator ----
     cloze = None
     if config.uniform_generator:
-      shape = tf.concat([tf.shape(masked.masked_lm_positions), [config.vocab_size]], 0)
-      mlm_logits = tf.zeros(shape, tf.float32)
+      batch, slots = ops.shape(masked.masked_lm_positions)
+      mlm_logits = ops.zeros((batch, slots, config.vocab_size), "float32")
     elif config.two_tower_generator:
       cloze_logits = self._cloze_logits(unmasked, training)
-      candidates = tf.cast(pretrain_helpers.get_candidates_mask(config, unmasked), tf.float32)
+      candidates = ops.cast(pretrain_helpers.get_candidates_mask(config, unmasked), "float32")
       cloze = objectives.softmax_output(cloze_logits, unmasked.input_ids, candidates,
                                         denominators.get("cloze"))
       mlm_logits = pretrain_helpers.gather_positions(cloze_logits, masked.masked_lm_positions)

@@ -4,7 +4,7 @@ The official span QA of run_finetuning.py's `squad`, `squadv1` and MRQA tasks
 (finetune/qa/qa_tasks.py, qa_metrics.py; electra_tf2/finetune/qa.py and
 qa_decoding.py) as one Keras model whose graph holds all of it: the windows
 over long contexts (electra_tf2/text/qa_windows.py), the encoder, the official
-head (`QAHead`, electra_tf2/finetune/heads.py), the answer search
+head (`QAHead`, electra_tf2/layers/task_heads.py), the answer search
 (models/qa_spans.py) and the mapping back to characters (`get_final_text`).
 `predict`, the SavedModel and `predict_file` give, per question:
 
@@ -28,6 +28,10 @@ official code sums (run_finetuning.py:71-73).
 
   model = QuestionAnswerer.from_pretrained("finetuning_models/squad_model_1")
   model.predict((["Who ate?"], ["John ate the cake."]))["answer_text"]  # ["John"]
+
+TensorFlow backend only: the windows, the answer search and the answer text are
+string and ragged ops in the graph. On another backend importing this module is one
+line saying so.
 """
 
 from __future__ import annotations
@@ -37,12 +41,18 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import keras
 import numpy as np
-import tensorflow as tf
+
+from electra_tf2.models.text_model import require_tensorflow
+
+require_tensorflow("QuestionAnswerer (and squad_dataset)",
+                   "run it with KERAS_BACKEND=tensorflow (the other task models run here)")
+
+import tensorflow as tf  # noqa: E402  pylint: disable=g-import-not-at-top,wrong-import-position
 
 from electra_tf2 import predictions
 from electra_tf2.errors import ElectraError
 from electra_tf2.finetune import qa as qa_task
-from electra_tf2.finetune.heads import QAHead
+from electra_tf2.layers.task_heads import QAHead
 from electra_tf2.checkpoints import source as sources
 from electra_tf2.models import keras_data, qa_spans
 from electra_tf2.models.text_model import TextModel, VariableMap
@@ -80,8 +90,7 @@ class QuestionAnswerer(TextModel):
 
   Load one with `QuestionAnswerer.from_pretrained(path)`; a random one:
 
-  >>> from electra_tf2 import predictions
-from electra_tf2 import BertConfig, QuestionAnswerer
+  >>> from electra_tf2 import BertConfig, QuestionAnswerer
   >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "who", "ate", "the", "cake", "?",
   ...          "john", "."]
   >>> bert = BertConfig(len(vocab), hidden_size=16, num_hidden_layers=1,

@@ -1,7 +1,7 @@
 """`TextClassifier`: raw texts (or pairs) -> class logits, or a score (regression).
 
 The official head (finetune/classification/classification_tasks.py:218-235,
-267-290, electra_tf2/finetune/heads.py): dropout on the `[CLS]` state, one
+267-290, electra_tf2/layers/task_heads.py): dropout on the `[CLS]` state, one
 dense. `head="hf"` is Hugging Face's `ElectraClassificationHead` instead
 (dropout, dense + GELU, dropout, `out_proj`), so an
 `ElectraForSequenceClassification` loads with its head; it is the default for
@@ -10,8 +10,8 @@ such a directory.
   model = TextClassifier.from_pretrained("electra-small-discriminator", num_classes=2)
   model.compile(optimizer=model.official_optimizer(1e-4, 1000),
                 loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-  model.fit(tf.data.Dataset.from_tensor_slices((texts, labels)).batch(32))
-  model.predict(tf.constant(["a fine film"]))  # [1, 2] logits
+  model.fit(texts, labels, batch_size=32)
+  model.predict(["a fine film"])  # [1, 2] logits
 """
 
 from __future__ import annotations
@@ -19,9 +19,10 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import keras
-import tensorflow as tf
+from keras import ops
 
-from electra_tf2.finetune.heads import ClassificationHead, RegressionHead, TaskHead
+from electra_tf2 import backend_ops
+from electra_tf2.layers.task_heads import ClassificationHead, RegressionHead, TaskHead
 from electra_tf2.layers.activations import gelu
 from electra_tf2.checkpoints import source as sources
 from electra_tf2.models import text_model
@@ -53,7 +54,7 @@ class HuggingFaceClassificationHead(TaskHead):
   def official_layers(self) -> List[keras.layers.Dense]:
     return [self.dense, self.out_proj]
 
-  def call(self, hidden: tf.Tensor, features, training: bool = False) -> Dict[str, tf.Tensor]:
+  def call(self, hidden, features, training: bool = False) -> Dict[str, Any]:
     """hidden `[batch, seq_len, H]` -> logits `[batch, units]`, predictions `[batch]`."""
     del features
     reprs = hidden[:, 0]
@@ -61,8 +62,8 @@ class HuggingFaceClassificationHead(TaskHead):
       if self.dropout is not None:
         reprs = self.dropout(reprs, training=training)
       reprs = layer(reprs)
-    logits = tf.cast(reprs, tf.float32)
-    return {"logits": logits, "predictions": tf.argmax(logits, -1, output_type=tf.int32)}
+    logits = ops.cast(reprs, "float32")
+    return {"logits": logits, "predictions": backend_ops.argmax(logits, -1)}
 
   def get_config(self) -> Dict[str, Any]:
     config = super().get_config()
@@ -121,17 +122,14 @@ class TextClassifier(TextModel):
                                      dtype=self.dtype_policy)
     self.build()
 
-  def call(self, inputs, training: bool = False) -> tf.Tensor:
-    texts = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
-    return self.call_features(self.text_inputs(*texts), training)
-
-  def call_features(self, features, training: bool = False) -> tf.Tensor:
+  def call_features(self, features, training: bool = False):
     """`call` on TextInputs' features."""
     outputs = self.head(self.encode(features, training), features, training=training)
     return outputs["predictions"] if self.num_classes == 1 else outputs["logits"]
 
   def serve_features(self, features):
     """`score` for regression; else `logits`, `probabilities` and the `label` string."""
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
     outputs = self.call_features(features)
     if self.num_classes == 1:
       return {"score": outputs}

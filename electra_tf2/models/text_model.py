@@ -1,10 +1,17 @@
 """What the Keras task models on raw text share: tokeniser, encoder, loading, recipe, serving.
 
-A `TextModel` is a `keras.Model` whose inputs are tf.string tensors: its
-`TextInputs` layer tokenises in the graph, the `electra` `Encoder` runs, and a
-subclass's head (`self.head`, official variable names under
-`task_specific/<task>/`, or the discriminator's) gives the outputs. So
-`predict`, `fit` and `evaluate` take strings, with any Keras loss and metric.
+A `TextModel` is a `keras.Model` on text: its `TextInputs` layer tokenises, the
+`electra` `Encoder` runs, and a subclass's head (`self.head`, official variable
+names under `task_specific/<task>/`, or the discriminator's) gives the outputs.
+So `predict`, `fit` and `evaluate` take strings, with any Keras loss and metric,
+on every Keras backend:
+- TensorFlow: the inputs are tf.string tensors, tokenised in the graph (so
+  SavedModels and LiteRT files take raw text);
+- JAX and PyTorch (no string tensors, no TensorFlow needed): Python strings are
+  tokenised on the host (text/py_tokenizer.py, the same ids) into token-id features.
+On every backend the model also takes those features directly: a dict of
+`input_ids`, `input_mask`, `segment_ids` `[batch, seq_len]` (`featurize(texts)`
+makes it), and `predict` returns numpy arrays.
 
 - `from_pretrained(path, ...)`: any checkpoint of electra_tf2/checkpoints/source.py.
 - `official_optimizer(...)`: the official fine-tuning optimizer (AdamWeightDecay,
@@ -14,6 +21,7 @@ subclass's head (`self.head`, official variable names under
 - `export_litert(path, quantize)`: a `.tflite` (LiteRT) file on raw strings
   (docs/deploy.md).
 - `predict_file(path)`: batch prediction over a text file, with a progress bar.
+The last three run on the TensorFlow backend only (elsewhere one line says so).
 """
 
 from __future__ import annotations
@@ -22,17 +30,35 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import keras
 import numpy as np
-import tensorflow as tf
 
 from electra_tf2 import batching, optimization, precision, predictions, variable_names
 from electra_tf2.atomic_io import atomic_directory
 from electra_tf2.encoder_config import BertConfig
+from electra_tf2.errors import ElectraError
 from electra_tf2.layers.text_inputs import TextInputs
 from electra_tf2.checkpoints import source as sources
 from electra_tf2.models import keras_data
 from electra_tf2.networks.encoder import Encoder
 
 VariableMap = Dict[str, keras.Variable]
+Features = Dict[str, Any]
+FEATURE_NAMES = ("input_ids", "input_mask", "segment_ids")
+
+
+class BackendError(ElectraError, ValueError):
+  """What the current Keras backend cannot do (SavedModels, LiteRT: TensorFlow only)."""
+
+
+def tensorflow_backend() -> bool:
+  """Whether Keras runs on TensorFlow (string tensors, the in-graph tokenizer, export)."""
+  return keras.backend.backend() == "tensorflow"
+
+
+def require_tensorflow(what: str, instead: str) -> None:
+  """One-line BackendError unless Keras runs on TensorFlow: `what` needs it, do `instead`."""
+  if not tensorflow_backend():
+    raise BackendError(f"{what} needs the tensorflow Keras backend, and this process runs "
+                       f"{keras.backend.backend()}: {instead}")
 
 
 class TextModel(keras.Model):
@@ -44,11 +70,13 @@ class TextModel(keras.Model):
     vocab: the WordPiece tokens in id order.
     do_lower_case: the tokenizer's lowercasing and accent stripping.
     max_seq_length: WordPieces per text, [CLS] and [SEP] included.
+    sentencepiece_model: a SentencePiece model (base64 of its bytes; `vocab` its pieces):
+      text is tokenized with it instead of WordPiece.
   """
 
   def __init__(self, bert_config: BertConfig | Dict[str, Any], embedding_size: Optional[int],
                vocab: List[str], do_lower_case: bool = True, max_seq_length: int = 128,
-               **kwargs):
+               sentencepiece_model: Optional[str] = None, **kwargs):
     super().__init__(**kwargs)
     if isinstance(bert_config, dict):
       bert_config = BertConfig(**bert_config)
@@ -57,7 +85,8 @@ class TextModel(keras.Model):
                        f"{bert_config.max_position_embeddings}")
     self.bert_config = bert_config
     self.max_seq_length = max_seq_length
-    self.text_inputs = TextInputs(vocab, do_lower_case, max_seq_length, name="text_inputs")
+    self.text_inputs = TextInputs(vocab, do_lower_case, max_seq_length, sentencepiece_model,
+                                  name="text_inputs")
     self.encoder = Encoder(bert_config, embedding_size, name="electra", dtype=self.dtype_policy)
     self.loading_report = None
 
@@ -68,7 +97,43 @@ class TextModel(keras.Model):
     self.head.build((None, None, self.bert_config.hidden_size))
     super().build(input_shape)
 
-  def encode(self, features: Dict[str, tf.Tensor], training: bool = False) -> tf.Tensor:
+  def __call__(self, inputs, *args, **kwargs):
+    if not isinstance(inputs, dict) and not tensorflow_backend():
+      raise BackendError(f"{type(self).__name__} on {keras.backend.backend()} takes token-id "
+                         "features, not strings: call it on model.featurize(texts), or use "
+                         "predict, fit and evaluate, which take strings")
+    return super().__call__(inputs, *args, **kwargs)
+
+  def call(self, inputs, training: bool = False):
+    """Token-id features (a dict: `input_ids`, `input_mask`, `segment_ids` `[batch,
+    seq_len]`, and what the subclass needs), or on TensorFlow tf.string `[batch]` texts
+    (a tuple of two for pairs), -> `call_features`."""
+    if not isinstance(inputs, dict):
+      inputs = self.text_features(*(tuple(inputs) if isinstance(inputs, (tuple, list))
+                                    else (inputs,)))
+    missing = [k for k in self.feature_names() if k not in inputs]
+    if missing:
+      raise keras_data.InputDataError(f"{type(self).__name__}: the features lack "
+                                      f"{', '.join(missing)}; model.featurize(texts) makes "
+                                      "them all")
+    return self.call_features(inputs, training)
+
+  def call_features(self, features: Features, training: bool = False):
+    """The outputs of token-id features (subclasses define it)."""
+    raise NotImplementedError(f"{type(self).__name__} defines no call_features")
+
+  def feature_names(self) -> Tuple[str, ...]:
+    """The features `call_features` reads."""
+    return FEATURE_NAMES
+
+  def featurize(self, texts: Sequence, texts_b: Optional[Sequence] = None,
+                pad_to_max_length: bool = False) -> Dict[str, np.ndarray]:
+    """The features of Python strings (and second texts of pairs), int32 numpy `[batch,
+    longest row]` (or max_seq_length), made on the host without TensorFlow: what `call`
+    takes on every backend, equal to the in-graph tokenizer's."""
+    return self.text_inputs.featurize(texts, texts_b, pad_to_max_length)
+
+  def encode(self, features: Features, training: bool = False):
     """The encoder's states `[batch, seq_len, hidden]` of TextInputs' features."""
     return self.encoder(features["input_ids"], features["input_mask"],
                         features["segment_ids"], training=training)
@@ -107,6 +172,7 @@ class TextModel(keras.Model):
     """A model of `source`'s shape and vocabulary (weights not loaded); max_seq_length
     defaults to 128 or the source's max_position_embeddings if fewer."""
     options.setdefault("max_seq_length", min(128, source.bert_config.max_position_embeddings))
+    options.setdefault("sentencepiece_model", source.sentencepiece_model())
     return cls(source.bert_config, source.embedding_size, source.vocab_tokens(),
                source.do_lower_case, **options)
 
@@ -145,11 +211,22 @@ class TextModel(keras.Model):
 
   def _keras_arguments(self, method, args, kwargs) -> Dict[str, Any]:
     return keras_data.keras_arguments(keras_data.bind(method, args, kwargs),
-                                      self.text_columns(), self.prepare_labels)
+                                      self.text_columns(), self.prepare_labels,
+                                      self._text_inputs_of)
+
+  def _text_inputs_of(self, columns: Tuple[np.ndarray, ...]):
+    """Checked text columns -> what `call` takes from Keras: tf.string tensors on
+    TensorFlow, else their features padded to max_seq_length (Keras batches them)."""
+    if not tensorflow_backend():
+      return self.featurize(*columns, pad_to_max_length=True)
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    tensors = tuple(tf.constant(column.tolist(), tf.string) for column in columns)
+    return tensors if len(tensors) > 1 else tensors[0]
 
   def fit(self, *args, **kwargs):
     """Keras' fit; x, y, sample_weight and validation_data may also be Python lists and
-    numpy arrays of strings (a tuple of two for pairs; models/keras_data.py)."""
+    numpy arrays of strings (a tuple of two for pairs; models/keras_data.py), and x a
+    dict of token-id features (`featurize`)."""
     return super().fit(**self._keras_arguments(keras.Model.fit, args, kwargs))
 
   def evaluate(self, *args, **kwargs):
@@ -162,35 +239,47 @@ class TextModel(keras.Model):
 
     Texts (lists, numpy arrays or 1-D tf.string tensors; pairs as a tuple of two),
     without `steps` or `callbacks`, are predicted in batches of texts of similar
-    length (electra_tf2/batching.py) by one compiled function, outputs in input
-    order: Keras' values, with fewer pad tokens and without its per-call dataset
-    set-up. Anything else goes through Keras' loop. Either way the outputs are numpy
-    arrays, per-token ones padded with zeros to the longest row (as `electra predict`),
-    never a tf.RaggedTensor.
+    length (electra_tf2/batching.py), outputs in input order as numpy arrays
+    (per-token ones padded with 0 to the longest row): Keras' values, with fewer pad
+    tokens and without its per-call dataset set-up. Anything else (token-id features,
+    datasets) goes through Keras' loop, whose ragged per-token outputs are padded the
+    same way: never a tf.RaggedTensor.
 
     dtype: "bfloat16" predicts with a bfloat16 copy of the model (electra_tf2/
     precision.py), its weights copied from this model's at every call.
     """
     if dtype is not None and precision.check_dtype(dtype) != self.dtype_policy.name:
       return self.with_dtype(dtype).predict(x, batch_size, verbose, steps, callbacks)
-    arguments = self._keras_arguments(keras.Model.predict, (x,), dict(
-        batch_size=batch_size, verbose=verbose, steps=steps, callbacks=callbacks))
-    columns = _string_columns(arguments["x"])
+    columns = _string_columns(keras_data.texts(x, "x", self.text_columns()))
     if columns is None or steps is not None or callbacks is not None:
-      return tf.nest.map_structure(_padded, super().predict(**arguments))
+      return _padded(super().predict(**self._keras_arguments(
+          keras.Model.predict, (x,), dict(batch_size=batch_size, verbose=verbose, steps=steps,
+                                          callbacks=callbacks))))
     return self._predict_texts(columns, batch_size or 32, verbose)
 
   def _predict_texts(self, columns: List[np.ndarray], batch_size: int, verbose):
-    function = self._text_function(len(columns))
+    run = self._batch_predictor(len(columns))
     order, batches = batching.length_batches(batching.text_lengths(columns), batch_size)
     progress = keras.utils.Progbar(len(batches)) if verbose not in (0, False) else None
     parts = []
     for batch in batches:
-      outputs = function(*[tf.constant(column[batch]) for column in columns])
-      parts.append(tf.nest.map_structure(lambda t: t.numpy(), outputs))
+      parts.append(run([column[batch] for column in columns]))
       if progress is not None:
         progress.add(1)
-    return tf.nest.map_structure(lambda *arrays: _in_input_order(arrays, order), *parts)
+    return keras.tree.map_structure(
+        lambda *arrays: batching.restore_order(predictions.concatenate_padded(list(arrays)),
+                                               order), *parts)
+
+  def _batch_predictor(self, num_inputs: int):
+    """Text columns of one batch -> the model's outputs as numpy: on TensorFlow one
+    tf.function on the strings, elsewhere Keras' predict step on `featurize`'s features."""
+    if not tensorflow_backend():
+      return lambda columns: self.predict_on_batch(self.featurize(*columns))
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    function = self._text_function(num_inputs)
+    return lambda columns: keras.tree.map_structure(
+        lambda t: t.numpy(), function(*[tf.constant(column.tolist(), tf.string)
+                                        for column in columns]))
 
   def with_dtype(self, dtype: Optional[str]) -> "TextModel":
     """This model computing in `dtype` ("float32", "bfloat16"): itself, or a copy (made
@@ -207,6 +296,7 @@ class TextModel(keras.Model):
 
   def _text_function(self, num_inputs: int):
     """`self(texts, training=False)` as a tf.function on tf.string `[batch]` inputs."""
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
     functions = self.__dict__.setdefault("_text_functions", {})  # not tracked by Keras
     if num_inputs not in functions:
       functions[num_inputs] = tf.function(
@@ -246,20 +336,20 @@ class TextModel(keras.Model):
 
   # -- serving -----------------------------------------------------------------
 
-  def text_features(self, *texts: tf.Tensor) -> Dict[str, tf.Tensor]:
+  def text_features(self, *texts) -> Features:
     """The BERT features `call` computes from tf.string `[batch]` texts (TextInputs')."""
     return self.text_inputs(*texts)
 
-  def litert_features(self, featurizer, *texts: tf.Tensor) -> Dict[str, tf.Tensor]:
+  def litert_features(self, featurizer, *texts) -> Features:
     """The same features from a `LiteRTFeaturizer` (electra_tf2/text/litert_tokenizer.py)."""
     return featurizer.features(*texts)
 
-  def serve_features(self, features: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
+  def serve_features(self, features: Features) -> Features:
     """The SavedModel's outputs for `text_features` (subclasses name them)."""
     raise NotImplementedError(f"{type(self).__name__} defines no serve_features: a TextModel "
                               "subclass names its SavedModel outputs there (or overrides serve)")
 
-  def serve(self, *texts: tf.Tensor) -> Dict[str, tf.Tensor]:
+  def serve(self, *texts) -> Features:
     """The SavedModel's outputs for tf.string `[batch]` inputs."""
     return self.serve_features(self.text_features(*texts))
 
@@ -279,8 +369,10 @@ class TextModel(keras.Model):
     "bfloat16" stores bfloat16 weights and computes in bfloat16 (electra_tf2/precision.py).
 
     Serving needs tensorflow and tensorflow-text only (`import tensorflow_text`
-    registers the tokenizer's ops before `tf.saved_model.load`).
+    registers the tokenizer's ops before `tf.saved_model.load`). TensorFlow backend only.
     """
+    require_tensorflow("export_saved_model", _EXPORT_ELSEWHERE)
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
     model = self.with_dtype(dtype)
     root = tf.Module()
     # The TensorFlow variables under the Keras ones, as export.ServingModule does.
@@ -310,7 +402,10 @@ class TextModel(keras.Model):
 
     Rows are predicted in batches of similar length (electra_tf2/batching.py);
     outputs are in row order, per-token ones padded with zeros to the longest.
+    TensorFlow backend only (its outputs are the SavedModel's, label strings included).
     """
+    require_tensorflow("predict_file", "use predict(texts), which runs on every backend")
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
     rows, keys = self.read_rows(path)
     outputs = predictions.predict_rows(
         lambda *texts: {k: v.numpy() for k, v in self.serve(*map(tf.constant, texts)).items()},
@@ -331,9 +426,15 @@ class TextModel(keras.Model):
     Args:
       quantize: "none" (float32), "float16", "dynamic-int8" or "int8" (int8
         activations too, calibrated on `calibration_texts`; pairs tab-separated).
+    TensorFlow backend only.
     """
+    require_tensorflow("export_litert", _EXPORT_ELSEWHERE)
     from electra_tf2.litert import convert  # pylint: disable=g-import-not-at-top
     from electra_tf2.text.litert_tokenizer import LiteRTFeaturizer
+    if self.text_inputs.sentencepiece_model is not None:
+      raise convert.LiteRTError("export_litert takes WordPiece models only for now: a "
+                                "SentencePiece model exports as a SavedModel "
+                                "(export_saved_model)")
     featurizer = LiteRTFeaturizer(self.text_inputs.vocab, self.text_inputs.do_lower_case,
                                   max_seq_length=self.max_seq_length)
     return convert.write_tflite(
@@ -347,8 +448,14 @@ class TextModel(keras.Model):
     config.update(bert_config=self.bert_config.to_dict(),
                   embedding_size=self.encoder.embedding_size, vocab=self.text_inputs.vocab,
                   do_lower_case=self.text_inputs.do_lower_case,
-                  max_seq_length=self.max_seq_length)
+                  max_seq_length=self.max_seq_length,
+                  sentencepiece_model=self.text_inputs.sentencepiece_model)
     return config
+
+
+# What an export on another backend says to do instead.
+_EXPORT_ELSEWHERE = ("save the model (model.save('x.keras') or model.save_weights("
+                     "'x.weights.h5')), then load it and export it with KERAS_BACKEND=tensorflow")
 
 
 def head_options(source: sources.Source, found: Optional[Tuple[str, List[str]]],
@@ -379,35 +486,22 @@ def head_to_load(model: TextModel, source: sources.Source,
   return ours, rename
 
 
-def _in_input_order(arrays: Sequence[np.ndarray], order: np.ndarray) -> np.ndarray:
-  """Batch outputs of the rows `order` lists -> one numpy array, rows in input order,
-  per-token outputs padded to the longest row (`predictions.concatenate_padded`, the
-  rule of `electra predict`)."""
-  return batching.restore_order(predictions.concatenate_padded(list(arrays)), order)
+def _padded(outputs):
+  """Keras' loop outputs (an array or a dict of them) with each ragged one (TensorFlow's
+  batches padded to different lengths) as one numpy array padded with zeros to the
+  longest row."""
+  if isinstance(outputs, dict):
+    return {k: _padded(v) for k, v in outputs.items()}
+  ragged = hasattr(outputs, "flat_values") and hasattr(outputs, "to_tensor")  # tf.RaggedTensor
+  return outputs.to_tensor().numpy() if ragged else outputs
 
 
-def _padded(value):
-  """A ragged output of Keras' loop (batches padded to different lengths) as one numpy
-  array padded with zeros to the longest row; other values as they are."""
-  return value.to_tensor().numpy() if isinstance(value, tf.RaggedTensor) else value
-
-
-def _string_columns(x) -> Optional[List[np.ndarray]]:
-  """Texts as numpy columns (one, or two for a pair): from a list of str or bytes, a
-  1-D string array or tf.string tensor, or a tuple of those; None for anything else."""
-  def column(t):
-    if isinstance(t, tf.Tensor) and t.dtype == tf.string and t.shape.rank == 1:
-      return t.numpy()
-    if isinstance(t, np.ndarray) and t.ndim == 1 and t.dtype.kind in "OSU":
-      return t.astype(object)
-    if isinstance(t, list) and all(isinstance(s, (str, bytes)) for s in t):
-      return np.array(t, dtype=object)
-    return None
-  if isinstance(x, tuple) and x and all(isinstance(t, (str, bytes)) for t in x):
-    x = list(x)
-  parts = list(x) if isinstance(x, tuple) else [x]
-  columns = [column(t) for t in parts]
-  if not columns or any(c is None for c in columns) or \
-      any(len(c) != len(columns[0]) for c in columns):
+def _string_columns(checked) -> Optional[List[np.ndarray]]:
+  """Texts checked by `keras_data.texts` as numpy columns (one, or two for a pair); None
+  for anything else (features, datasets, tensors of numbers)."""
+  parts = checked if isinstance(checked, tuple) else (checked,)
+  columns = [p if isinstance(p, np.ndarray) else keras_data.string_tensor_values(p)
+             for p in parts]
+  if any(c is None for c in columns) or any(len(c) != len(columns[0]) for c in columns):
     return None
   return columns

@@ -21,9 +21,8 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 
 import keras
 import numpy as np
-import tensorflow as tf
 
-from electra_tf2.finetune.heads import TaggingHead
+from electra_tf2.layers.task_heads import TaggingHead
 from electra_tf2.checkpoints import source as sources
 from electra_tf2.models import keras_data, text_model
 from electra_tf2.models.text_model import TextModel, VariableMap
@@ -62,13 +61,20 @@ class TokenClassifier(TextModel):
     self.head = TaggingHead(task, self.label_list, dtype=self.dtype_policy)
     self.build()
 
-  def call(self, text, training: bool = False) -> tf.Tensor:
-    return self.call_features(self.text_inputs.call_words(text), training)
-
-  def call_features(self, features, training: bool = False) -> tf.Tensor:
+  def call_features(self, features, training: bool = False):
     """`call` on TextInputs' word features."""
     positions = {f"{self.head.task}_labeled_positions": features["labeled_positions"]}
     return self.head(self.encode(features, training), positions, training=training)["logits"]
+
+  def feature_names(self) -> Tuple[str, ...]:
+    return (*text_model.FEATURE_NAMES, "labeled_positions")
+
+  def featurize(self, texts, texts_b=None, pad_to_max_length: bool = False):
+    """Tagging features of Python strings (TextInputs' `featurize_words`): also
+    `labeled_positions` and `words_mask` `[batch, max_seq_length]`."""
+    if texts_b is not None:
+      raise keras_data.InputDataError("a TokenClassifier takes one text per row, not pairs")
+    return self.text_inputs.featurize_words(texts, pad_to_max_length)
 
   def text_features(self, text):
     return self.text_inputs.call_words(text)
@@ -93,6 +99,7 @@ class TokenClassifier(TextModel):
 
   def serve_features(self, features):
     """`logits`, the `labels` strings and `words_mask` `[batch, max_seq_length]`."""
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
     logits = self.call_features(features)
     mask = features["words_mask"]
     return {"logits": logits, "words_mask": mask,

@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional
 
 import keras
-import tensorflow as tf
 
 from electra_tf2.encoder_config import BertConfig
 from electra_tf2.layers import initializers
@@ -34,13 +33,13 @@ class Encoder(keras.layers.Layer):
       is not part of `get_config`: `from_config` builds an owned one, and the
       pre-trainer re-creates the sharing from its own config.
 
-  >>> import tensorflow as tf
+  >>> import numpy as np
   >>> encoder = Encoder(BertConfig(vocab_size=100, hidden_size=64, num_hidden_layers=2,
   ...                              num_attention_heads=1, intermediate_size=256),
   ...                   embedding_size=32)
-  >>> ids = tf.constant([[2, 7, 9, 3, 0]])
-  >>> encoder(ids, tf.cast(ids > 0, tf.int32), tf.zeros_like(ids)).shape
-  TensorShape([1, 5, 64])
+  >>> ids = np.array([[2, 7, 9, 3, 0]], "int32")
+  >>> tuple(encoder(ids, (ids > 0).astype("int32"), np.zeros_like(ids)).shape)
+  (1, 5, 64)
   """
 
   def __init__(self, bert_config: BertConfig | Dict[str, Any], embedding_size: Optional[int] = None,
@@ -106,8 +105,7 @@ class Encoder(keras.layers.Layer):
     """`[vocab_size, embedding_size]` word embeddings (tied MLM output matrix)."""
     return self.embeddings.embedding_table
 
-  def call(self, input_ids: tf.Tensor, input_mask: tf.Tensor, segment_ids: tf.Tensor,
-           training: bool = False) -> tf.Tensor:
+  def call(self, input_ids, input_mask, segment_ids, training: bool = False):
     """`[batch, seq_len]` int ids, mask, segments -> `[batch, seq_len, hidden_size]`."""
     hidden = self.embeddings(input_ids, segment_ids, training=training)
     if self.embeddings_project is not None:

@@ -2,6 +2,11 @@
 
 - `tokenizer`: the official WordPiece tokenizer (model/tokenization.py), in the
   graph (`TokenizerModule`) and batched from Python (`FullTokenizer`);
+- `sentencepiece`: a SentencePiece `.model` with the same interface
+  (`SentencePieceModule`, `SentencePieceTokenizer`); `kinds.load_tokenizer` picks
+  one by the vocabulary file's kind;
+- `description`: the tokenizer description (kind, vocabulary, casing, special
+  tokens) saved beside data, model directories and exports;
 - `packing`: pair truncation, `[CLS] a [SEP] (b [SEP])` and padding, on lists
   and on tensors; `TextFeaturizer` runs tokenizer and packing on raw strings;
 - `windows`: windows over long texts (the scorer's) and over question/context

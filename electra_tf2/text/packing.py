@@ -14,7 +14,9 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import tensorflow as tf
 
+from electra_tf2.text.sentencepiece import SentencePieceModule
 from electra_tf2.text.tokenizer import TokenizerModule
+from electra_tf2.vocab import special_tokens
 
 Features = Dict[str, tf.Tensor]
 
@@ -94,20 +96,26 @@ class TextFeaturizer(tf.Module):
   """Raw strings -> BERT inputs in the graph: the official tokenizer, truncation, packing.
 
   Args:
-    vocab: the WordPiece tokens in id order.
+    vocab: the WordPiece tokens (or SentencePiece pieces) in id order.
     do_lower_case: the tokenizer's lowercasing (and accent stripping).
     max_seq_length: WordPieces per row, [CLS] and [SEP] included (at least 3).
+    sentencepiece_model: a SentencePiece model's bytes: its tokenizer instead of WordPiece.
   """
 
   def __init__(self, vocab: Sequence[str], do_lower_case: bool = True,
-               max_seq_length: int = 128, name: Optional[str] = None):
+               max_seq_length: int = 128, name: Optional[str] = None,
+               sentencepiece_model: Optional[bytes] = None):
     super().__init__(name=name)
     if max_seq_length < 3:
       raise ValueError(f"max_seq_length must be >= 3, got {max_seq_length}")
     vocab = list(vocab)
-    self.tokenizer = TokenizerModule(vocab, do_lower_case=do_lower_case)
+    special = special_tokens({t: i for i, t in enumerate(vocab)})
+    if sentencepiece_model is not None:
+      self.tokenizer = SentencePieceModule(sentencepiece_model)
+    else:
+      self.tokenizer = TokenizerModule(vocab, do_lower_case=do_lower_case, unk_token=special[1])
     self.max_seq_length = max_seq_length
-    self.cls_id, self.sep_id = vocab.index("[CLS]"), vocab.index("[SEP]")
+    self.cls_id, self.sep_id = vocab.index(special[2]), vocab.index(special[3])
 
   def single(self, text: tf.Tensor) -> Features:
     """tf.string `[batch]` -> `[CLS] a [SEP]` features `[batch, longest row]`."""

@@ -58,6 +58,9 @@ _CJK_RANGES = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700,
 
 
 _ASTRAL = "\U00010000-\U0010ffff"
+# What tf.strings.split splits words on (its kernel's absl::ascii_isspace).
+_ASCII_SPACES = " \t\n\v\f\r"
+_ASCII_SPACE = re.compile(f"[{re.escape(_ASCII_SPACES)}]+")
 
 
 def _ranges(flags: np.ndarray) -> str:
@@ -349,6 +352,36 @@ class PyTextFeaturizer:
     return pack_ids(encode(texts), None if texts_b is None else encode(texts_b),
                     cls_id=self.cls_id, sep_id=self.sep_id,
                     max_seq_length=self.max_seq_length, pad_to_max_length=pad_to_max_length)
+
+  def word_features(self, texts: Sequence[Text], pad_to_max_length: bool = False
+                    ) -> Dict[str, np.ndarray]:
+    """Tagging features, as text/tagging.py's `word_features` in the graph: every word
+    (split on ASCII whitespace, as `tf.strings.split`) tokenised alone, whole words kept
+    while they fit in max_seq_length - 2 WordPieces; `[CLS] pieces [SEP]` with segment 1
+    for every token (official finetune/tagging/tagging_tasks.py:127-162).
+
+    Returns int32 `input_ids`, `input_mask`, `segment_ids` `[batch, seq_len]` (`features`'
+    widths) and `labeled_positions`, `words_mask` `[batch, max_seq_length]` (word i's first
+    WordPiece, 0 past the words that fit).
+    """
+    budget = self.max_seq_length - 2
+    rows: List[List[int]] = []
+    positions = np.zeros((len(texts), self.max_seq_length), np.int32)
+    for row, text in enumerate(texts):
+      ids: List[int] = []
+      for i, word in enumerate(_ASCII_SPACE.split(_to_str(text).strip(_ASCII_SPACES))):
+        pieces = self.tokenizer.encode(word) if word else []
+        if not word or len(ids) + len(pieces) > budget or i == self.max_seq_length:
+          break
+        positions[row, i] = len(ids) + 1  # after [CLS]
+        ids += pieces
+      rows.append(ids)
+    features = pack_ids(rows, cls_id=self.cls_id, sep_id=self.sep_id,
+                        max_seq_length=self.max_seq_length, pad_to_max_length=pad_to_max_length)
+    features["segment_ids"] = features["input_mask"].copy()
+    features["labeled_positions"] = positions
+    features["words_mask"] = (positions > 0).astype(np.int32)
+    return features
 
 
 __all__ = ["PyFullTokenizer", "PyTextFeaturizer", "pack_ids", "pair_lengths",

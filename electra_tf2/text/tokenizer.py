@@ -18,7 +18,8 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text as tft
 
-from electra_tf2.vocab import load_vocab, special_token_ids, SPECIAL_TOKENS, VocabError
+from electra_tf2.vocab import (load_vocab, special_token_ids, special_tokens, SPECIAL_TOKENS,
+                               VocabError)
 
 # BERT's WordpieceTokenizer(max_input_chars_per_word=200): longer words -> [UNK].
 MAX_CHARS_PER_WORD = 200
@@ -276,13 +277,14 @@ class FullTokenizer:
     self.vocab: Dict[str, int] = load_vocab(vocab_file, expected_vocab_size)
     self.inv_vocab: Dict[int, str] = {i: t for t, i in self.vocab.items()}
     self.special_ids = special_token_ids(self.vocab)
+    self.unk_token = special_tokens(self.vocab, vocab_file)[1]
     self.do_lower_case = bool(do_lower_case)
     self.strip_accents = resolve_strip_accents(do_lower_case, strip_accents)
     tokens = [None] * len(self.vocab)
     for token, index in self.vocab.items():
       tokens[index] = token
     self.module = TokenizerModule(tokens, do_lower_case=self.do_lower_case,
-                                  strip_accents=self.strip_accents)
+                                  strip_accents=self.strip_accents, unk_token=self.unk_token)
     self._ascii_fn = None
 
   @property
@@ -328,7 +330,7 @@ class FullTokenizer:
   def encode_utf8_flat(self, texts: Sequence[Union[bytes, str]]
                        ) -> Tuple[np.ndarray, np.ndarray]:
     """encode_batch_flat for texts that are valid UTF-8 bytes or str without lone surrogates."""
-    return self._run_batched(self.module.eager_ids_from_valid_utf8, texts)
+    return run_batched(self.module.eager_ids_from_valid_utf8, texts)
 
   def encode_lines(self, lines: Sequence[str]) -> Tuple[List[List[int]], int, int]:
     """Ids of each line, total tokens, number of [UNK] (see encode_lines_flat)."""
@@ -350,7 +352,7 @@ class FullTokenizer:
     is_ascii = np.fromiter((line.isascii() for line in lines), dtype=bool, count=len(lines))
     n_ascii = int(is_ascii.sum())
     if n_ascii == len(lines):
-      return self._run_batched(self._ascii_graph(), lines)
+      return run_batched(self._ascii_graph(), lines)
     other_lines = []
     for line in lines:
       if not line.isascii():
@@ -360,10 +362,10 @@ class FullTokenizer:
         except UnicodeEncodeError:
           other_lines.append(to_utf8(line))
     if n_ascii == 0:
-      return self._run_batched(self.module.eager_ids_from_valid_utf8, other_lines)
+      return run_batched(self.module.eager_ids_from_valid_utf8, other_lines)
     ascii_lines = [line for line in lines if line.isascii()]
-    a_flat, a_splits = self._run_batched(self._ascii_graph(), ascii_lines)
-    o_flat, o_splits = self._run_batched(self.module.eager_ids_from_valid_utf8, other_lines)
+    a_flat, a_splits = run_batched(self._ascii_graph(), ascii_lines)
+    o_flat, o_splits = run_batched(self.module.eager_ids_from_valid_utf8, other_lines)
     lengths = np.empty(len(lines), np.int64)
     lengths[is_ascii] = np.diff(a_splits)
     lengths[~is_ascii] = np.diff(o_splits)
@@ -382,7 +384,7 @@ class FullTokenizer:
         tokens[index] = token
       wordpiece = tft.FastWordpieceTokenizer(
           vocab=tokens, suffix_indicator="##", max_bytes_per_word=MAX_CHARS_PER_WORD,
-          token_out_type=tf.int64, unknown_token="[UNK]", no_pretokenization=False)
+          token_out_type=tf.int64, unknown_token=self.unk_token, no_pretokenization=False)
       lower = self.do_lower_case
 
       def ascii_ids(text):  # run eagerly: no tracing cost, same kernels
@@ -395,27 +397,28 @@ class FullTokenizer:
       self._ascii_fn = ascii_ids
     return self._ascii_fn
 
-  @staticmethod
-  def _run_batched(fn, texts) -> Tuple[np.ndarray, np.ndarray]:
-    flats: List[np.ndarray] = []
-    splits: List[np.ndarray] = [np.zeros(1, np.int64)]
-    offset = 0
-    start = 0
-    n = len(texts)
-    while start < n:
-      end, size = start, 0
-      while end < n and end - start < _BATCH_LINES and (size < _BATCH_BYTES or end == start):
-        size += len(texts[end])
-        end += 1
-      ragged = fn(tf.constant(texts[start:end], tf.string))
-      flat = ragged.flat_values.numpy()
-      row_splits = ragged.row_splits.numpy()
-      flats.append(flat)
-      splits.append(row_splits[1:] + offset)
-      offset += len(flat)
-      start = end
-    flat_all = np.concatenate(flats) if flats else np.zeros(0, np.int64)
-    return flat_all, np.concatenate(splits)
+
+def run_batched(fn, texts) -> Tuple[np.ndarray, np.ndarray]:
+  """`fn` (strings -> ragged ids) over texts, a few MB per call: flat ids and row splits."""
+  flats: List[np.ndarray] = []
+  splits: List[np.ndarray] = [np.zeros(1, np.int64)]
+  offset = 0
+  start = 0
+  n = len(texts)
+  while start < n:
+    end, size = start, 0
+    while end < n and end - start < _BATCH_LINES and (size < _BATCH_BYTES or end == start):
+      size += len(texts[end])
+      end += 1
+    ragged = fn(tf.constant(texts[start:end], tf.string))
+    flat = ragged.flat_values.numpy()
+    row_splits = ragged.row_splits.numpy()
+    flats.append(flat)
+    splits.append(row_splits[1:] + offset)
+    offset += len(flat)
+    start = end
+  flat_all = np.concatenate(flats) if flats else np.zeros(0, np.int64)
+  return flat_all, np.concatenate(splits)
 
 
 def _bad_type(t):
@@ -423,4 +426,4 @@ def _bad_type(t):
 
 
 __all__ = ["FullTokenizer", "TokenizerModule", "MAX_CHARS_PER_WORD", "SPECIAL_TOKENS",
-           "resolve_strip_accents"]
+           "resolve_strip_accents", "run_batched"]

@@ -10,7 +10,7 @@ from typing import Callable, List, Sequence
 from absl import app, flags, logging
 
 from electra_tf2 import errors
-from electra_tf2.training import distribution
+from electra_tf2.training import options
 
 
 def define_run_flags(data_dir: str, model_name: str, defaults_file: str) -> None:
@@ -21,10 +21,10 @@ def define_run_flags(data_dir: str, model_name: str, defaults_file: str) -> None
   flags.DEFINE_string("model-name", None, model_name)
   flags.DEFINE_string("hparams", "{}", "JSON object or .json file of hyperparameters "
                       f"(see configs/{defaults_file}).")
-  flags.DEFINE_enum("distribution-strategy", "auto", list(distribution.STRATEGIES),
+  flags.DEFINE_enum("distribution-strategy", "auto", list(options.STRATEGIES),
                     "auto: a TPU if --tpu, all GPUs if several, else one device.")
   flags.DEFINE_string("tpu", None, "TPU name or grpc:// address.")
-  flags.DEFINE_enum("mixed-precision", "float32", list(distribution.PRECISIONS),
+  flags.DEFINE_enum("mixed-precision", "float32", list(options.PRECISIONS),
                     "Compute dtype policy; mixed_float16 adds loss scaling.")
   flags.DEFINE_bool("jit-compile", False, "Compile the forward/backward pass with XLA.")
   flags.DEFINE_integer("log-every", None, "Steps between progress lines "
@@ -59,12 +59,12 @@ def _parse_flags(argv: List[str]) -> List[str]:
 
 def run_options_from_flags():
   """The `RunOptions` that the flags of `define_run_flags` describe."""
-  from electra_tf2.training.driver import RunOptions  # TensorFlow-heavy import
   values = flags.FLAGS
-  return RunOptions(
+  backend = values["backend"].value if "backend" in values else "tensorflow"
+  return options.RunOptions(
       distribution_strategy=values["distribution-strategy"].value, tpu=values.tpu,
       mixed_precision=values["mixed-precision"].value, jit_compile=values["jit-compile"].value,
-      log_every=values["log-every"].value)
+      log_every=values["log-every"].value, backend=backend)
 
 
 _TASK_HELP = ("Task name(s), comma-separated (cola, sst, mrpc, sts, qqp, mnli, qnli, rte, wnli, "
@@ -81,16 +81,42 @@ def pretrain(argv: Sequence[str], prog: str) -> None:
       "Directory with pretrain_tfrecords/ and vocab.txt.",
       "A preset (electra_small, electra_base, ... : electra_tf2/configs) or a path to a preset "
       ".json; also names DIR/models/<model-name>.", "pretraining_defaults.json")
+  flags.DEFINE_enum("backend", _default_backend(), list(options.BACKENDS),
+                    "Keras backend: tensorflow (tf.distribute) or jax (one compiled step, no "
+                    "TensorFlow needed; docs/pretraining_jax.md). Default: KERAS_BACKEND if it "
+                    "is jax, else tensorflow.")
 
   def main(args: List[str]) -> None:
     logging.set_verbosity(logging.WARNING)  # progress lines are printed; TF's chatter is not
     check_arguments(args)
+    run_options = run_options_from_flags()
+    use_backend(run_options.backend)
     from electra_tf2.config import resolve_pretraining_config  # pylint: disable=g-import-not-at-top
-    from electra_tf2.training import pretraining  # pylint: disable=g-import-not-at-top
     config = resolve_pretraining_config(flags.FLAGS["model-name"].value,
                                         flags.FLAGS["data-dir"].value, flags.FLAGS.hparams)
-    pretraining.run_pretraining(config, run_options_from_flags())
+    if run_options.backend == "jax":
+      from electra_tf2.jax_training import pretraining as jax_pretraining  # pylint: disable=g-import-not-at-top
+      jax_pretraining.train(config, run_options)
+      return
+    from electra_tf2.training import pretraining  # pylint: disable=g-import-not-at-top
+    pretraining.run_pretraining(config, run_options)
   run(main, argv, prog, usage)
+
+
+def _default_backend() -> str:
+  return "jax" if os.environ.get("KERAS_BACKEND") == "jax" else "tensorflow"
+
+
+def use_backend(backend: str) -> None:
+  """Selects the Keras backend before Keras is imported; one line if it is too late."""
+  if "keras" in sys.modules:
+    import keras  # pylint: disable=g-import-not-at-top
+    if keras.backend.backend() != backend:
+      raise errors.ElectraError(f"--backend {backend}: Keras was already imported on the "
+                                f"{keras.backend.backend()} backend; set KERAS_BACKEND={backend} "
+                                "before Python starts")
+    return
+  os.environ["KERAS_BACKEND"] = backend
 
 
 def finetune(argv: Sequence[str], prog: str) -> None:

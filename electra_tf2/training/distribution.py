@@ -20,9 +20,7 @@ import keras
 import tensorflow as tf
 
 from electra_tf2.errors import ElectraError
-
-STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker_mirrored", "tpu")
-PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
+from electra_tf2.training.options import PRECISIONS, STRATEGIES  # noqa: F401
 
 
 class DistributionError(ElectraError, ValueError):

@@ -11,64 +11,15 @@ split is the model; docs/design.md has the notes.
 from __future__ import annotations
 
 import dataclasses
-import signal
 from typing import Callable, Dict, List, Mapping, Optional
 
 import keras
 import tensorflow as tf
 
 from electra_tf2 import checkpoint_files
+# RunOptions and StopRequested live in training/options.py (no TensorFlow); importable here too.
+from electra_tf2.training.options import RunOptions, StopRequested  # noqa: F401
 from electra_tf2.training.progress import ProgressLogger
-
-
-@dataclasses.dataclass
-class RunOptions:
-  """Command-line choices that are not hyperparameters of the model.
-
-  >>> RunOptions(mixed_precision="mixed_bfloat16", jit_compile=True).distribution_strategy
-  'auto'
-  """
-  distribution_strategy: str = "auto"
-  tpu: Optional[str] = None
-  mixed_precision: str = "float32"
-  jit_compile: bool = False
-  log_every: Optional[int] = None  # steps between progress lines; default iterations_per_loop
-
-
-class StopRequested:
-  """Turns SIGTERM/SIGINT into a flag the loop checks between compiled chunks."""
-
-  def __init__(self):
-    self.signum = None
-    self._announced = False
-    self._previous = {}
-
-  def __enter__(self):
-    for sig in (signal.SIGTERM, signal.SIGINT):
-      try:
-        self._previous[sig] = signal.signal(sig, self._handle)
-      except ValueError:  # not the main thread: signals stay with their owner
-        pass
-    return self
-
-  def _handle(self, signum, frame):
-    # Only a flag here: a print from a handler that interrupted the loop's own
-    # progress print fails ("reentrant call") and would end the run with an error.
-    if self.signum is not None:  # a second signal: stop at once
-      raise KeyboardInterrupt
-    self.signum = signum
-
-  @property
-  def requested(self) -> bool:
-    """Whether a signal came; the first read after it says so on stdout."""
-    if self.signum is not None and not self._announced:
-      self._announced = True
-      print(f"received signal {self.signum}: saving a checkpoint and stopping", flush=True)
-    return self.signum is not None
-
-  def __exit__(self, *exc):
-    for sig, handler in self._previous.items():
-      signal.signal(sig, handler)
 
 
 def with_loss_scaling(optimizer: keras.optimizers.Optimizer, mixed_precision: str
@@ -148,10 +99,11 @@ def run_training_loop(train_loop: Callable[[tf.Tensor], Mapping[str, tf.Tensor]]
         throughput = progress.log(step, losses, learning_rate(), batch_size)
         if on_log is not None:
           on_log(step)
-      if step % save_every == 0 or step == num_steps or stop.requested:
+      stopping = stop.requested  # read once: a signal between two reads would skip the save
+      if step % save_every == 0 or step == num_steps or stopping:
         checkpoint_files.save(manager, step)
         saved_step = step
-      if stop.requested:
+      if stopping:
         stopped_early = True
         break
   return LoopResult(step, losses, history, throughput, stopped_early, saved_step)

@@ -30,14 +30,16 @@ import keras
 import tensorflow as tf
 
 from electra_tf2 import (checkpoint_files, convert, input_pipeline, objectives, optimization,
-                         run_lock, variable_names)
+                         pretraining_state, run_lock, variable_names)
 from electra_tf2 import vocab as vocab_lib
+from electra_tf2.text import description as tokenizer_description
 from electra_tf2.atomic_io import write_json_atomic, write_text_atomic
+from electra_tf2.checkpoints import portable
 from electra_tf2.config import PretrainingConfig
 from electra_tf2.hparams import ConfigError
 from electra_tf2.checkpoints.directories import (PRETRAIN_CONFIG_FILE,
                                                  read_saved_pretraining_config)
-from electra_tf2.model_directory import check_same_architecture
+from electra_tf2.model_directory import check_same_architecture, write_tokenizer_description
 from electra_tf2.models.pretrainer import ElectraPretrainer
 from electra_tf2.training import distribution
 from electra_tf2.training.driver import (RunOptions, run_training_loop, scaled_loss,
@@ -80,11 +82,7 @@ class PretrainingRun:
       keras.utils.set_random_seed(config.seed)
       self.model = ElectraPretrainer.from_pretraining_config(config)
       self.variable_names = variable_names.pretrainer_variable_map(self.model)
-      self.optimizer = optimization.create_optimizer(
-          learning_rate=config.learning_rate, num_train_steps=config.num_train_steps,
-          weight_decay_rate=config.weight_decay_rate, warmup_steps=config.num_warmup_steps,
-          lr_decay_power=config.lr_decay_power,
-          variable_name_fn=variable_names.official_name_fn(self.variable_names))
+      self.optimizer = optimization.pretraining_optimizer(config, self.model)
       self.base_optimizer = self.optimizer
       self.optimizer = with_loss_scaling(self.optimizer, options.mixed_precision)
       self.optimizer.build(self.model.trainable_variables)
@@ -244,6 +242,17 @@ class PretrainingRun:
             f"learning-rate schedule goes on from step {step}", flush=True)
     self.base_optimizer.iterations.assign(step)
 
+  def _restore_portable(self, path: str) -> None:
+    """Continues a run whose directory holds only portable checkpoints (a JAX run's):
+    weights, Adam slots, step and schedule; the input stream starts afresh."""
+    arrays, extra = portable.load(path)
+    slots = pretraining_state.assign(self.model, arrays, self.base_optimizer, extra, where=path)
+    step = pretraining_state.global_step_of(arrays)
+    self.global_step.assign(step)
+    self.base_optimizer.iterations.assign(step)
+    print(f"resumed from {path} (a portable checkpoint) at step {step}; the input stream "
+          "starts afresh" + ("" if slots else ", and Adam with fresh slots"), flush=True)
+
   # -------------------------------------------------------------------------
   # Train
   # -------------------------------------------------------------------------
@@ -275,6 +284,9 @@ class PretrainingRun:
         self._restore(self._checkpoint(), restored, partial=True)
       else:
         self._restore(manager.checkpoint, restored)
+    elif portable.latest(config.model_dir):
+      self._check_saved_config()
+      self._restore_portable(portable.latest(config.model_dir))
     elif config.init_checkpoint:
       path = convert.load_pretrainer_weights(self.model, config, config.init_checkpoint)
       print(f"initialised the model from {path} (init_checkpoint): training starts at step 0 "
@@ -289,6 +301,7 @@ class PretrainingRun:
     if self.is_chief:
       tf.io.gfile.makedirs(config.model_dir)
       write_json_atomic(os.path.join(config.model_dir, PRETRAIN_CONFIG_FILE), config.to_dict())
+      write_tokenizer_description(config, config.model_dir)
     summary_dir = os.path.join(config.model_dir, "train") if self.is_chief else None
     progress = ProgressLogger(config.num_train_steps, start_step, summary_dir,
                               config.max_seq_length)
@@ -392,7 +405,15 @@ def validate_inputs(config: PretrainingConfig) -> None:
     if vocab_lib.special_token_ids(vocab) != config.special_ids:
       raise ConfigError(f"{config.vocab_file} has other special-token ids than the config was "
                         f"resolved with ({config.special_ids}); resolve the config again")
-  input_pipeline.check_tfrecords(config.pretrain_tfrecords or "", config.max_seq_length)
+  files = input_pipeline.check_tfrecords(config.pretrain_tfrecords or "", config.max_seq_length)
+  for data_dir in sorted({os.path.dirname(f) for f in files}):
+    data_tokenizer = tokenizer_description.read_description(data_dir, config.vocab_file,
+                                                            config.do_lower_case)
+    if data_tokenizer is not None and data_tokenizer.special_ids != config.special_ids:
+      raise ConfigError(f"{data_dir}/{tokenizer_description.DESCRIPTION_FILE}: the TFRecords "
+                        f"were built with {data_tokenizer.special_ids}, the config has "
+                        f"{config.special_ids}: pass the vocab_file the data was built with")
+
 
 
 def run_pretraining(config: PretrainingConfig, options: RunOptions = RunOptions()

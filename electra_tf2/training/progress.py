@@ -12,7 +12,9 @@ import sys
 import time
 from typing import Dict, Mapping, Optional, TextIO
 
-import tensorflow as tf
+import keras
+
+from electra_tf2.training.summaries import EventWriter
 
 
 def secs_to_str(seconds: float) -> str:
@@ -33,7 +35,8 @@ class ProgressLogger:
   Args:
     total_steps: the step the run ends at.
     start_step: the step the run (re)started from, so ETA uses this run's speed.
-    summary_dir: TensorBoard directory, or None for no summaries.
+    summary_dir: TensorBoard directory, or None for no summaries (`tf.summary` on the
+      TensorFlow backend, electra_tf2/training/summaries.py's writer on the others).
     sequence_length: tokens per sequence, for tokens/s.
     stream: where lines go (stdout by default).
   """
@@ -43,7 +46,12 @@ class ProgressLogger:
     self.total_steps = total_steps
     self.sequence_length = sequence_length
     self.stream = stream
-    self._writer = tf.summary.create_file_writer(summary_dir) if summary_dir else None
+    self._writer = None
+    if summary_dir and keras.backend.backend() == "tensorflow":
+      import tensorflow as tf  # pylint: disable=g-import-not-at-top
+      self._writer = tf.summary.create_file_writer(summary_dir)
+    elif summary_dir:
+      self._writer = EventWriter(summary_dir)
     self._start_time = time.time()
     self._start_step = start_step
     self._last_time = self._start_time
@@ -74,6 +82,10 @@ class ProgressLogger:
   def write_summaries(self, step: int, scalars: Mapping[str, float], prefix: str = "") -> None:
     if self._writer is None:
       return
+    if isinstance(self._writer, EventWriter):
+      self._writer.scalars(step, {prefix + name: value for name, value in scalars.items()})
+      return
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
     with self._writer.as_default():
       for name, value in scalars.items():
         tf.summary.scalar(prefix + name, value, step=step)

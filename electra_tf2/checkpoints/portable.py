@@ -1,0 +1,90 @@
+"""Portable checkpoints: a model directory's weights as `.npz`, read and written without TensorFlow.
+
+`portable-<step>.npz` holds arrays by official checkpoint name (the pre-trainer's
+variables, `<name>/adam_m` and `<name>/adam_v` Adam slots, `global_step`), and
+`portable-<step>.json` what else a resumed run needs (the input position, the
+Keras state variables by path). The JAX trainer writes only these; every
+TensorFlow tool reads them where a directory has no `ckpt-N` of its own
+(electra_tf2/model_directory.py), and `electra convert to-portable` writes one
+from a TensorFlow run so that JAX can continue it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from typing import Any, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from electra_tf2.atomic_io import atomic_path, write_json_atomic
+from electra_tf2.errors import ElectraError
+
+PREFIX = "portable-"
+_NAME = re.compile(r"^portable-(\d+)\.npz$")
+
+
+class PortableCheckpointError(ElectraError, ValueError):
+  """A portable checkpoint that is missing, damaged or of another model."""
+
+
+def path_for(model_dir: str, step: int) -> str:
+  """`model_dir/portable-<step>.npz`."""
+  return os.path.join(model_dir, f"{PREFIX}{step}.npz")
+
+
+def is_portable(path: Optional[str]) -> bool:
+  return bool(path) and _NAME.match(os.path.basename(path)) is not None
+
+
+def step_of(path: str) -> int:
+  return int(_NAME.match(os.path.basename(path)).group(1))
+
+
+def all_checkpoints(model_dir: str) -> List[str]:
+  """Every complete portable checkpoint of `model_dir`, oldest first."""
+  if not os.path.isdir(model_dir):
+    return []
+  paths = [os.path.join(model_dir, name) for name in os.listdir(model_dir) if _NAME.match(name)]
+  return sorted(paths, key=step_of)
+
+
+def latest(model_dir: str) -> Optional[str]:
+  """The portable checkpoint of the highest step in `model_dir`, or None."""
+  paths = all_checkpoints(model_dir)
+  return paths[-1] if paths else None
+
+
+def save(model_dir: str, step: int, arrays: Dict[str, np.ndarray], state: Dict[str, Any],
+         keep: Optional[int] = None) -> str:
+  """Writes `portable-<step>.json` then `.npz` (each under a temporary name, then renamed:
+  the `.npz` marks a complete checkpoint); keeps the `keep` newest. Returns the `.npz`."""
+  os.makedirs(model_dir, exist_ok=True)
+  path = path_for(model_dir, step)
+  write_json_atomic(path[:-len(".npz")] + ".json", dict(state, global_step=step))
+  with atomic_path(path) as tmp:
+    with open(tmp, "wb") as f:
+      np.savez(f, **arrays)
+  if keep:
+    for old in all_checkpoints(model_dir)[:-keep]:
+      for name in (old, old[:-len(".npz")] + ".json"):
+        if os.path.exists(name):
+          os.remove(name)
+  return path
+
+
+def load(path: str) -> Tuple[Dict[str, np.ndarray], Dict[str, Any]]:
+  """(arrays by name, state) of a portable checkpoint; one line if it cannot be read."""
+  try:
+    with np.load(path, allow_pickle=False) as data:
+      arrays = {name: data[name] for name in data.files}
+    state_path = path[:-len(".npz")] + ".json"
+    state = {}
+    if os.path.exists(state_path):
+      with open(state_path, encoding="utf-8") as f:
+        state = json.load(f)
+  except (OSError, ValueError, KeyError) as e:
+    raise PortableCheckpointError(f"{path} cannot be read ({str(e).splitlines()[0]}): resume "
+                                  "from an earlier checkpoint or delete it") from None
+  return arrays, state

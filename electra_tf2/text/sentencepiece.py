@@ -1,0 +1,154 @@
+"""SentencePiece tokenization, in the graph and batched, with FullTokenizer's interface.
+
+`SentencePieceModule` runs a SentencePiece `.model` (unigram or BPE) with
+tensorflow-text's `FastSentencepieceTokenizer` (which has LiteRT kernels):
+strings -> ragged ids, the same as `sentencepiece.SentencePieceProcessor.encode`
+(no BOS/EOS added; CLS and SEP are packed around the pieces as for WordPiece).
+`SentencePieceTokenizer` is the same from Python with `FullTokenizer`'s methods,
+so the data builder, fine-tuning and the scorer take either.
+
+The special tokens are the model's pieces found by role (vocab.SPECIAL_SPELLINGS):
+`electra build-vocab --kind sentencepiece` gives them BERT's spellings; a model
+trained elsewhere may spell them `<s>`, `</s>`, `<pad>`, `<unk>`, `<mask>`.
+`convert_tokens_to_ids` also takes BERT's spelling of each role (the fine-tuning
+tasks pack `[CLS] a [SEP] b [SEP]` by name).
+"""
+
+from __future__ import annotations
+
+from typing import Dict, Iterable, List, Sequence, Tuple, Union
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_text as tft
+
+from electra_tf2.text.tokenizer import run_batched, to_utf8
+from electra_tf2.vocab import (SPECIAL_TOKENS, SpecialTokenIds, VocabError, load_vocab,
+                               special_tokens)
+
+# SentencePiece marks the start of a word with U+2581 LOWER ONE EIGHTH BLOCK.
+WORD_START = "\u2581"
+
+
+def read_model(path: str) -> bytes:
+  """The serialized ModelProto of a `.model` file."""
+  with tf.io.gfile.GFile(path, "rb") as f:
+    return f.read()
+
+
+class SentencePieceModule(tf.Module):
+  """The in-graph tokenizer: strings -> RaggedTensor of SentencePiece ids (int64).
+
+  Args:
+    model: the serialized ModelProto (the bytes of a `.model` file).
+  """
+
+  def __init__(self, model: bytes, name=None):
+    super().__init__(name=name)
+    import sentencepiece  # pylint: disable=g-import-not-at-top
+    processor = sentencepiece.SentencePieceProcessor(model_proto=model)
+    self.vocab_size = processor.get_piece_size()
+    self.unk_id = processor.unk_id()
+    self._sentencepiece = tft.FastSentencepieceTokenizer(model)
+    self._is_word_start = tf.constant(
+        [processor.id_to_piece(i).startswith(WORD_START) or processor.is_control(i)
+         or processor.is_unknown(i) for i in range(self.vocab_size)], dtype=tf.bool)
+
+  def is_word_start(self, ids):
+    """Bool, same shape as `ids`: the piece begins a word (it starts with U+2581)."""
+    return tf.gather(self._is_word_start, ids)
+
+  def eager_ids_from_valid_utf8(self, text):
+    """The ids, op by op: the Python helpers' path."""
+    return self._ids(text)
+
+  def _ids(self, text):
+    """int64 ids and row splits, as WordPiece's `TokenizerModule` gives them."""
+    ids = self._sentencepiece.tokenize(text)
+    return tf.cast(ids, tf.int64).with_row_splits_dtype(tf.int64)
+
+  @tf.function(input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
+  def tokenize_to_ids(self, text):
+    """[batch] strings (invalid UTF-8 replaced) -> [batch, None] int64 ids."""
+    text = tf.strings.unicode_transcode(
+        text, input_encoding="UTF-8", output_encoding="UTF-8", errors="replace",
+        replacement_char=0xFFFD)
+    return self._ids(text)
+
+
+class SentencePieceTokenizer:
+  """A SentencePiece `.model` with FullTokenizer's methods (ids, tokens, batches).
+
+  Args:
+    vocab_file: the `.model` file; validated by `electra_tf2.vocab.load_vocab`.
+    expected_vocab_size: if given, the model must have exactly this many pieces.
+  """
+
+  do_lower_case = False
+  strip_accents = False
+
+  def __init__(self, vocab_file: str, expected_vocab_size=None):
+    self.vocab_file = vocab_file
+    self.vocab: Dict[str, int] = load_vocab(vocab_file, expected_vocab_size)
+    self.inv_vocab: Dict[int, str] = {i: t for t, i in self.vocab.items()}
+    spellings = special_tokens(self.vocab, vocab_file)
+    self.special_ids = SpecialTokenIds(*(self.vocab[t] for t in spellings))
+    # BERT's spelling of each role names it too (the tasks pack "[CLS]" by name).
+    self._aliases = dict(zip(SPECIAL_TOKENS, self.special_ids))
+    self.model = read_model(vocab_file)
+    try:
+      self.module = SentencePieceModule(self.model)
+    except Exception as e:  # pylint: disable=broad-except
+      raise VocabError(f"vocab file {vocab_file}: tensorflow-text cannot load this SentencePiece "
+                       f"model ({str(e).splitlines()[0] if str(e) else type(e).__name__})"
+                       ) from None
+
+  @property
+  def vocab_size(self) -> int:
+    return len(self.vocab)
+
+  def tokenize_to_ids(self, text):
+    """In-graph: tf.string [batch] -> tf.RaggedTensor int64 [batch, None]."""
+    return self.module.tokenize_to_ids(text)
+
+  def tokenize(self, text: Union[str, bytes]) -> List[str]:
+    return self.convert_ids_to_tokens(self.encode(text))
+
+  def convert_tokens_to_ids(self, tokens: Iterable[str]) -> List[int]:
+    """Ids of pieces (BERT's spelling of a special role included); KeyError if unknown."""
+    vocab, aliases = self.vocab, self._aliases
+    return [vocab[t] if t in vocab else aliases[t] for t in tokens]
+
+  def convert_ids_to_tokens(self, ids: Iterable[int]) -> List[str]:
+    inv = self.inv_vocab
+    return [inv[int(i)] for i in ids]
+
+  def encode(self, text: Union[str, bytes]) -> List[int]:
+    return self.encode_batch([text])[0]
+
+  def encode_batch(self, texts: Sequence[Union[str, bytes]]) -> List[List[int]]:
+    flat, splits = self.encode_batch_flat(texts)
+    flat_list, sp = flat.tolist(), splits.tolist()
+    return [flat_list[sp[i]:sp[i + 1]] for i in range(len(texts))]
+
+  def encode_batch_flat(self, texts: Sequence[Union[str, bytes]]
+                        ) -> Tuple[np.ndarray, np.ndarray]:
+    return self.encode_utf8_flat([to_utf8(t) for t in texts])
+
+  def encode_utf8_flat(self, texts: Sequence[Union[bytes, str]]
+                       ) -> Tuple[np.ndarray, np.ndarray]:
+    return run_batched(self.module.eager_ids_from_valid_utf8, texts)
+
+  def encode_lines_flat(self, lines: Sequence[str]) -> Tuple[np.ndarray, np.ndarray]:
+    """Ids of str lines (the data builder's path)."""
+    return self.encode_batch_flat(lines)
+
+  def encode_lines(self, lines: Sequence[str]) -> Tuple[List[List[int]], int, int]:
+    """Ids of each line, total tokens, number of UNK pieces."""
+    flat, splits = self.encode_lines_flat(lines)
+    n_unk = int(np.count_nonzero(flat == self.special_ids.unk))
+    flat_list, sp = flat.tolist(), splits.tolist()
+    return [flat_list[sp[i]:sp[i + 1]] for i in range(len(lines))], len(flat_list), n_unk
+
+
+__all__ = ["SentencePieceModule", "SentencePieceTokenizer", "read_model", "WORD_START"]

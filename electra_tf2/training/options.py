@@ -1,0 +1,69 @@
+"""The run's command-line choices that are not model hyperparameters, and the stop signal.
+
+TensorFlow-free, so that `electra pretrain --backend jax` parses its flags and
+`StopRequested` works where TensorFlow is absent.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import signal
+from typing import Optional
+
+STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker_mirrored", "tpu")
+PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
+BACKENDS = ("tensorflow", "jax")
+
+
+@dataclasses.dataclass
+class RunOptions:
+  """Command-line choices that are not hyperparameters of the model.
+
+  backend: the Keras backend of pre-training ("tensorflow": tf.distribute, the default;
+  "jax": electra_tf2/jax_training, one compiled step, no TensorFlow needed).
+
+  >>> RunOptions(mixed_precision="mixed_bfloat16", jit_compile=True).distribution_strategy
+  'auto'
+  """
+  distribution_strategy: str = "auto"
+  tpu: Optional[str] = None
+  mixed_precision: str = "float32"
+  jit_compile: bool = False
+  log_every: Optional[int] = None  # steps between progress lines; default iterations_per_loop
+  backend: str = "tensorflow"
+
+
+class StopRequested:
+  """Turns SIGTERM/SIGINT into a flag the loop checks between compiled chunks."""
+
+  def __init__(self):
+    self.signum = None
+    self._announced = False
+    self._previous = {}
+
+  def __enter__(self):
+    for sig in (signal.SIGTERM, signal.SIGINT):
+      try:
+        self._previous[sig] = signal.signal(sig, self._handle)
+      except ValueError:  # not the main thread: signals stay with their owner
+        pass
+    return self
+
+  def _handle(self, signum, frame):
+    # Only a flag here: a print from a handler that interrupted the loop's own
+    # progress print fails ("reentrant call") and would end the run with an error.
+    if self.signum is not None:  # a second signal: stop at once
+      raise KeyboardInterrupt
+    self.signum = signum
+
+  @property
+  def requested(self) -> bool:
+    """Whether a signal came; the first read after it says so on stdout."""
+    if self.signum is not None and not self._announced:
+      self._announced = True
+      print(f"received signal {self.signum}: saving a checkpoint and stopping", flush=True)
+    return self.signum is not None
+
+  def __exit__(self, *exc):
+    for sig, handler in self._previous.items():
+      signal.signal(sig, handler)

@@ -1,0 +1,178 @@
+"""`electra pretrain --backend jax` (issue #40): trains where TensorFlow cannot be imported,
+resumes after SIGTERM and kill -9 bit for bit, shards over devices with a single device's
+losses, and every TensorFlow tool reads what it wrote.
+
+The JAX runs are subprocesses with `tensorflow` blocked (tests/block_tensorflow.py); they
+share a JAX compilation cache, so only the first compiles the step.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from electra_tf2.checkpoints import portable
+from tests.conftest import REPO_ROOT
+from tests.test_pretraining import env, tiny_data
+
+HPARAMS = {"debug": True, "vocab_size": 512, "max_seq_length": 32, "train_batch_size": 8,
+           "num_warmup_steps": 2, "learning_rate": 2e-3, "num_train_steps": 12,
+           "iterations_per_loop": 2, "save_checkpoints_steps": 4,
+           "gradient_accumulation_steps": 2, "model_hparam_overrides": {"num_hidden_layers": 2}}
+
+
+def jax_env(cache: str, devices: int = 1) -> dict:
+  values = dict(env(), KERAS_BACKEND="jax", ELECTRA_BLOCK_TENSORFLOW="1",
+                JAX_COMPILATION_CACHE_DIR=cache, JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",
+                JAX_PLATFORMS="cpu")
+  if devices > 1:
+    values["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices}"
+  return values
+
+
+def command(data: str, model_dir: str) -> list:
+  """`electra pretrain --backend jax`, in a Python whose `tensorflow` import fails."""
+  script = ("import runpy, sys; sys.path.insert(0, 'tests'); import block_tensorflow; "
+            "sys.argv = ['electra'] + sys.argv[1:]; "
+            "runpy.run_module('electra_tf2', run_name='__main__')")
+  return [sys.executable, "-c", script, "pretrain", "--backend", "jax", "--data-dir", data,
+          "--model-name", "electra_small", "--log-every", "1",
+          "--hparams", json.dumps(dict(HPARAMS, model_dir=model_dir))]
+
+
+def train(data: str, model_dir: str, cache: str, devices: int = 1) -> str:
+  result = subprocess.run(command(data, model_dir), env=jax_env(cache, devices), cwd=REPO_ROOT,
+                          capture_output=True, text=True, timeout=900)
+  assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
+  return result.stdout
+
+
+def metrics(model_dir: str) -> list:
+  with open(os.path.join(model_dir, "train_metrics.jsonl"), encoding="utf-8") as f:
+    return [json.loads(line) for line in f]
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+  """An uninterrupted 12-step JAX run: (data dir, model dir, stdout, compilation cache)."""
+  root = tmp_path_factory.mktemp("jax")
+  data = tiny_data(root)
+  cache = str(root / "jax_cache")
+  model_dir = str(root / "whole")
+  return data, model_dir, train(data, model_dir, cache), cache
+
+
+@pytest.mark.slow
+def test_trains_without_tensorflow_and_reports(reference):
+  _, model_dir, stdout, _ = reference
+  steps = [line for line in stdout.splitlines() if line.startswith("step ")]
+  assert len(steps) == 12 and steps[-1].startswith("step 12/12 (100.0%)")
+  assert "seq/s" in steps[-1] and "ETA" in steps[-1]
+  assert [portable.step_of(p) for p in portable.all_checkpoints(model_dir)] == [4, 8, 12]
+  rows = metrics(model_dir)
+  assert [r["step"] for r in rows] == list(range(1, 13))
+  assert rows[-1]["total_loss"] < rows[0]["total_loss"]  # it learns (24 word types)
+  assert 0.0 <= rows[-1]["train_metrics/disc_auc"] <= 1.0
+  summary = json.load(open(os.path.join(model_dir, "pretrain_summary.json")))
+  assert summary["backend"] == "jax" and summary["step"] == 12
+
+
+@pytest.mark.slow
+def test_tensorboard_reads_the_events(reference):
+  """TensorFlow's own reader is the oracle of the event files written without it."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  _, model_dir, _, _ = reference
+  directory = os.path.join(model_dir, "train")
+  (events,) = [os.path.join(directory, n) for n in os.listdir(directory)]
+  scalars = {}
+  for event in tf.compat.v1.train.summary_iterator(events):
+    for value in event.summary.value:
+      scalars.setdefault(value.tag, []).append((event.step, value.simple_value))
+  assert [step for step, _ in scalars["total_loss"]] == list(range(1, 13))
+  loss_12 = metrics(model_dir)[-1]["total_loss"]
+  assert scalars["total_loss"][-1][1] == pytest.approx(loss_12, rel=1e-6)
+  assert "train_metrics/masked_lm_accuracy" in scalars and "learning_rate" in scalars
+
+
+def assert_same_checkpoint(a: str, b: str) -> None:
+  arrays_a, state_a = portable.load(portable.latest(a))
+  arrays_b, state_b = portable.load(portable.latest(b))
+  assert arrays_a.keys() == arrays_b.keys() and len(arrays_a) > 100
+  different = [k for k in arrays_a if not np.array_equal(arrays_a[k], arrays_b[k])]
+  assert not different, different[:5]
+  assert state_a["keras_state"] == state_b["keras_state"]
+  assert state_a["reader"] == state_b["reader"]
+
+
+@pytest.mark.slow
+def test_sigterm_then_kill_9_then_resume_is_bit_identical(reference, tmp_path):
+  data, whole, _, cache = reference
+  parts = str(tmp_path / "parts")
+  # SIGTERM once training is under way: the run saves and exits 0.
+  process = subprocess.Popen(command(data, parts), env=jax_env(cache), cwd=REPO_ROOT,
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+  for line in process.stdout:
+    if line.startswith("step 3/"):
+      break
+  process.send_signal(signal.SIGTERM)
+  rest = process.stdout.read()
+  assert process.wait(timeout=300) == 0 and "saving a checkpoint and stopping" in rest
+  stopped = json.load(open(os.path.join(parts, "pretrain_summary.json")))
+  assert stopped["stopped_early"] and 3 <= stopped["saved_step"] < 12
+  # kill -9 once the resumed run is training; the run lock of the dead run is taken over.
+  process = subprocess.Popen(command(data, parts), env=jax_env(cache), cwd=REPO_ROOT,
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+  for line in process.stdout:
+    if line.startswith("step "):
+      break
+  time.sleep(0.5)
+  process.send_signal(signal.SIGKILL)
+  process.wait(timeout=60)
+  final = train(data, parts, cache)
+  assert "resumed from" in final
+  assert_same_checkpoint(whole, parts)
+
+
+@pytest.mark.slow
+def test_two_devices_give_the_single_device_losses(reference, tmp_path):
+  data, whole, _, cache = reference
+  sharded = str(tmp_path / "sharded")
+  train(data, sharded, cache, devices=2)
+  summary = json.load(open(os.path.join(sharded, "pretrain_summary.json")))
+  assert summary["devices"] == 2
+  for one, two in zip(metrics(whole), metrics(sharded)):
+    for key in ("total_loss", "mlm_loss", "disc_loss"):
+      assert two[key] == pytest.approx(one[key], rel=1e-5), (one["step"], key)
+
+
+@pytest.mark.slow
+def test_every_tensorflow_tool_reads_the_jax_model_directory(reference, tmp_path):
+  """Weights restored on TensorFlow equal the portable checkpoint's; conversion, export and
+  continued pre-training on TensorFlow start from them."""
+  from electra_tf2 import convert, hf_export, model_directory, variable_names
+  from electra_tf2.config import resolve_pretraining_config
+  from electra_tf2.training import pretraining
+  data, whole, _, _ = reference
+  arrays, _ = portable.load(portable.latest(whole))
+  model = model_directory.restore_pretrainer(whole)
+  for name, variable in variable_names.pretrainer_variable_map(model).items():
+    np.testing.assert_array_equal(variable.numpy(), arrays[name])
+  prefix = convert.export_official_checkpoint(whole, str(tmp_path / "official"))
+  assert prefix.endswith("model.ckpt-12")
+  hf_export.main(["--model-dir", whole, "--output-dir", str(tmp_path / "hf")])
+  assert os.path.exists(tmp_path / "hf" / "model.safetensors")
+  # Continued pre-training on TensorFlow from step 12 (the directory copied).
+  import shutil  # pylint: disable=g-import-not-at-top
+  continued = str(tmp_path / "continued")
+  shutil.copytree(whole, continued)
+  config = resolve_pretraining_config("electra_small", data, dict(
+      HPARAMS, model_dir=continued, num_train_steps=14, save_checkpoints_steps=2))
+  result = pretraining.run_pretraining(config)
+  assert result["step"] == 14 and np.isfinite(result["final_losses"]["total_loss"])

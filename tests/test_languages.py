@@ -1,0 +1,353 @@
+"""Any language, any vocabulary (#42): special tokens found by role and described beside
+the data, model directories and exports; SentencePiece from build-vocab to pre-training.
+
+The oracle for SentencePiece ids is the `sentencepiece` library itself; the corpora are
+made here (a few hundred lines of Korean, Chinese, German and Russian words).
+"""
+
+import json
+import os
+import random
+
+import pytest
+
+from electra_tf2.text import description as description_lib
+from electra_tf2 import vocab as vocab_lib
+from electra_tf2.data_prep import build_vocab
+from electra_tf2.data_prep.common import DataPrepError
+from electra_tf2.vocab import SpecialTokenIds, VocabError
+
+WORDS = ("한국어 문장 학교 선생님 사랑 中文 句子 学校 老师 Straße über schön Привет мир "
+         "город книга").split()
+TINY_ENCODER = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,
+                "intermediate_size": 64}
+
+
+def write_corpus(directory, documents=40, seed=0):
+  """Documents of 6 sentences of 8 words each, blank lines between documents."""
+  rng = random.Random(seed)
+  os.makedirs(directory, exist_ok=True)
+  docs = ["\n".join(" ".join(rng.choice(WORDS) for _ in range(8)) + "." for _ in range(6))
+          for _ in range(documents)]
+  path = os.path.join(directory, "corpus.txt")
+  with open(path, "w", encoding="utf-8") as f:
+    f.write("\n\n".join(docs) + "\n")
+  return path
+
+
+@pytest.fixture(scope="module")
+def spm_model(tmp_path_factory):
+  """A unigram SentencePiece model of 60 pieces built by `build-vocab --kind sentencepiece`."""
+  root = tmp_path_factory.mktemp("spm")
+  corpus = write_corpus(str(root / "corpus"))
+  output = str(root / "spm.model")
+  build_vocab.learn_sentencepiece_from_files([corpus], 60, output, log=None)
+  return output
+
+
+def write_tokens(path, tokens):
+  with open(path, "w", encoding="utf-8") as f:
+    f.write("\n".join(tokens) + "\n")
+  return str(path)
+
+
+# -- special tokens by role -------------------------------------------------------------
+
+
+def test_special_tokens_are_found_by_role_in_either_spelling(tmp_path):
+  bert = write_tokens(tmp_path / "bert.txt", ["x", "[MASK]", "[SEP]", "[CLS]", "[UNK]", "[PAD]"])
+  assert vocab_lib.special_token_ids(vocab_lib.load_vocab(bert)) == SpecialTokenIds(5, 4, 3, 2, 1)
+  roberta = write_tokens(tmp_path / "roberta.txt", ["<s>", "<pad>", "</s>", "<unk>", "y",
+                                                    "<mask>"])
+  vocab = vocab_lib.load_vocab(roberta)
+  assert vocab_lib.special_tokens(vocab) == ("<pad>", "<unk>", "<s>", "</s>", "<mask>")
+  assert vocab_lib.special_token_ids(vocab) == SpecialTokenIds(1, 3, 0, 2, 5)
+
+
+def test_a_vocabulary_without_a_mask_like_token_is_one_line(tmp_path):
+  path = write_tokens(tmp_path / "v.txt", ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "x"])
+  with pytest.raises(VocabError) as error:
+    vocab_lib.load_vocab(path)
+  message = str(error.value)
+  assert "\n" not in message and path in message
+  assert "no MASK-like token ([MASK] or <mask>)" in message and "electra build-vocab" in message
+
+
+def test_the_kind_is_recognised_from_the_file_and_the_other_kind_refused(tmp_path, spm_model,
+                                                                         capsys):
+  renamed = str(tmp_path / "pieces.bin")  # no .model name: recognised by its bytes
+  with open(spm_model, "rb") as src, open(renamed, "wb") as dst:
+    dst.write(src.read())
+  text = write_tokens(tmp_path / "vocab.txt", ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"])
+  assert vocab_lib.vocab_kind(renamed) == "sentencepiece"
+  assert vocab_lib.vocab_kind(text) == "wordpiece"
+  with pytest.raises(VocabError, match=r"is a SentencePiece model, not a WordPiece vocab.txt: "
+                                       r"pass --kind sentencepiece"):
+    vocab_lib.check_kind(spm_model, "wordpiece")
+  with pytest.raises(VocabError, match=r"is a WordPiece vocab.txt, not a SentencePiece .model: "
+                                       r"pass --kind wordpiece"):
+    vocab_lib.check_kind(text, "sentencepiece")
+  corpus = str(tmp_path / "c")
+  write_corpus(corpus, documents=1)
+  for argv, expected in ((["--output", str(tmp_path / "v.model")],
+                          "a .model file is a SentencePiece model; pass --kind sentencepiece"),
+                         (["--kind", "sentencepiece", "--output", str(tmp_path / "v.txt")],
+                          "a SentencePiece model is written as NAME.model")):
+    assert build_vocab.main(["--corpus-dir", corpus, "--vocab-size", "60", *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and expected in err and argv[-1] in err
+
+
+# -- the description ----------------------------------------------------------------------
+
+
+def test_description_round_trip_old_directories_and_disagreement(tmp_path):
+  tokens = ["[PAD]"] + [f"[unused{i}]" for i in range(99)] + ["[UNK]", "[CLS]", "[SEP]",
+                                                              "[MASK]", "the"]
+  model_dir = tmp_path / "model"
+  model_dir.mkdir()
+  vocab = write_tokens(model_dir / "vocab.txt", tokens)
+  # A directory written before descriptions: the vocabulary's BERT spellings.
+  old = description_lib.read_description(str(model_dir), vocab)
+  assert old.special_ids == vocab_lib.BERT_UNCASED_SPECIAL_IDS and old.kind == "wordpiece"
+  assert description_lib.read_description(str(tmp_path / "empty")) is None
+  described = description_lib.describe_vocab(vocab, do_lower_case=False)
+  path = description_lib.write_description(str(model_dir), described)
+  with open(path, encoding="utf-8") as f:
+    saved = json.load(f)
+  assert saved["special_tokens"]["mask"] == {"token": "[MASK]", "id": 103}
+  assert saved["vocab_file"] == "vocab.txt" and saved["do_lower_case"] is False
+  assert description_lib.read_description(str(model_dir)) == described
+  # The vocabulary beside it changed: [CLS] and [SEP] swapped.
+  tokens[101], tokens[102] = tokens[102], tokens[101]
+  write_tokens(model_dir / "vocab.txt", tokens)
+  with pytest.raises(VocabError) as error:
+    description_lib.read_description(str(model_dir))
+  message = str(error.value)
+  assert "\n" not in message and path in message and vocab in message
+  assert "CLS [CLS]=101 there, [CLS]=102 here" in message
+
+
+def test_spm_vocab_is_the_model_pieces_and_its_description(spm_model):
+  import sentencepiece
+  processor = sentencepiece.SentencePieceProcessor(model_file=spm_model)
+  vocab = vocab_lib.load_vocab(spm_model)
+  assert len(vocab) == processor.get_piece_size() == 60
+  assert all(vocab[processor.id_to_piece(i)] == i for i in range(60))
+  described = description_lib.describe_vocab(spm_model)
+  assert described.kind == "sentencepiece" and described.do_lower_case is False
+  assert described.special_tokens == vocab_lib.SPECIAL_TOKENS
+  assert described.special_ids == SpecialTokenIds(0, 1, 2, 3, 4)
+  assert (processor.pad_id(), processor.unk_id(), processor.bos_id(), processor.eos_id()) == (
+      0, 1, 2, 3)
+
+
+def test_build_vocab_sentencepiece_bpe_and_bad_corpora(tmp_path):
+  corpus = write_corpus(str(tmp_path / "corpus"))
+  output = str(tmp_path / "bpe.model")
+  build_vocab.learn_sentencepiece_from_files([corpus], 70, output, model_type="bpe",
+                                             user_symbols=["<url>"], num_unused=2, log=None)
+  import sentencepiece
+  processor = sentencepiece.SentencePieceProcessor(model_file=output)
+  assert [processor.id_to_piece(i) for i in range(8)] == [
+      "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "[unused0]", "[unused1]", "<url>"]
+  assert processor.get_piece_size() == 70
+  empty = str(tmp_path / "blank.txt")
+  with open(empty, "w", encoding="utf-8") as f:
+    f.write("\u200b\n\x01\n\n")
+  with pytest.raises(DataPrepError, match=r"is empty once normalised \(nmt_nfkc\)"):
+    build_vocab.learn_sentencepiece_from_files([empty], 60, str(tmp_path / "e.model"), log=None)
+  with pytest.raises(DataPrepError, match=r"refused: Vocabulary size too high \(9000\)"):
+    build_vocab.learn_sentencepiece_from_files([corpus], 9000, str(tmp_path / "b.model"),
+                                               log=None)
+  with pytest.raises(DataPrepError, match=r"no words found .* once normalised"):
+    build_vocab.learn_vocab_from_files([empty], 60, str(tmp_path / "e.txt"), log=None)
+
+
+# -- SentencePiece through the data builder and pre-training -----------------------------
+
+
+def test_sentencepiece_tokenizer_gives_the_library_ids(spm_model):
+  import sentencepiece
+  from electra_tf2.text.kinds import load_tokenizer
+  processor = sentencepiece.SentencePieceProcessor(model_file=spm_model)
+  tokenizer = load_tokenizer(spm_model, do_lower_case=True)  # casing: the model's own rule
+  texts = ["한국어 문장 学校 老师", "Straße über schön", "Привет   мир.", "", "ＡＢＣ ｘ"]
+  assert tokenizer.encode_batch(texts) == [processor.encode(t) for t in texts]
+  ids = tokenizer.tokenize_to_ids(__import__("tensorflow").constant(texts)).to_list()
+  assert ids == [processor.encode(t) for t in texts]
+  assert tokenizer.convert_tokens_to_ids(["[CLS]", "[SEP]", "[MASK]"]) == [2, 3, 4]
+
+
+def test_build_data_with_sentencepiece_writes_the_description_and_library_ids(tmp_path,
+                                                                                spm_model):
+  import sentencepiece
+  import tensorflow as tf
+  from electra_tf2.data_prep.builder import BuildConfig, build_pretraining_data
+  corpus = write_corpus(str(tmp_path / "corpus"), documents=6)
+  out = str(tmp_path / "tfrecords")
+  build_pretraining_data(BuildConfig(inputs=[corpus], vocab_file=spm_model, output_dir=out,
+                                     max_seq_length=32, num_shards=1, seed=0, progress=False),
+                         log=lambda s: None)
+  with open(os.path.join(out, description_lib.DESCRIPTION_FILE), encoding="utf-8") as f:
+    assert json.load(f)["kind"] == "sentencepiece"
+  processor = sentencepiece.SentencePieceProcessor(model_file=spm_model)
+  with open(corpus, encoding="utf-8") as f:
+    first_line = f.readline().rstrip("\n")
+  record = next(iter(tf.data.TFRecordDataset(os.path.join(out, "pretrain_data.tfrecord-0-of-1"))))
+  example = tf.train.Example.FromString(record.numpy())
+  ids = list(example.features.feature["input_ids"].int64_list.value)
+  expected = processor.encode(first_line)
+  assert ids[0] == 2 and ids[1:1 + len(expected)] == expected  # [CLS], then the first line
+
+
+@pytest.fixture(scope="module")
+def spm_model_dir(tmp_path_factory, spm_model):
+  """DATA with spm.model only, TFRecords built with it, and a tiny model pre-trained 2 steps."""
+  import shutil
+  from electra_tf2.config import resolve_pretraining_config
+  from electra_tf2.data_prep.builder import BuildConfig, build_pretraining_data
+  from electra_tf2.training.pretraining import run_pretraining
+  root = tmp_path_factory.mktemp("spm_data")
+  data = root / "data"
+  data.mkdir()
+  shutil.copy(spm_model, data / "spm.model")
+  corpus = write_corpus(str(root / "corpus"), documents=8)
+  build_pretraining_data(BuildConfig(inputs=[corpus], vocab_file=str(data / "spm.model"),
+                                     output_dir=str(data / "pretrain_tfrecords"),
+                                     max_seq_length=32, num_shards=1, seed=0, progress=False),
+                         log=lambda s: None)
+  config = resolve_pretraining_config("electra_small", str(data), {
+      "num_train_steps": 2, "train_batch_size": 4, "max_seq_length": 32, "vocab_size": 60,
+      "model_hparam_overrides": TINY_ENCODER, "embedding_size": 16,
+      "save_checkpoints_steps": 2, "seed": 1, "deterministic": True})
+  assert config.vocab_file == str(data / "spm.model")  # found without a vocab.txt
+  assert config.special_ids == SpecialTokenIds(0, 1, 2, 3, 4)
+  run_pretraining(config)
+  return config.model_dir
+
+
+def test_pretraining_on_sentencepiece_data_describes_the_model_directory(spm_model_dir,
+                                                                          tmp_path):
+  import shutil
+  from electra_tf2.checkpoints import describe as describe_lib
+  found = describe_lib.describe(spm_model_dir)
+  assert found.tokenizer.kind == "sentencepiece" and found.vocab_file.endswith("spm.model")
+  assert found.tokenizer.special_ids == found.pretraining_config.special_ids
+  # An old directory (no description) is described by its vocabulary, as before.
+  old = str(tmp_path / "old")
+  shutil.copytree(spm_model_dir, old)
+  os.remove(os.path.join(old, description_lib.DESCRIPTION_FILE))
+  assert describe_lib.describe(old).tokenizer == found.tokenizer
+  # A description that disagrees with the vocabulary is refused in one line.
+  path = os.path.join(old, description_lib.DESCRIPTION_FILE)
+  values = found.tokenizer.to_dict()
+  values["special_tokens"]["mask"] = {"token": "[MASK]", "id": 7}
+  with open(path, "w", encoding="utf-8") as f:
+    json.dump(values, f)
+  with pytest.raises(VocabError, match=r"disagrees with the vocabulary .*spm.model: MASK "
+                                       r"\[MASK\]=7 there, \[MASK\]=4 here"):
+    describe_lib.describe(old)
+
+
+def test_keras_classifier_on_raw_text_with_sentencepiece(spm_model_dir, spm_model, tmp_path):
+  import keras
+  import numpy as np
+  import sentencepiece
+  import tensorflow as tf
+  import electra_tf2
+  texts = ["한국어 문장 学校 老师", "Straße über schön", "Привет мир."]
+  model = electra_tf2.TextClassifier.from_pretrained(spm_model_dir, num_classes=2,
+                                                     max_seq_length=16)
+  processor = sentencepiece.SentencePieceProcessor(model_file=spm_model)
+  features = model.text_inputs(tf.constant(texts))
+  for row, mask, text in zip(features["input_ids"].numpy(), features["input_mask"].numpy(),
+                             texts):
+    assert row[mask == 1].tolist() == [2] + processor.encode(text) + [3]
+  model.compile(optimizer="adam",
+                loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+  model.fit(texts, [0, 1, 0], batch_size=3, epochs=1, verbose=0)
+  logits = model.predict(texts, verbose=0)
+  model.save(str(tmp_path / "m.keras"))
+  again = keras.saving.load_model(str(tmp_path / "m.keras"))
+  np.testing.assert_allclose(again.predict(texts, verbose=0), logits, atol=1e-6)
+  model.export_saved_model(str(tmp_path / "saved"))
+  loaded = tf.saved_model.load(str(tmp_path / "saved"))
+  served = loaded.signatures["serving_default"](text=tf.constant(texts))["logits"].numpy()
+  np.testing.assert_allclose(served, logits, atol=1e-5)
+  with pytest.raises(electra_tf2.ElectraError, match="WordPiece models only"):
+    model.export_litert(str(tmp_path / "m.tflite"))
+
+
+def test_hf_export_writes_a_tokenizer_transformers_loads_for_the_same_ids(spm_model_dir,
+                                                                           spm_model, tmp_path):
+  transformers = pytest.importorskip("transformers")
+  import sentencepiece
+  from electra_tf2 import hf_export
+  out = str(tmp_path / "hf")
+  assert hf_export.main(["--model-dir", spm_model_dir, "--output-dir", out]) == 0
+  # The fast tokenizer converts the .model with protobuf >= 7 (constraints.txt pins 6.33
+  # for Beam): the slow one reads it with sentencepiece itself.
+  tokenizer = transformers.AutoTokenizer.from_pretrained(out, use_fast=False)
+  processor = sentencepiece.SentencePieceProcessor(model_file=spm_model)
+  for text in ["한국어 문장 学校 老师", "Straße  über schön", "Привет мир.", "ＡＢＣ x"]:
+    assert tokenizer(text)["input_ids"] == [2] + processor.encode(text) + [3]
+  assert tokenizer("мир", "学校")["input_ids"] == (
+      [2] + processor.encode("мир") + [3] + processor.encode("学校") + [3])
+  assert tokenizer.mask_token_id == 4 and tokenizer.pad_token_id == 0
+  with open(os.path.join(out, description_lib.DESCRIPTION_FILE), encoding="utf-8") as f:
+    assert json.load(f)["vocab_file"] == "spm.model"
+
+
+def test_export_command_sentencepiece_savedmodel_on_raw_text(spm_model_dir, spm_model, tmp_path):
+  import sentencepiece
+  import tensorflow as tf
+  from electra_tf2 import export
+  out = str(tmp_path / "saved")
+  assert export.main(["--model-dir", spm_model_dir, "--output-dir", out]) == 0
+  with open(os.path.join(out, description_lib.DESCRIPTION_FILE), encoding="utf-8") as f:
+    assert json.load(f)["kind"] == "sentencepiece"
+  loaded = tf.saved_model.load(out)
+  texts = ["한국어 学校", "über мир"]
+  outputs = loaded.signatures["text"](text=tf.constant(texts))
+  processor = sentencepiece.SentencePieceProcessor(model_file=spm_model)
+  for row, mask, text in zip(outputs["input_ids"].numpy(), outputs["input_mask"].numpy(), texts):
+    assert row[mask == 1].tolist() == [2] + processor.encode(text) + [3]
+  assert export.main(["--model-dir", spm_model_dir, "--format", "litert", "--output",
+                      str(tmp_path / "m.tflite")]) == 2
+
+
+def test_classification_task_featurises_pairs_with_sentencepiece(tmp_path, spm_model):
+  import shutil
+  import sentencepiece
+  from fixtures import make_config, make_tasks, write_lines
+  shutil.copy(spm_model, tmp_path / "spm.model")
+  config = make_config(str(tmp_path), ["rte"], max_seq_length=12, vocab_size=60,
+                       vocab_file=str(tmp_path / "spm.model"))
+  write_lines(os.path.join(config.task_data_dir("rte"), "train.tsv"),
+              ["index\tsentence1\tsentence2\tlabel", "0\t한국어 문장\tПривет мир\tentailment"])
+  task, = make_tasks(config)
+  example, = task.get_examples("train")
+  task.prepare([example])
+  features, = task.featurize(example, True)
+  processor = sentencepiece.SentencePieceProcessor(model_file=spm_model)
+  a, b = processor.encode("한국어 문장"), processor.encode("Привет мир")
+  expected = [2] + a + [3] + b + [3]
+  assert len(expected) <= 12
+  assert features["input_ids"][:len(expected)] == expected
+  assert features["segment_ids"][:len(expected)] == [0] * (len(a) + 2) + [1] * (len(b) + 1)
+
+
+def test_vocab_report_flags_jamo_and_names_the_option(tmp_path):
+  corpus = write_corpus(str(tmp_path / "corpus"))
+  stripped = build_vocab.learn_vocab_from_files([corpus], 300, str(tmp_path / "v1.txt"),
+                                                log=None)["scripts"]
+  assert "--no-strip-accents" in stripped["HANGUL"]["flag"]
+  assert stripped["HANGUL"]["jamo"] == stripped["HANGUL"]["words"] > 0
+  kept = build_vocab.learn_vocab_from_files([corpus], 300, str(tmp_path / "v2.txt"),
+                                            strip_accents=False, log=None)["scripts"]
+  assert kept["HANGUL"]["jamo"] == 0 and kept["HANGUL"]["flag"] is None
+  assert kept["CYRILLIC"]["unk"] == 0 and kept["CJK"]["flag"] is None
+  from electra_tf2.data_prep import vocab_report
+  assert [vocab_report.script_of(w) for w in ("über", "мир", "学校", "한", "١٢ب", "42")] == [
+      "LATIN", "CYRILLIC", "CJK", "HANGUL", "ARABIC", "OTHER"]
