@@ -135,7 +135,7 @@ class LiteRTModel:
     """One interpreter call on one batch (a list of texts per input); a question
     answerer's: its windows, one call on them, the answers (electra_tf2/litert/qa.py)."""
     if self._answerer is not None:
-      return self._answerer.run(self._runner, self._runner.get_output_details(), *columns)
+      return self._answerer.run(self._runner, *columns)
     from electra_tf2.text.litert_tokenizer import prepare_texts
     inputs = {name: np.array(prepare_texts(texts, self.do_lower_case), dtype=object)
               for name, texts in zip(self.input_names, columns)}

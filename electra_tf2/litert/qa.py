@@ -76,21 +76,16 @@ class WindowAnswerer:
     return qa_spans.answers(windows, outputs, n_questions, self.vocab,
                             tokenizer.do_lower_case, tokenizer.strip_accents, self.decoding)
 
-  def run(self, runner: Callable[..., Dict[str, np.ndarray]],
-          output_details: Mapping[str, Mapping[str, Any]], questions: Sequence,
+  def run(self, runner: Callable[..., Dict[str, np.ndarray]], questions: Sequence,
           contexts: Sequence) -> Dict[str, np.ndarray]:
     """The answers (QuestionAnswerer's outputs, numpy) of one batch of questions."""
     question = tf.constant(list(questions), tf.string)
     windows = self._windows(question, tf.constant(list(contexts), tf.string))
     features = {k: v.numpy() for k, v in windows.features.items()}
     n_windows = len(features["input_ids"])
-    if n_windows:
-      outputs = runner(**features)
-    else:  # TFLite kernels refuse empty tensors: no window, no call
-      length = self.featurizer.max_seq_length
-      outputs = {name: np.zeros([0] + [length if d < 0 else d
-                                       for d in detail["shape_signature"][1:]], detail["dtype"])
-                 for name, detail in output_details.items()}
+    if not n_windows:  # TFLite kernels refuse empty tensors: one blank window, dropped
+      features = {k: np.zeros([1, self.featurizer.max_seq_length], np.int32) for k in features}
+    outputs = {k: v[:n_windows] for k, v in runner(**features).items()}
     answers = self._answers(windows, {k: tf.constant(v) for k, v in outputs.items()},
                             tf.size(question))
     return {k: v.numpy() for k, v in answers.items()}
