@@ -176,3 +176,25 @@ def test_every_tensorflow_tool_reads_the_jax_model_directory(reference, tmp_path
       HPARAMS, model_dir=continued, num_train_steps=14, save_checkpoints_steps=2))
   result = pretraining.run_pretraining(config)
   assert result["step"] == 14 and np.isfinite(result["final_losses"]["total_loss"])
+
+
+@pytest.mark.slow
+def test_the_discriminator_of_a_jax_run_loads_on_jax_as_on_tensorflow(reference):
+  """`Discriminator.from_pretrained` of the JAX run's directory (its portable checkpoint),
+  on JAX without TensorFlow, predicts what the same call predicts on TensorFlow."""
+  import electra_tf2  # pylint: disable=g-import-not-at-top
+  _, whole, _, cache = reference
+  texts = ["w1 w2 w3 w4", "w5 w6"]
+  script = ("import json, sys; sys.path.insert(0, 'tests'); import block_tensorflow; "
+            "import numpy as np, electra_tf2; "
+            f"out = electra_tf2.Discriminator.from_pretrained({whole!r}).predict({texts!r}); "
+            "print(json.dumps({k: np.asarray(v).tolist() for k, v in out.items()}))")
+  result = subprocess.run([sys.executable, "-c", script], env=jax_env(cache), cwd=REPO_ROOT,
+                          capture_output=True, text=True, timeout=600)
+  assert result.returncode == 0, result.stderr[-3000:]
+  on_jax = json.loads(result.stdout.strip().splitlines()[-1])
+  on_tf = electra_tf2.Discriminator.from_pretrained(whole).predict(texts)
+  assert on_jax.keys() == on_tf.keys()
+  for key, value in on_tf.items():
+    np.testing.assert_allclose(np.asarray(on_jax[key]), np.asarray(value), rtol=1e-5,
+                               atol=1e-5, err_msg=key)

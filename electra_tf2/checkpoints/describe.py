@@ -26,7 +26,7 @@ from typing import Any, Dict, Optional, Tuple
 
 from electra_tf2 import checkpoint_files
 from electra_tf2.atomic_io import exists, is_remote, isdir
-from electra_tf2.checkpoints import directories, huggingface, official
+from electra_tf2.checkpoints import directories, huggingface, official, portable
 from electra_tf2.encoder_config import BertConfig
 from electra_tf2.errors import ElectraError
 from electra_tf2.text.description import TokenizerDescription, read_description
@@ -141,7 +141,8 @@ def describe(path: str, model_name: Optional[str] = None) -> Description:
   the number of attention heads and the lowercasing its shapes do not give.
   """
   kind = kind_of(path)
-  if kind in TENSORFLOW_KINDS and not _keras_on_tensorflow():
+  if kind in TENSORFLOW_KINDS and not _keras_on_tensorflow() and not (
+      kind == "pretrained" and portable.is_portable(directories.locate(path).checkpoint_path)):
     raise _needs_tensorflow(path, KIND_NAMES[kind])
   if kind == "savedmodel":
     return Description(path, kind)

@@ -21,7 +21,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 import numpy as np
 
 from electra_tf2 import variable_names, vocab as vocab_lib
-from electra_tf2.checkpoints import huggingface, official
+from electra_tf2.checkpoints import huggingface, official, portable
 from electra_tf2.checkpoints.describe import Description, describe
 from electra_tf2.checkpoints.report import (DEFAULT_IGNORE, ConversionReport, is_ignored,
                                             match_shapes, notice)
@@ -151,6 +151,12 @@ def _numpy(variable_map) -> Dict[str, np.ndarray]:
 
 
 def _pretrained(found: Description) -> Source:
+  if portable.is_portable(found.checkpoint):  # a JAX run's (or converted): read on any backend
+    arrays, _ = portable.load(found.checkpoint)
+    tensors = {name: value for name, value in arrays.items()
+               if name != "global_step" and not name.endswith(("/adam_m", "/adam_v"))}
+    return Source(found.path, "pretrained", found.bert_config, found.embedding_size, tensors,
+                  found.vocab_file, found.do_lower_case)
   from electra_tf2 import model_directory  # pylint: disable=g-import-not-at-top
   model = model_directory.restore_pretrainer(found.model_dir, found.checkpoint,
                                              found.pretraining_config)
