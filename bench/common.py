@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import os
 import time
-from typing import Any, Mapping, Optional, Sequence, Tuple
+import sys
+from typing import Any, Callable, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -40,6 +41,62 @@ def add_step_flags(parser, steps: int, rounds: Optional[int] = 3) -> None:
   if rounds is not None:
     parser.add_argument("--rounds", type=int, default=rounds)
   parser.add_argument("--json", default=None, help="append the result as JSON here")
+
+
+def block_tensorflow_if_asked() -> None:
+  """With ELECTRA_BLOCK_TENSORFLOW=1, makes `import tensorflow` fail from here on
+  (tests/block_tensorflow.py): a script run so proves it needs no TensorFlow, as on the GPU
+  machine. Scripts call it first thing in `__main__`."""
+  if os.environ.get("ELECTRA_BLOCK_TENSORFLOW") == "1":
+    sys.path.insert(0, os.path.join(REPO, "tests"))
+    import block_tensorflow  # noqa: F401  pylint: disable=unused-import,g-import-not-at-top
+
+
+def fake_pretraining_batch(batch: int, seq_len: int, vocab_size: int, seed: int = 0,
+                           zipf: Optional[float] = None) -> dict:
+  """int32 `input_ids`, `input_mask`, `segment_ids` `[batch, seq_len]` of two segments,
+  `[CLS] a [SEP] b [SEP]`, with no padding. Tokens are uniform over [1000, vocab_size), or
+  with `zipf` drawn from a Zipf law of that exponent over them (text-like: a generator can
+  learn its unigram distribution, so losses fall as on text)."""
+  rng = np.random.default_rng(seed)
+  if zipf is None:
+    ids = rng.integers(1000, vocab_size, (batch, seq_len))
+  else:
+    ids = 1000 + (rng.zipf(zipf, (batch, seq_len)) - 1) % (vocab_size - 1000)
+  ids = ids.astype(np.int32)
+  ids[:, 0], ids[:, seq_len // 2], ids[:, -1] = 101, 102, 102
+  segments = (np.arange(seq_len)[None] > seq_len // 2).astype(np.int32).repeat(batch, 0)
+  return {"input_ids": ids, "input_mask": np.ones((batch, seq_len), np.int32),
+          "segment_ids": segments}
+
+
+OUT_OF_MEMORY_WORDS = ("RESOURCE_EXHAUSTED", "Out of memory", "out of memory", "OOM")
+
+
+def is_out_of_memory_message(error: BaseException) -> bool:
+  """Whether an error's text says an allocation failed (TensorFlow, XLA, JAX, PyTorch)."""
+  return any(words in str(error) for words in OUT_OF_MEMORY_WORDS)
+
+
+def largest_batch(make_step: Callable[[int], Any], top: int, warm_up: Callable[[Any], Any],
+                  out_of_memory: Callable[[BaseException], bool] = is_out_of_memory_message,
+                  name: str = "", errors: Tuple[type, ...] = (Exception,)) -> Tuple[int, Any]:
+  """The first of top, top/2, top/4, ... whose step builds and passes `warm_up(step)`, with
+  that step; re-raises any error of `errors` that is not `out_of_memory`, and at batch 1."""
+  import gc  # pylint: disable=g-import-not-at-top
+  batch = top
+  while True:
+    try:
+      step = make_step(batch)
+      warm_up(step)
+      return batch, step
+    except errors as e:  # pylint: disable=broad-except
+      if not out_of_memory(e) or batch == 1:
+        raise
+      log(f"{name} batch {batch}: out of memory, trying {batch // 2}")
+    step = None
+    gc.collect()
+    batch //= 2
 
 
 def pad_rows(rows: Sequence[Sequence[int]]) -> Tuple[np.ndarray, np.ndarray]:

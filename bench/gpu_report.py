@@ -19,6 +19,9 @@ from electra_tf2.atomic_io import write_text_atomic
 Results = Dict[str, Dict[str, Any]]
 # Issue 35's target for electra_base, length 128, bf16 + XLA on one H100.
 TARGET_SEQ_PER_S, TARGET_RATIO = 2000.0, 1.5
+# Issue 40's targets for the JAX trainer on one H100: electra_base, length 128, bf16 against
+# transformers' step in PyTorch; the paper's 1M electra_small steps (batch 128) in hours.
+JAX_TARGET_SEQ_PER_S, JAX_TARGET_RATIO, JAX_TARGET_HOURS = 2400.0, 1.3, 10.0
 LOSSES = ("total_loss", "mlm_loss", "disc_loss")
 
 
@@ -72,10 +75,16 @@ def machine(results: Results) -> List[str]:
   smi = e["nvidia_smi"].get("gpus")
   gpu = ", ".join(f"{k} {v}" for k, v in smi[0].items()) if smi else (
       f"none ({e['nvidia_smi'].get('error')})")
-  tf = e["tensorflow"]
-  return ["## Machine", "", f"- GPU: {gpu}",
-          f"- TensorFlow {tf['version']} (CUDA {tf['cuda_build']}, cuDNN {tf['cudnn_build']}), "
-          f"TF32 {'on' if tf['tf32'] else 'off'}; GPUs seen: {len(tf['gpus'])}",
+  if "jax" in e:
+    j = e["jax"]
+    framework = (f"- JAX {j['version']} (jaxlib {j['jaxlib']}), Keras {j['keras']} on "
+                 f"{j['keras_backend']}; devices: {', '.join(j['devices'])}")
+  else:
+    tf = e["tensorflow"]
+    framework = (f"- TensorFlow {tf['version']} (CUDA {tf['cuda_build']}, cuDNN "
+                 f"{tf['cudnn_build']}), TF32 {'on' if tf['tf32'] else 'off'}; GPUs seen: "
+                 f"{len(tf['gpus'])}")
+  return ["## Machine", "", f"- GPU: {gpu}", framework,
           f"- PyTorch: {e['torch']}", f"- Python {e['python']}, {e['cpus']} CPUs, "
           f"{e['platform']}", ""]
 
@@ -132,6 +141,60 @@ def target(pretrain: List[Dict[str, Any]], anchors) -> List[str]:
           f"{r['ours_seq_per_s']:,.0f} seq/s, {fmt(ratio, '.2f')}x: "
           f"**{'met' if met else 'not met'}**. NVIDIA's TF2 ELECTRA-base is published at "
           "955 seq/s on one A100 and 444 on one V100."]
+
+
+def jax_throughput(results: Results) -> List[str]:
+  """The JAX step against transformers' step per model, length and precision."""
+  groups: Dict[tuple, Dict[str, Dict[str, Any]]] = {}
+  for r in rows(results, "throughput"):
+    side = r["key"].rsplit("/", 1)[1]
+    groups.setdefault((model_label(r), r["seq_len"], r["precision"]), {})[side] = r
+  if not groups:
+    return []
+  lines = []
+  for (label, length, precision), sides in groups.items():
+    j, h = sides.get("jax"), sides.get("hf")
+    ratio = j["seq_per_s"] / h["seq_per_s"] if j and h else None
+    lines.append([label, str(length), precision,
+                  *((str(j["batch"]), f"{j['seq_per_s']:.1f}", f"{j['compile_seconds']:.0f}",
+                     f"{j['tflops']:.3g}", fmt(j["mfu"], ".1%")) if j else ("-",) * 5),
+                  *((str(h["batch"]), f"{h['seq_per_s']:.1f}", fmt(h["mfu"], ".1%"))
+                    if h else ("-",) * 3), fmt(ratio, ".2f")])
+  header = ["model", "length", "precision", "JAX batch", "JAX seq/s", "JAX compile s",
+            "JAX TFLOP/s", "JAX MFU (datasheet bf16)", "transformers batch",
+            "transformers seq/s (torch.compile)", "transformers MFU", "ratio"]
+  out = ["## Pre-training throughput: JAX backend against transformers (PyTorch)", ""]
+  out += table(header, lines) + [""]
+  base = groups.get(("electra_base", 128, "mixed_bfloat16"), {})
+  if "jax" in base:
+    j, h = base["jax"], base.get("hf")
+    ratio = j["seq_per_s"] / h["seq_per_s"] if h else None
+    met = (j["seq_per_s"] >= JAX_TARGET_SEQ_PER_S and ratio is not None
+           and ratio >= JAX_TARGET_RATIO)
+    out += [f"Target (electra_base, 128, bf16, {j['device']}): at least "
+            f"{JAX_TARGET_SEQ_PER_S:,.0f} seq/s and {JAX_TARGET_RATIO}x transformers: "
+            f"{j['seq_per_s']:,.0f} seq/s, {fmt(ratio, '.2f')}x: "
+            f"**{'met' if met else 'not met'}**. NVIDIA's TF2 ELECTRA-base is published at "
+            "955 seq/s on one A100.", ""]
+  return out
+
+
+def projection(results: Results) -> List[str]:
+  """Steps/s of the paper-small setting and the hours of the paper's 1M steps."""
+  out = []
+  for r in rows(results, "projection"):
+    hours = r["hours_per_million_steps"]
+    out.append(f"- {model_label(r)}, batch {r['batch']}, length {r['seq_len']}, "
+               f"{r['precision']} ({r['device']}): {r['steps_per_s']:.2f} steps/s "
+               f"({r['seq_per_s']:.0f} seq/s); 1M steps in {hours:.3g} h (target under "
+               f"{JAX_TARGET_HOURS:.0f} h: **{'met' if hours < JAX_TARGET_HOURS else 'not met'}"
+               "**; the paper: 4 days on one V100)")
+    if "forward_seconds" in r:
+      f, fb, step = r["forward_seconds"], r["forward_backward_seconds"], r["step_seconds"]
+      out.append(f"- where the step goes: forward {f * 1e3:.2f} ms, backward "
+                 f"{(fb - f) * 1e3:.2f} ms, optimizer and the rest {(step - fb) * 1e3:.2f} ms "
+                 f"of {step * 1e3:.2f} ms")
+  return ["## Paper-small projection (JAX)", ""] + out + [""] if out else []
 
 
 def profile(results: Results) -> List[str]:
@@ -258,9 +321,10 @@ def not_ok(results: Results) -> List[str]:
 def write(out_dir: str, paths: List[str]) -> str:
   """Writes out_dir/results.md (and numerics.png) from the results files; returns the text."""
   results = load_results(paths)
-  text = "\n".join(["# GPU run (issue 35)", ""] + machine(results) + pretraining(results)
-                   + profile(results) + finetuning(results) + numerics(results, out_dir)
-                   + study(results) + inference(results) + not_ok(results))
+  text = "\n".join(["# GPU run", ""] + machine(results) + pretraining(results)
+                   + jax_throughput(results) + profile(results) + finetuning(results)
+                   + numerics(results, out_dir) + projection(results) + study(results)
+                   + inference(results) + not_ok(results))
   write_text_atomic(os.path.join(out_dir, "results.md"), text)
   return text
 

@@ -1,6 +1,7 @@
-"""Issue 35's GPU measurements as one resumable list of items (scripts/gpu_run.sh runs it).
+"""The GPU measurements as one resumable list of items (scripts/gpu_run.sh runs it).
 
-    python bench/gpu_suite.py --out DIR [--dry] [--minutes 9] [--resume FILE] [SELECTION ...]
+    python bench/gpu_suite.py --out DIR [--backend tensorflow|jax] [--dry] [--minutes 9]
+        [--resume FILE] [SELECTION ...]
     python bench/gpu_suite.py prepare [--dry] [--work-dir .gpu/study]
     python bench/gpu_suite.py report --out DIR RESULTS.jsonl ...
 
@@ -19,6 +20,13 @@ training text) into --work-dir, which travels with the call (`carry`).
 
 `--dry` runs every item on the CPU with tiny sizes and a data set of its own,
 to test the whole run before GPU time is spent on it.
+
+`--backend jax` (issue 41) runs the items of the JAX trainer instead, for a machine
+with JAX and PyTorch but no TensorFlow: env, the pre-training step's throughput
+(bench/jax_pretrain_step.py) beside transformers' RTD step (bench/hf_rtd_step.py)
+per model, length and precision, the bf16 against float32 numerics, the
+paper-small projection and electra_base at length 512. Its items import no
+TensorFlow (ELECTRA_BLOCK_TENSORFLOW=1 makes sure) and need no prepared data.
 """
 
 from __future__ import annotations
@@ -86,6 +94,40 @@ DRY = Sizes(
     finetune={"model_size": "small", "hparams": DRY_MODEL, "seq_len": 128, "batch_size": 2},
     inference_flags=["--models", "electra_small", "--batch-size", 4, "--rounds", 1,
                      "--latency-texts", 4, "--throughput-texts", 8])
+
+
+@dataclasses.dataclass
+class JaxSizes:
+  """What the JAX backend's items measure: the GPU run's sizes, or the dry run's."""
+  throughput: List[tuple]  # (key, model name, hparams, length, largest batch tried)
+  precisions: List[tuple]  # (name, --mixed-precision)
+  steps: int
+  rounds: int
+  numerics: Dict[str, Any]  # model, hparams, seq_len, batch, steps, log_every
+  projection: Dict[str, Any]  # model, hparams, seq_len, batch
+  late: List[tuple]  # throughput rows run last, if time remains (key, model, hparams, ...)
+
+
+JAX_GPU = JaxSizes(
+    throughput=[("base128", "electra_base", {}, 128, 512),
+                ("small128", "electra_small", {}, 128, 1024)],
+    precisions=[("bf16", "mixed_bfloat16"), ("f32", "float32")],
+    steps=20, rounds=3,
+    numerics={"model": "electra_small", "hparams": {}, "seq_len": 128, "batch": 128,
+              "steps": 300, "log_every": 10},
+    projection={"model": "electra_small", "hparams": {}, "seq_len": 128, "batch": 128},
+    late=[("base512", "electra_base", {}, 512, 128)])
+DRY_JAX_MODEL = {"debug": True, "vocab_size": 1100}
+JAX_DRY = JaxSizes(
+    throughput=[("base128", "electra_base", DRY_JAX_MODEL, 32, 4),
+                ("small128", "electra_small", DRY_JAX_MODEL, 32, 4)],
+    precisions=[("bf16", "mixed_bfloat16"), ("f32", "float32")],
+    steps=2, rounds=1,
+    numerics={"model": "electra_small", "hparams": DRY_JAX_MODEL, "seq_len": 32, "batch": 4,
+              "steps": 6, "log_every": 3},
+    projection={"model": "electra_small", "hparams": DRY_JAX_MODEL, "seq_len": 32,
+                "batch": 4},
+    late=[("base512", "electra_base", DRY_JAX_MODEL, 64, 2)])
 
 
 @dataclasses.dataclass
@@ -185,6 +227,40 @@ def items(sizes: Sizes, data_dir: str, peak: Optional[float], dry: bool) -> List
           + [inference, study_item(sizes, data_dir, dry)])
 
 
+def jax_items(sizes: JaxSizes, peak: Optional[float]) -> List[Item]:
+  """The JAX backend's items, most wanted first: env, throughput at length 128 (ours, then
+  transformers' step under torch.compile at the same model, length and precision, each at
+  the largest batch that fits), numerics, the projection, then length 512."""
+  peak_flags = ["--peak-tflops", peak] if peak else []
+
+  def throughput(key, model, hparams, length, top, precisions):
+    for name, precision in precisions:
+      flags = ["--model-name", model, "--hparams", json.dumps(hparams), "--seq-len", length,
+               "--max-batch", top, "--steps", sizes.steps, "--rounds", sizes.rounds,
+               "--mixed-precision", precision, *peak_flags]
+      yield Item(f"throughput/{key}/{name}/jax", python("jax_pretrain_step.py", *flags))
+      yield Item(f"throughput/{key}/{name}/hf", python("hf_rtd_step.py", *flags,
+                                                       "--jit-compile"),
+                 needs_module="transformers")
+  n, p = sizes.numerics, sizes.projection
+  numerics = [Item(f"numerics/{name}", python(
+      "jax_pretrain_step.py", "--model-name", n["model"], "--hparams", json.dumps(n["hparams"]),
+      "--seq-len", n["seq_len"], "--batch-sizes", n["batch"], "--train-steps", n["steps"],
+      "--log-every", n["log_every"], "--seed", seed, "--mixed-precision", precision))
+      for name, precision, seed in (("f32_seed0", "float32", 0),
+                                    ("bf16_xla_seed0", "mixed_bfloat16", 0),
+                                    ("f32_seed1", "float32", 1))]
+  projection = Item("projection/paper-small", python(
+      "jax_pretrain_step.py", "--model-name", p["model"], "--hparams", json.dumps(p["hparams"]),
+      "--seq-len", p["seq_len"], "--batch-sizes", p["batch"], "--steps", sizes.steps,
+      "--rounds", sizes.rounds, "--mixed-precision", "mixed_bfloat16", "--split",
+      *peak_flags))
+  early = [i for t in sizes.throughput for i in throughput(*t, sizes.precisions)]
+  late = [i for t in sizes.late for i in throughput(*t, sizes.precisions[:1])]
+  return ([Item("env", python("gpu_env.py", "--backend", "jax"), min_seconds=10)]
+          + early + numerics + [projection] + late)
+
+
 def selected(all_items: List[Item], selection: List[str]) -> List[Item]:
   if not selection:
     return all_items
@@ -278,12 +354,16 @@ def dense_bf16_peak(name: Optional[str]) -> Optional[float]:
   return None
 
 
-def child_env(dry: bool) -> Dict[str, str]:
+def child_env(dry: bool, backend: str = "tensorflow") -> Dict[str, str]:
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONUNBUFFERED="1")
   env["PYTHONPATH"] = os.pathsep.join(p for p in (common.REPO, os.environ.get("PYTHONPATH"))
                                       if p)
   if dry:
     env["CUDA_VISIBLE_DEVICES"] = ""
+  if backend == "jax":
+    env.update(KERAS_BACKEND="jax", ELECTRA_BLOCK_TENSORFLOW="1", USE_TF="0")
+    if dry:
+      env["JAX_PLATFORMS"] = "cpu"
   return env
 
 
@@ -294,17 +374,20 @@ def run(args) -> int:
   results_path = os.path.join(args.out, "results.jsonl")
   done = gpu_report.load_results([p for p in (args.resume, results_path) if p])
   peak = None if args.dry else dense_bf16_peak(gpu_name())
-  data_dir = args.data_dir or args.work_dir or tempfile.mkdtemp(prefix="gpu_dry_")
-  todo = selected(items(DRY if args.dry else GPU, data_dir, peak, args.dry), args.selection)
-  if args.dry and any(i.needs and not os.path.exists(i.needs) for i in todo):
-    prepare(args, data_dir)
+  if args.backend == "jax":
+    todo = selected(jax_items(JAX_DRY if args.dry else JAX_GPU, peak), args.selection)
+  else:
+    data_dir = args.data_dir or args.work_dir or tempfile.mkdtemp(prefix="gpu_dry_")
+    todo = selected(items(DRY if args.dry else GPU, data_dir, peak, args.dry), args.selection)
+    if args.dry and any(i.needs and not os.path.exists(i.needs) for i in todo):
+      prepare(args, data_dir)
   failures = 0
   for item in todo:
     if done.get(item.key, {}).get("status") == "ok":
       log(f"{item.key}: done earlier")
       continue
     record = run_item(item, deadline - time.time(), os.path.join(args.out, "run.log"),
-                      child_env(args.dry))
+                      child_env(args.dry, args.backend))
     failures += record["status"] in ("failed", "timeout")
     common.append_json(results_path, record)
     log(f"{item.key}: {record['status']} {record.get('seconds', '')} "
@@ -368,6 +451,8 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
   parser = argparse.ArgumentParser(description=__doc__,
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument("--out", default=os.environ.get("OUT", "gpu_out"))
+  parser.add_argument("--backend", choices=("tensorflow", "jax"), default="tensorflow",
+                      help="jax: the JAX trainer's items, for a machine without TensorFlow")
   parser.add_argument("--dry", action="store_true", help="tiny sizes on the CPU")
   parser.add_argument("--minutes", type=float, default=9.0,
                       help="the time this call may take; items that would not fit are skipped")
@@ -381,7 +466,7 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
   parser.add_argument("--shared-data", default=common.SHARED_DATA)
   parser.add_argument("selection", nargs="*", help="item key prefixes (default: all)")
   args = parser.parse_args(argv)
-  if not args.dry and args.data_dir is None:
+  if not args.dry and args.data_dir is None and args.backend == "tensorflow":
     args.data_dir = os.path.join(common.REPO, ".gpu", "study")
   return args
 

@@ -3,7 +3,7 @@ files (LiteRT, four quantizations) against PyTorch eager and ONNX Runtime (float
 in one run, alternating.
 
     python bench/inference_throughput.py [--models electra_small,electra_base,sst2_finetuned]
-        [--texts sst2_dev,mrpc_dev] [--sides pytorch,ort_fp32,...] [--rounds 3]
+        [--texts sst2_dev,mrpc_dev,cola_dev] [--sides pytorch,ort_fp32,...] [--rounds 3]
         [--latency-texts 50] [--throughput-texts 320] [--work-dir /tmp/electra_inference]
 
 Every side gets the same weights (random classifiers of the released shapes, built by
@@ -11,7 +11,9 @@ transformers and kept in --work-dir, see bench/inference/models.py; sst2_finetun
 electra_small fine-tuned on SST-2 in the bench, bench/inference/finetuned.py, judged on
 its dev accuracy) and the same raw texts, tokenisation included. Per side it prints batch-1 latency (p50, p95), sequences/s
 at --batch-size, the largest logit difference from PyTorch, and the ratios to ONNX
-Runtime float32 and to PyTorch (above 1: faster than the anchor). The sides, their
+Runtime float32 and to PyTorch (above 1: faster than the anchor); a side that sorts its
+texts into batches itself (Keras predict, TextScorer) is compared with `pytorch_sorted`,
+PyTorch on the same length-sorted batches. The sides, their
 interface and how to add one: bench/inference/__init__.py. Results: docs/benchmarks.md.
 """
 
@@ -91,7 +93,8 @@ def run_fixture(fixture, args) -> dict:
     theirs = expected if side.reference is None else outputs(side.reference, throughput,
                                                              args.batch_size)
     results[name] = {"side": side.name, "note": side.note, "max_diff": max_difference(
-        outputs(side.predict, throughput, args.batch_size), theirs)}
+        outputs(side.predict, throughput, args.batch_size), theirs),
+                     "sorts": side.predict_all is not None}
     if gold is not None and side.reference is None:
       results[name].update(accuracy(side.predict, gold, texts, args.batch_size))
   load_before = os.getloadavg()[0]
@@ -120,13 +123,17 @@ def accuracy(predict, reference: np.ndarray, texts, batch_size: int) -> dict:
 def table(result: dict) -> str:
   """The markdown table of one fixture, with the ratios to the anchors."""
   sides = result["sides"]
-  ort, torch = sides.get("ort_fp32"), sides.get("pytorch")
+  ort = sides.get("ort_fp32")
   lines = [f"{result['model']} on {result['texts']} (load {result['load'][0]:.2f} -> "
            f"{result['load'][1]:.2f})", "",
            "| side | batch-1 p50 ms | p95 ms | seq/s @batch | p50 vs ORT fp32 | "
-           "seq/s vs ORT fp32 | seq/s vs PyTorch | max logit diff | dev acc | agree |",
+           "seq/s vs ORT fp32 | seq/s vs PyTorch (same batches) | max logit diff | dev acc "
+           "| agree |",
            "|---|---|---|---|---|---|---|---|---|---|"]
   for r in sides.values():
+    # Sides that batch themselves (sorted by length) against PyTorch on the same batches.
+    torch = sides.get("pytorch_sorted" if r.get("sorts") else "pytorch")
+
     def ratio(anchor, key, inverse=False):
       if anchor is None:
         return "-"
@@ -147,7 +154,7 @@ def main() -> None:
   parser.add_argument("--finetune-epochs", type=float, default=3,
                       help=f"{FINETUNED}: epochs over SST-2 train (official: 3)")
   parser.add_argument("--texts", default=None,
-                      help="text sets (default all: sst2_dev,mrpc_dev, or embedded)")
+                      help="text sets (default all: sst2_dev,mrpc_dev,cola_dev, or embedded)")
   parser.add_argument("--sides", default=",".join(SIDES), help="comma-separated side names")
   parser.add_argument("--rounds", type=int, default=3)
   parser.add_argument("--batch-size", type=int, default=32)

@@ -14,7 +14,8 @@ ids of
   from tensorflow-text's TFLite guide;
 
 are compared with the official Python tokenizer (tf-models-official's BERT
-`FullTokenizer`, words of over 200 characters -> [UNK] as ELECTRA's) and with our
+`FullTokenizer` with ELECTRA's `_is_control`, every category C*, and words of over 200
+characters -> [UNK], as model/tokenization.py) and with our
 in-graph tokenizer (electra_tf2/text/tokenizer.py, the SavedModel's). Prints the share
 of texts with identical ids per file and overall, and the differing examples by rule;
 writes docs/litert_tokenizer_parity.json.
@@ -75,8 +76,20 @@ def text_sets():
   return sets
 
 
+def electra_is_control(char):
+  """ELECTRA's `_is_control` (model/tokenization.py:335-344): every category C* but tab,
+  newline and carriage return. BERT's (and tf-models-official's) checks Cc and Cf only."""
+  import unicodedata
+  if char in ("\t", "\n", "\r"):
+    return False
+  return unicodedata.category(char).startswith("C")
+
+
 def official_tokenizer(vocab_file, lower):
+  """tf-models-official's BERT FullTokenizer with ELECTRA's two changes: `_is_control`
+  and 200 characters per word."""
   from official.nlp.tools import tokenization
+  tokenization._is_control = electra_is_control  # pylint: disable=protected-access
   tokenizer = tokenization.FullTokenizer(vocab_file, do_lower_case=lower)
   tokenizer.wordpiece_tokenizer.max_input_chars_per_word = 200  # ELECTRA's
   return lambda text: tokenizer.convert_tokens_to_ids(tokenizer.tokenize(text))
@@ -132,7 +145,7 @@ def rules(text):
     if char in "\0\ufffd" or (category in ("Cc", "Cf") and char not in "\t\n\r"):
       found.add("controls removed (stock: made spaces)")
     elif category in ("Cn", "Co", "Cs"):
-      found.add("unassigned / private use / surrogate (ELECTRA: removed; BERT, ours: kept)")
+      found.add("unassigned / private use / surrogate (removed; the .tflite alone: [UNK])")
     elif unicodedata.normalize("NFKC", char) != char:
       found.add("no NFKC (stock: compatibility forms folded)")
     elif char.casefold() != char.lower():

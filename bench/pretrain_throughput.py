@@ -21,6 +21,11 @@ Model Garden always runs in float32: its `ElectraPretrainer` fails under a
 mixed policy (its MaskedLM head adds a float32 bias to half-precision logits). Inputs are in memory: the input
 pipeline is measured separately (--pipeline).
 
+`--backend jax` compares our two trainers instead: the TensorFlow one in this process (no
+Model Garden) and the JAX one (bench/jax_pretrain_step.py, KERAS_BACKEND=jax) in a
+subprocess run first, at the same batch sizes, precision, steps and rounds; it prints both
+and the ratio JAX / TensorFlow.
+
 `--max-batch N` replaces the fixed batch sizes: each side runs at the largest
 of N, N/2, N/4, ... whose step fits in memory (a GPU's out-of-memory error
 moves on to the next). `--anchor-jit-compile` compiles Model Garden's step
@@ -31,9 +36,11 @@ bf16 rate), `--json FILE` appends one JSON object per row.
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import os
+import subprocess
+import sys
+import tempfile
 import time
 from typing import Any, Callable, Dict, Tuple
 
@@ -42,36 +49,18 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from common import add_step_flags, append_json  # noqa: E402
+from common import (add_step_flags, append_json, fake_pretraining_batch,  # noqa: E402
+                    is_out_of_memory_message)
+from common import largest_batch as common_largest_batch  # noqa: E402
 from electra_tf2.config import PretrainingConfig, resolve_pretraining_config  # noqa: E402
+from electra_tf2.flops import train_step_flops  # noqa: E402
 from electra_tf2.training.driver import RunOptions  # noqa: E402
 from electra_tf2.training.pretraining import PretrainingRun  # noqa: E402
 
 
 # ---------------------------------------------------------------------------
-# FLOPs (matmuls only; training = 3 x forward)
+# Peak
 # ---------------------------------------------------------------------------
-
-
-def encoder_forward_flops(seq_len: int, embedding: int, hidden: int, inter: int,
-                          layers: int) -> float:
-  flops = 2.0 * seq_len * embedding * hidden if embedding != hidden else 0.0
-  per_layer = (2.0 * seq_len * hidden * 4 * hidden      # q, k, v, attention output
-               + 4.0 * seq_len * seq_len * hidden       # scores and weighted values
-               + 4.0 * seq_len * hidden * inter)        # feed-forward
-  return flops + layers * per_layer
-
-
-def train_step_flops(config: PretrainingConfig, batch: int) -> float:
-  """Analytic matmul FLOPs of one ELECTRA training step."""
-  d, g = config.bert_config, config.generator_bert_config
-  L, E, V, N = config.max_seq_length, config.resolved_embedding_size, d.vocab_size, \
-      config.max_predictions_per_seq
-  disc = encoder_forward_flops(L, E, d.hidden_size, d.intermediate_size, d.num_hidden_layers)
-  disc += 2.0 * L * d.hidden_size * (d.hidden_size + 1)
-  gen = encoder_forward_flops(L, E, g.hidden_size, g.intermediate_size, g.num_hidden_layers)
-  gen += 2.0 * N * (g.hidden_size * E + E * V)
-  return 3.0 * batch * (disc + gen)
 
 
 def compute_dtype(mixed_precision: str) -> tf.DType:
@@ -106,13 +95,8 @@ def matmul_peak_flops(dtype: tf.DType = tf.float32, n: int = 2048, repeats: int 
 
 
 def fake_features(config: PretrainingConfig, batch: int, seed: int = 0) -> Dict[str, tf.Tensor]:
-  rng = np.random.default_rng(seed)
-  L = config.max_seq_length
-  ids = rng.integers(1000, config.vocab_size, (batch, L)).astype(np.int32)
-  ids[:, 0], ids[:, L // 2], ids[:, -1] = 101, 102, 102
-  segments = (np.arange(L)[None] > L // 2).astype(np.int32).repeat(batch, 0)
-  return {"input_ids": tf.constant(ids), "input_mask": tf.ones([batch, L], tf.int32),
-          "segment_ids": tf.constant(segments)}
+  return {k: tf.constant(v) for k, v in fake_pretraining_batch(
+      batch, config.max_seq_length, config.vocab_size, seed).items()}
 
 
 def ours_step(config: PretrainingConfig, batch: int, options: RunOptions) -> Callable:
@@ -188,28 +172,15 @@ def time_steps(step: Callable, steps: int) -> float:
 
 def is_out_of_memory(error: Exception) -> bool:
   """Whether a TensorFlow error is an allocation failure (XLA reports some as internal)."""
-  text = str(error)
-  return isinstance(error, tf.errors.ResourceExhaustedError) or any(
-      words in text for words in ("RESOURCE_EXHAUSTED", "Out of memory", "out of memory", "OOM"))
+  return isinstance(error, tf.errors.ResourceExhaustedError) or is_out_of_memory_message(error)
 
 
 def largest_batch(make_step: Callable[[int], Callable], top: int, name: str = ""
                   ) -> Tuple[int, Callable]:
   """The first of top, top/2, top/4, ... whose step builds and runs (compiled and warmed
   up: two steps), with that step; re-raises any error but running out of memory."""
-  batch = top
-  while True:
-    try:
-      step = make_step(batch)
-      time_steps(step, 2)
-      return batch, step
-    except tf.errors.OpError as e:
-      if not is_out_of_memory(e) or batch == 1:
-        raise
-      print(f"{name} batch {batch}: out of memory, trying {batch // 2}", flush=True)
-    step = None
-    gc.collect()
-    batch //= 2
+  return common_largest_batch(make_step, top, lambda step: time_steps(step, 2),
+                              is_out_of_memory, name, errors=(tf.errors.OpError,))
 
 
 def device_name() -> str:
@@ -269,6 +240,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                       help="instead of --batch-sizes: the largest of N, N/2, ... that fits")
   parser.add_argument("--seq-len", type=int, default=128)
   add_step_flags(parser, steps=10)
+  parser.add_argument("--backend", choices=("tensorflow", "jax"), default="tensorflow",
+                      help="jax: our TensorFlow trainer against our JAX trainer")
   parser.add_argument("--skip-model-garden", action="store_true")
   parser.add_argument("--anchor-jit-compile", action="store_true",
                       help="Model Garden's step compiled with XLA")
@@ -279,8 +252,63 @@ def parse_args(argv=None) -> argparse.Namespace:
   return parser.parse_args(argv)
 
 
+def jax_rows(args) -> list:
+  """bench/jax_pretrain_step.py's rows at the same settings, run in a subprocess."""
+  flags = ["--model-name", args.model_name, "--hparams", args.hparams, "--seq-len",
+           str(args.seq_len), "--mixed-precision", args.mixed_precision, "--steps",
+           str(args.steps), "--rounds", str(args.rounds)]
+  flags += (["--max-batch", str(args.max_batch)] if args.max_batch else
+            ["--batch-sizes", args.batch_sizes])
+  flags += ["--peak-tflops", str(args.peak_tflops)] if args.peak_tflops else []
+  here = os.path.dirname(os.path.abspath(__file__))
+  with tempfile.TemporaryDirectory() as tmp:
+    path = os.path.join(tmp, "jax.jsonl")
+    env = dict(os.environ, KERAS_BACKEND="jax", ELECTRA_BLOCK_TENSORFLOW="1")
+    subprocess.run([sys.executable, os.path.join(here, "jax_pretrain_step.py"), *flags,
+                    "--json", path], check=True, env=env)
+    with open(path, encoding="utf-8") as f:
+      return [json.loads(line) for line in f if line.strip()]
+
+
+def compare_backends(args) -> None:
+  """Our TensorFlow step (in this process) against our JAX step (a subprocess, first)."""
+  jax_by_batch = {r["batch"]: r for r in jax_rows(args)}
+  options = RunOptions(distribution_strategy="one_device",
+                       mixed_precision=args.mixed_precision, jit_compile=args.jit_compile)
+  hparams = json.loads(args.hparams)
+
+  def config(batch: int) -> PretrainingConfig:
+    return resolve_pretraining_config(args.model_name, None, {
+        **hparams, "max_seq_length": args.seq_len, "train_batch_size": batch,
+        "num_warmup_steps": 0})
+  print(f"{'batch':>5} {'TF seq/s':>10} {'JAX seq/s':>10} {'JAX/TF':>7} "
+        f"{'JAX compile s':>13} {'TF GFLOP/s':>11} {'JAX GFLOP/s':>11}", flush=True)
+  for batch, jax_row in sorted(jax_by_batch.items()):
+    step = ours_step(config(batch), batch, options)
+    time_steps(step, 2)
+    best = min(time_steps(step, args.steps) for _ in range(args.rounds))
+    tf_seq = batch / best
+    flops = train_step_flops(config(batch), batch)
+    record = {"model": args.model_name, "hparams": hparams, "seq_len": args.seq_len,
+              "precision": args.mixed_precision, "batch": batch,
+              "tf_jit_compile": args.jit_compile, "tf_seq_per_s": tf_seq,
+              "jax_seq_per_s": jax_row["seq_per_s"],
+              "jax_compile_seconds": jax_row["compile_seconds"],
+              "ratio_jax_over_tf": jax_row["seq_per_s"] / tf_seq,
+              "tf_tflops": flops / best / 1e12, "jax_tflops": jax_row["tflops"],
+              "device": device_name(), "jax_device": jax_row["device"], "steps": args.steps,
+              "rounds": args.rounds}
+    print(f"{batch:>5} {tf_seq:>10.2f} {jax_row['seq_per_s']:>10.2f} "
+          f"{record['ratio_jax_over_tf']:>7.2f} {jax_row['compile_seconds']:>13.1f} "
+          f"{record['tf_tflops'] * 1e3:>11.1f} {jax_row['tflops'] * 1e3:>11.1f}", flush=True)
+    append_json(args.json, record)
+
+
 def main(argv=None) -> None:
   args = parse_args(argv)
+  if args.backend == "jax":
+    compare_backends(args)
+    return
   peak = 0.0
   dtype = compute_dtype(args.mixed_precision)
   options = RunOptions(distribution_strategy="one_device",

@@ -9,7 +9,10 @@ small windows (64 WordPieces, stride 32: most contexts need several); then
 QuestionAnswerer.from_pretrained(its directory) predicts every dev question, in
 Keras and through its SavedModel, and the answers are compared with the
 runner's predictions file (SQuAD 2.0: the best span, `span_text`, and the null
-odds). Prints one markdown row per task (docs/keras.md).
+odds). Prints one markdown row per task (docs/keras.md). With --litert, the model's
+`.tflite` files (float32 and dynamic-int8, `export_litert`) answer the same questions
+through `LiteRTModel`: exact agreement with the SavedModel's answers and the EM/F1 of
+both (docs/deploy.md).
 """
 
 from __future__ import annotations
@@ -36,7 +39,8 @@ TINY = {"init_checkpoint": None, "vocab_size": 30522, "embedding_size": 16,
         "num_train_epochs": 1.0, "iterations_per_loop": 10, "max_examples_per_split": None}
 
 
-def run(task: str, shared: str, work_dir: str, max_questions: int):
+def run(task: str, shared: str, work_dir: str, max_questions: int, litert: bool = False,
+        litert_rows=None):
   data_dir = os.path.join(work_dir, task)
   os.makedirs(os.path.join(data_dir, "finetuning_data", task), exist_ok=True)
   links = {os.path.join(data_dir, "vocab.txt"): os.path.join(shared, "vocab", "vocab.txt")}
@@ -81,9 +85,39 @@ def run(task: str, shared: str, work_dir: str, max_questions: int):
   windows = sum(len(task_windows) for task_windows in _windows(config, task, examples))
   print(f"{task}: runner {runner_seconds:.0f}s, Keras predict {keras_seconds:.0f}s, "
         f"{windows} windows, {len(set(expected))} distinct answers", flush=True)
-  return (f"| {os.path.basename(FILES[task][1])} ({task}) | {len(examples)} ({windows} windows) "
-          f"| predict {equal}/{len(examples)}, SavedModel {saved_equal}/{len(examples)} "
-          f"| {odds} |")
+  row = (f"| {os.path.basename(FILES[task][1])} ({task}) | {len(examples)} ({windows} windows) "
+         f"| predict {equal}/{len(examples)}, SavedModel {saved_equal}/{len(examples)} "
+         f"| {odds} |")
+  if litert and task == "squadv1":
+    litert_rows.extend(_litert_rows(task, model, examples, inputs, served, key,
+                                    os.path.join(data_dir, "finetuning_data", task, "dev.json"),
+                                    data_dir))
+  return row
+
+
+def _litert_rows(task, model, examples, inputs, served, key, dev_path, work_dir):
+  """Per quantization: the `.tflite` answers (LiteRTModel) against the SavedModel's, exact
+  string agreement, and SQuAD 1.1's EM/F1 of both (finetune/qa_eval.py)."""
+  from electra_tf2.finetune import qa_eval  # pylint: disable=import-outside-toplevel
+  with open(dev_path, encoding="utf-8") as f:
+    dataset = json.load(f)["data"]
+  ids = [e.example_id for e in examples]
+  score = lambda answers: qa_eval.squad_v1_evaluate(dataset, dict(zip(ids, answers)), set(ids))
+  base = score(served)
+  rows = []
+  for quantize in ("none", "dynamic-int8"):
+    path = model.export_litert(os.path.join(work_dir, f"qa_{quantize}.tflite"), quantize)
+    start = time.time()
+    out = electra_tf2.LiteRTModel(path).predict(inputs, batch_size=64)
+    seconds = time.time() - start
+    answers = [t.decode("utf-8") for t in out[key]]
+    same = sum(a == b for a, b in zip(answers, served))
+    ours = score(answers)
+    rows.append(f"| {task} | {quantize} | {os.path.getsize(path) / 2**20:.1f} MiB | "
+                f"{same}/{len(served)} ({100 * same / len(served):.2f}%) | "
+                f"{ours['exact_match']:.2f} / {ours['f1']:.2f} | "
+                f"{base['exact_match']:.2f} / {base['f1']:.2f} | {seconds:.0f} s |")
+  return rows
 
 
 def _windows(config, task, examples):
@@ -100,10 +134,18 @@ def main():
   parser.add_argument("--work-dir", required=True)
   parser.add_argument("--tasks", default="squadv1,squad")
   parser.add_argument("--max-questions", type=int, default=0, help="0: every dev question")
+  parser.add_argument("--litert", action="store_true",
+                      help="also the .tflite (float32, dynamic-int8) answers against the "
+                           "SavedModel's, with SQuAD 1.1 EM/F1 (squadv1)")
   args = parser.parse_args()
-  rows = [run(task, args.shared, args.work_dir, args.max_questions)
+  litert_rows = []
+  rows = [run(task, args.shared, args.work_dir, args.max_questions, args.litert, litert_rows)
           for task in args.tasks.split(",")]
   print("\n".join(rows))
+  if litert_rows:
+    print("\n| task | quantize | file | answers equal to the SavedModel's | EM / F1 | "
+          "SavedModel EM / F1 | LiteRTModel.predict |\n|---|---|---|---|---|---|---|")
+    print("\n".join(litert_rows))
 
 
 if __name__ == "__main__":

@@ -27,12 +27,13 @@ from typing import Callable, Dict, Optional, Sequence
 
 import tensorflow as tf
 
-from electra_tf2 import model_directory, precision, vocab as vocab_lib
+from electra_tf2 import model_directory, precision, predictions, vocab as vocab_lib
 from electra_tf2.text import description as tokenizer_description
 from electra_tf2.checkpoints import describe as describe_lib
 from electra_tf2.scoring import graph as scoring_graph
 from electra_tf2.atomic_io import atomic_directory
 from electra_tf2.errors import ElectraError, command
+from electra_tf2.finetune import task_builder
 from electra_tf2.litert.convert import QUANTIZE, check_quantize
 from electra_tf2.run_lock import hold
 from electra_tf2.text.packing import TextFeaturizer
@@ -272,13 +273,16 @@ def _load(model_dir: str, kind: Optional[str], checkpoint_path: Optional[str]):
 
 
 def _question_answerer(finetuned, model, vocab_file: str, do_lower_case: bool,
-                       max_seq_length: Optional[int]):
-  """The `QuestionAnswerer` of a loaded fine-tuned QA model (SQuAD, MRQA)."""
+                       max_seq_length: Optional[int], doc_stride: Optional[int] = None):
+  """The `QuestionAnswerer` of a loaded fine-tuned QA model (SQuAD, MRQA); doc_stride:
+  the tokens between its windows over a long context (default the config's)."""
   from electra_tf2.checkpoints import source as source_lib  # pylint: disable=g-import-not-at-top
   from electra_tf2.models import question_answerer  # pylint: disable=g-import-not-at-top
   source = dataclasses.replace(source_lib.finetuned_source(*finetuned, model),
                                vocab_file=vocab_file, do_lower_case=do_lower_case)
   options = {} if max_seq_length is None else {"max_seq_length": max_seq_length}
+  if doc_stride is not None:
+    options["doc_stride"] = doc_stride
   answerer = question_answerer.QuestionAnswerer.from_source(source, **options)
   answerer.load_source(source)
   return answerer
@@ -307,7 +311,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                       help="--quantize int8: representative texts, one per line (pairs "
                            "tab-separated)")
   parser.add_argument("--text-pairs", action="store_true",
-                      help="--format litert: the .tflite takes text and text_b (pair tasks)")
+                      help="--format litert: the .tflite takes text and text_b (default for "
+                           "a fine-tuned pair task, e.g. MNLI or MRPC)")
   parser.add_argument("--vocab-file", default=None,
                       help="vocabulary (default: the model dir's vocab.txt or the config's)")
   parser.add_argument("--do-lower-case", action=argparse.BooleanOptionalAction, default=None,
@@ -317,7 +322,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                            "included (default: the config's max_seq_length)")
   parser.add_argument("--window-stride", type=int, default=None,
                       help="tokens between the windows of the discriminator's score signature "
-                           "(default half of max_seq_length - 2)")
+                           "(default half of max_seq_length - 2), or of a QA model's windows "
+                           "over long contexts (its doc_stride; default the config's)")
   parser.add_argument("--no-text-signatures", dest="text", action="store_false",
                       help="only the token_ids signature: no tensorflow-text op in the model")
   parser.add_argument("--dtype", choices=precision.DTYPES, default="float32",
@@ -332,10 +338,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     raise ExportError("the text signatures need the vocabulary: pass --vocab-file (or "
                       "--no-text-signatures)")
   lower = lower if args.do_lower_case is None else args.do_lower_case
-  if kind == "finetuned" and args.text and any(spec["kind"] == "qa" for spec in model.head_specs):
-    answerer = _question_answerer(finetuned, model, vocab_file, lower, args.max_seq_length)
+  qa = kind == "finetuned" and any(spec["kind"] == "qa" for spec in model.head_specs)
+  _check_window_stride(args, kind, qa)
+  if qa and args.text:
+    answerer = _question_answerer(finetuned, model, vocab_file, lower, args.max_seq_length,
+                                  args.window_stride)
     if args.format == "litert":
-      answerer.export_litert(args.output, args.quantize, calibration_texts)  # refuses
+      answerer.export_litert(args.output, args.quantize, calibration_texts)
+      print(f"wrote {args.output} (question answering, quantize {args.quantize}; inputs: "
+            "question, context through LiteRTModel: windows and answers in Python)")
+      return 0
     with hold(args.output_dir):
       ServingModule.check_output(args.output_dir)
       answerer.export_saved_model(args.output_dir, args.dtype)
@@ -345,14 +357,30 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   module = serving_module(model, kind, vocab_file if args.text else None, lower,
                           args.max_seq_length or max_seq_length, args.window_stride, args.dtype)
   if args.format == "litert":
-    module.write_litert(args.output, args.quantize, calibration_texts, args.text_pairs)
+    text_pairs = args.text_pairs or (kind == "finetuned" and any(
+        task_builder.takes_pairs(task) for task in model.task_names))
+    module.write_litert(args.output, args.quantize, calibration_texts, text_pairs)
     print(f"wrote {args.output} ({kind}, quantize {args.quantize}; inputs: text"
-          f"{', text_b' if args.text_pairs else ''})")
+          f"{', text_b' if text_pairs else ''})")
     return 0
   with hold(args.output_dir):
     module.save(args.output_dir)
   print(f"wrote {args.output_dir} ({kind}; signatures: {', '.join(sorted(module.signatures()))})")
   return 0
+
+
+def _check_window_stride(args, kind: str, qa: bool) -> None:
+  """--window-stride is the score signature's stride (discriminator SavedModels) or the
+  stride of a QA model's windows over long contexts; refused where nothing has windows."""
+  if args.window_stride is None:
+    return
+  if args.window_stride < 1:
+    raise ExportError(f"--window-stride must be >= 1, got {args.window_stride}")
+  if not (qa or (kind == "discriminator" and args.format == "savedmodel")):
+    what = (f"a .tflite of kind {kind}" if args.format == "litert" and not qa
+            else f"kind {kind} without question answering")
+    raise ExportError(f"--window-stride sets the windows of the discriminator's score "
+                      f"signature (a SavedModel) or of question answering: {what} has none")
 
 
 def _check_format_flags(args) -> Optional[Sequence[str]]:
@@ -370,12 +398,16 @@ def _check_format_flags(args) -> Optional[Sequence[str]]:
     return None
   if args.output is None:
     raise ExportError("--format litert writes one file: give --output MODEL.tflite")
+  if args.dtype != "float32":
+    raise ExportError(f"--dtype {args.dtype} applies to SavedModels: a .tflite computes in "
+                      "float32; --quantize float16 or dynamic-int8 make it smaller")
   if not args.text:
     raise ExportError("--format litert takes text: --no-text-signatures does not apply")
   if args.calibration_file is None:
     check_quantize(args.quantize, None)
     return None
-  with open(args.calibration_file, encoding="utf-8") as f:
-    texts = [line.rstrip("\n") for line in f if line.strip()]
+  texts = [line for _, line, _ in predictions.text_lines(args.calibration_file,
+                                                          "--calibration-file", ExportError)
+           if line.strip()]
   check_quantize(args.quantize, texts)
   return texts

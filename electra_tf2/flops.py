@@ -136,6 +136,31 @@ def pretraining_flops_per_step(config) -> float:
   return flops + towers * gen.train_flops(batch, 1)
 
 
+def encoder_matmul_flops(seq_len: int, embedding: int, hidden: int, inter: int,
+                         layers: int) -> float:
+  """Forward matmul FLOPs (2mn each) of one sequence through an encoder's projection and
+  layers: the throughput benches' count, without the elementwise terms of the official one."""
+  flops = 2.0 * seq_len * embedding * hidden if embedding != hidden else 0.0
+  per_layer = (2.0 * seq_len * hidden * 4 * hidden      # q, k, v, attention output
+               + 4.0 * seq_len * seq_len * hidden       # scores and weighted values
+               + 4.0 * seq_len * hidden * inter)        # feed-forward
+  return flops + layers * per_layer
+
+
+def train_step_flops(config, batch: int) -> float:
+  """Matmul FLOPs of one ELECTRA training step of `batch` sequences (training = 3 x forward):
+  the discriminator with its head on every token, the generator with its MLM head on the
+  `max_predictions_per_seq` masked positions. The benches' MFU numerator, on every backend."""
+  d, g = config.bert_config, config.generator_bert_config
+  L, E, V, N = (config.max_seq_length, config.resolved_embedding_size, d.vocab_size,
+                config.max_predictions_per_seq)
+  disc = encoder_matmul_flops(L, E, d.hidden_size, d.intermediate_size, d.num_hidden_layers)
+  disc += 2.0 * L * d.hidden_size * (d.hidden_size + 1)
+  gen = encoder_matmul_flops(L, E, g.hidden_size, g.intermediate_size, g.num_hidden_layers)
+  gen += 2.0 * N * (g.hidden_size * E + E * V)
+  return 3.0 * batch * (disc + gen)
+
+
 @command
 def main(argv: Optional[Sequence[str]] = None) -> int:
   parser = argparse.ArgumentParser(

@@ -6,6 +6,15 @@
 #   bash scripts/gpu_run.sh [ITEM ...]     # on the GPU machine (default: every item)
 #   bash scripts/gpu_run.sh --dry [ITEM ...]   # on a CPU, tiny sizes: the whole run, tested
 #   bash scripts/gpu_run.sh report RESULTS.jsonl ...   # tables and plot of fetched results
+# --backend jax (issue 41; anywhere before ITEM or `wheels`): the JAX trainer's items for a
+# machine with JAX and PyTorch but no TensorFlow (bench/gpu_suite.py --backend jax): only
+# keras, namex and optree travel (scripts/gpu_wheels_jax.txt -> .gpu/wheels_jax), the
+# machine's own JAX, torch and transformers run, nothing imports TensorFlow, no `prepare`.
+#   bash scripts/gpu_run.sh wheels --backend jax        # here: .gpu/wheels_jax
+#   bash scripts/gpu_run.sh --backend jax [ITEM ...]    # on the GPU machine
+#   bash scripts/gpu_run.sh --dry --backend jax [ITEM ...]  # on a CPU, tiny sizes, no TF
+# JAX ITEMs: env, throughput (throughput:base128, throughput:small128/bf16, ...), numerics,
+# projection, throughput:base512.
 # ITEM: a key prefix, e.g. pretrain, pretrain:base128, profile, finetune, numerics, inference,
 # study, env (bench/gpu_suite.py). Environment: OUT (default ./gpu_out; the device sets it),
 # MINUTES (the call's time, default 9; items that would not fit are skipped), RESUME (an
@@ -21,19 +30,35 @@ fi
 OUT="${OUT:-$PWD/gpu_out}"
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" TF_CPP_MIN_LOG_LEVEL=2 PYTHONUNBUFFERED=1
 dry="${DRY:-}"
-[ "${1:-}" = "--dry" ] && { dry=1; shift; }
+backend=tensorflow
+args=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --dry) dry=1 ;;
+    --backend) backend="${2:?--backend takes tensorflow or jax}"; shift ;;
+    --backend=*) backend="${1#--backend=}" ;;
+    *) args+=("$1") ;;
+  esac
+  shift
+done
+set -- ${args[@]+"${args[@]}"}
+case "$backend" in
+  tensorflow) wheels_list=scripts/gpu_wheels.txt; wheels_dir=.gpu/wheels ;;
+  jax) wheels_list=scripts/gpu_wheels_jax.txt; wheels_dir=.gpu/wheels_jax ;;
+  *) echo "error: --backend $backend: use tensorflow or jax" >&2; exit 2 ;;
+esac
 
 case "${1:-}" in
   prepare)
     shift
     exec "$PYTHON" bench/gpu_suite.py prepare "$@" ;;
   wheels)
-    rm -rf .gpu/wheels && mkdir -p .gpu/wheels
-    grep -v '^#' scripts/gpu_wheels.txt | xargs "$PYTHON" -m pip download -q --no-deps \
+    rm -rf "$wheels_dir" && mkdir -p "$wheels_dir"
+    grep -v '^#' "$wheels_list" | xargs "$PYTHON" -m pip download -q --no-deps \
       --only-binary=:all: --python-version 3.12 --implementation cp -c constraints.txt \
       --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 \
-      --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d .gpu/wheels
-    du -sh .gpu/wheels
+      --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d "$wheels_dir"
+    du -sh "$wheels_dir"
     exit 0 ;;
   report)
     shift
@@ -44,8 +69,9 @@ esac
 mkdir -p "$OUT"
 if [ -n "$dry" ]; then
   export CUDA_VISIBLE_DEVICES=""
-  exec "$PYTHON" bench/gpu_suite.py --dry --out "$OUT" --minutes "${MINUTES:-30}" \
-    ${RESUME:+--resume "$RESUME"} "$@"
+  [ "$backend" = jax ] && export JAX_PLATFORMS=cpu ELECTRA_BLOCK_TENSORFLOW=1
+  exec "$PYTHON" bench/gpu_suite.py --dry --backend "$backend" --out "$OUT" \
+    --minutes "${MINUTES:-30}" ${RESUME:+--resume "$RESUME"} "$@"
 fi
 
 # The device machine has no registry: packages it lacks come as carried wheels, after
@@ -53,19 +79,34 @@ fi
 install() {
   echo "python: $("$PYTHON" --version 2>&1) at $(command -v "$PYTHON")"
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
-  if compgen -G ".gpu/wheels/*.whl" > /dev/null; then
+  if compgen -G "$wheels_dir/*.whl" > /dev/null; then
     "$PYTHON" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-      --target /tmp/electra_site .gpu/wheels/*.whl || return 1
-    echo "installed $(ls .gpu/wheels | wc -l) carried wheels into /tmp/electra_site"
+      --target /tmp/electra_site "$wheels_dir"/*.whl || return 1
+    echo "installed $(ls "$wheels_dir" | wc -l) carried wheels into /tmp/electra_site"
   fi
 }
 if ! install > "$OUT/install.log" 2>&1; then
   cat "$OUT/install.log"
-  echo "error: installing the carried wheels (.gpu/wheels, made for Python 3.12) failed:" \
+  echo "error: installing the carried wheels ($wheels_dir, made for Python 3.12) failed:" \
        "see above" >&2
   exit 3
 fi
 if [ -d /tmp/electra_site ]; then export PYTHONPATH="$PYTHONPATH:/tmp/electra_site"; fi
+if [ "$backend" = jax ]; then
+  export KERAS_BACKEND=jax
+  check='import sys, jax, keras
+print("jax", jax.__version__, "keras", keras.__version__, "devices:", jax.devices())
+sys.exit(0 if jax.default_backend() == "gpu" else 4)'
+  if ! "$PYTHON" -c "$check" >> "$OUT/install.log" 2>&1; then
+    cat "$OUT/install.log"
+    echo "error: $PYTHON has no JAX that sees a GPU, or no keras (carry $wheels_dir: bash" \
+         "scripts/gpu_run.sh wheels --backend jax): see above" >&2
+    exit 3
+  fi
+  cat "$OUT/install.log"
+  exec "$PYTHON" bench/gpu_suite.py --backend jax --out "$OUT" --minutes "${MINUTES:-9}" \
+    ${RESUME:+--resume "$RESUME"} "$@"
+fi
 check='import sys, tensorflow as tf
 gpus = tf.config.list_physical_devices("GPU")
 print("tensorflow", tf.__version__, "GPUs:", gpus)

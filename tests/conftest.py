@@ -1,9 +1,15 @@
-"""Shared test set-up: quiet TensorFlow, CPU only, and the location of ../shared/data."""
+"""Shared test set-up: quiet TensorFlow, CPU only, the location of ../shared/data, and
+(ELECTRA_BLOCK_TENSORFLOW=1, tests/block_tensorflow.py) TensorFlow made unimportable."""
 
 import os
+import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
+
+if os.environ.get("ELECTRA_BLOCK_TENSORFLOW") == "1":  # before anything imports TensorFlow
+  sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+  import block_tensorflow  # noqa: E402,F401  pylint: disable=g-import-not-at-top,unused-import
 
 import pytest  # noqa: E402
 

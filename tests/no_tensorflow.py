@@ -1,5 +1,5 @@
 """Run Python code in a subprocess where `import tensorflow` fails, as on a JAX or PyTorch
-machine without it: a `sys.meta_path` finder refuses `tensorflow` and every package whose
+machine without it: tests/block_tensorflow.py blocks `tensorflow` and every package whose
 name starts with it (tensorflow_text, ...)."""
 
 import os
@@ -12,18 +12,13 @@ from conftest import REPO_ROOT
 BLOCKER = """
 import sys
 
-class _NoTensorFlow:
-  def find_spec(self, name, path=None, target=None):
-    if name.split(".")[0].startswith("tensorflow"):
-      raise ImportError(f"{name} is blocked: this process runs without TensorFlow")
-    return None
-
-sys.meta_path.insert(0, _NoTensorFlow())
+import block_tensorflow
 """
 
 CHECK_STILL_BLOCKED = """
-assert not any(name.split(".")[0].startswith("tensorflow") for name in sys.modules), sorted(
-    name for name in sys.modules if name.startswith("tensorflow"))
+loaded = sorted(name for name, module in sys.modules.items()
+                if block_tensorflow.is_blocked(name) and module is not None)
+assert not loaded, loaded
 try:
   import tensorflow
 except ImportError:

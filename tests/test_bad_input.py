@@ -253,3 +253,85 @@ def test_a_message_with_a_newline_is_still_one_line(capsys):
   from electra_tf2 import errors
   assert errors.report(ElectraError("bad.json: question 'a\nb' has no answer")) == 2
   assert capsys.readouterr().err == "error: bad.json: question 'a\\nb' has no answer\n"
+
+
+# ---------------------------------------------------------------------------
+# Text inputs of the serving commands and readers
+# ---------------------------------------------------------------------------
+
+LINE_BYTES = st.one_of(
+    st.text(alphabet=st.characters(blacklist_characters="\n", blacklist_categories=("Cs",)),
+            max_size=8).map(str.encode),
+    st.binary(max_size=6).filter(lambda b: b"\n" not in b))
+
+
+def first_undecodable_line(content: bytes):
+  """The number of the first line that is not UTF-8 (a line ends at \\n; trailing \\r
+  dropped), or None: Python's own decoder as the oracle."""
+  for number, line in enumerate(content.split(b"\n"), 1):
+    try:
+      line.rstrip(b"\r").decode("utf-8")
+    except UnicodeDecodeError:
+      return number
+  return None
+
+
+def serving_commands(tmp_path, path):
+  """Every command that reads a user's text file, on `path`, without a model (each reads
+  its text before loading one): name -> a call returning the exit code."""
+  from electra_tf2 import export, predict
+  from electra_tf2.scoring import cli
+  missing, out = str(tmp_path / "no_model"), str(tmp_path / "out.jsonl")
+  return {
+      "predict": lambda: predict.main(["--model", missing, "--input", path, "--output", out]),
+      "export --calibration-file": lambda: export.main([
+          "--model-dir", missing, "--format", "litert", "--output", out, "--quantize", "int8",
+          "--calibration-file", path]),
+      "score file": lambda: cli.main(["file", "--model-dir", missing, "--input", path,
+                                      "--output", out]),
+      "score rerank": lambda: cli.main(["rerank", "--model-dir", missing, "--input", path,
+                                        "--output", out])}
+
+
+@PROPERTY
+@given(lines=st.lists(LINE_BYTES, max_size=5), newline=st.sampled_from([b"\n", b"\r\n"]),
+       trailing=st.booleans())
+@example(lines=[b"the c\xffat"], newline=b"\n", trailing=True)
+@example(lines=[b"ok", b"", b"\xc3"], newline=b"\r\n", trailing=False)
+def test_every_command_refuses_bytes_that_are_not_utf8_naming_the_line(tmp_path, capsys, lines,
+                                                                       newline, trailing):
+  """predict, export --calibration-file, score file and score rerank: exit 2 with one line
+  naming the file and the first line that is not UTF-8; the readers (`predict_file`'s,
+  `QuestionAnswerer.read_rows`') raise the same one line."""
+  from electra_tf2 import predictions
+  content = newline.join(lines) + (newline if trailing else b"")
+  path = str(tmp_path / "input.txt")
+  with open(path, "wb") as f:
+    f.write(content)
+  bad = first_undecodable_line(content)
+  wanted = f"{path}:{bad}: not valid UTF-8"
+  for name, run in serving_commands(tmp_path, path).items():
+    assert run() == 2, name
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: "), (name, err)
+    assert (wanted in err) if bad else ("UTF-8" not in err), (name, err)
+  for names, jsonl in ((["text"], False), (["question", "context"], True)):
+    try:
+      predictions.read_rows(path, names, jsonl)
+    except predictions.InputFileError as e:
+      assert_one_line(e, path)
+      assert (wanted in str(e)) if bad else ("UTF-8" not in str(e)), str(e)
+    else:
+      assert bad is None
+  assert not os.path.exists(tmp_path / "out.jsonl")
+
+
+@pytest.mark.parametrize("content", [b"", b"\n \n\t\r\n"])
+def test_score_refuses_an_input_without_text_in_one_line(tmp_path, capsys, content):
+  path = tmp_path / "input.txt"
+  path.write_bytes(content)
+  for name, run in serving_commands(tmp_path, str(path)).items():
+    if name.startswith("score"):
+      assert run() == 2
+      assert capsys.readouterr().err == (f"error: --input {path} is empty: give one text (or "
+                                         "JSON object) per line\n")

@@ -2,14 +2,15 @@
 
 The reference is written here from spec section 4.1: embeddings (word +
 token type + position), LayerNorm with epsilon 1e-12, embeddings_project,
-post-LN blocks with exact erf GELU and the -10000 additive mask.
+post-LN blocks with exact erf GELU and the -10000 additive mask. Runs on every Keras
+backend (tests/test_backends.py).
 """
 
 import numpy as np
 import pytest
-import tensorflow as tf
 from scipy.special import erf
 
+from backend_marks import numpy, tensor
 from electra_tf2 import variable_names
 from electra_tf2.encoder_config import BertConfig
 from electra_tf2.layers import EmbeddingBlock, TransformerLayer
@@ -100,15 +101,15 @@ def test_encoder_matches_numpy_reference(embedding_size, direction):
   randomise(encoder.weights, seed=1)
   names = variable_names.encoder_variable_map(encoder, "e")
   assert ("e/embeddings_project/kernel" in names) == (embedding_size != CONFIG.hidden_size)
-  w = {n: v.numpy().astype(np.float64) for n, v in names.items()}
+  w = {n: numpy(v).astype(np.float64) for n, v in names.items()}
   ids, mask, segments = inputs()
-  got = encoder(tf.constant(ids), tf.constant(mask), tf.constant(segments), training=False)
+  got = encoder(tensor(ids), tensor(mask), tensor(segments), training=False)
   want = np_encoder(w, ids, mask, segments, CONFIG.num_hidden_layers,
                     CONFIG.num_attention_heads, direction)
   # Compared at real tokens: a padding query whose every key is masked (rtl at the
   # end of a row) sees scores of about -10000, where float32 keeps only ~3 digits.
   real = mask.astype(bool)
-  np.testing.assert_allclose(got.numpy()[real], want[real], atol=1e-5, rtol=0)
+  np.testing.assert_allclose(numpy(got)[real], want[real], atol=1e-5, rtol=0)
 
 
 def test_embeddings_and_one_block_match_numpy_reference():
@@ -119,24 +120,24 @@ def test_embeddings_and_one_block_match_numpy_reference():
   layer.build()
   randomise(block.weights + layer.weights, seed=2)
   ids, mask, segments = inputs(seed=3)
-  w = {n.replace("x/", "e/"): v.numpy().astype(np.float64) for n, v in {
+  w = {n.replace("x/", "e/"): numpy(v).astype(np.float64) for n, v in {
       **variable_names.embeddings_variable_map(block, "x/embeddings"),
       **variable_names.transformer_layer_variable_map(layer, "x/encoder/layer_0")}.items()}
   from electra_tf2.layers import attention_bias
-  emb = block(tf.constant(ids), tf.constant(segments))
-  got = layer(emb, attention_bias(tf.constant(mask), "bidirectional", tf.float32))
+  emb = block(tensor(ids), tensor(segments))
+  got = layer(emb, attention_bias(tensor(mask), "bidirectional", "float32"))
   want = np_encoder(w, ids, mask, segments, n_layers=1, heads=4)
-  np.testing.assert_allclose(got.numpy(), want, atol=1e-5, rtol=0)
+  np.testing.assert_allclose(numpy(got), want, atol=1e-5, rtol=0)
 
 
 def test_dropout_only_in_training():
   encoder = Encoder(CONFIG.replace(hidden_dropout_prob=0.5, attention_probs_dropout_prob=0.5))
-  ids, mask, segments = (tf.constant(a) for a in inputs())
-  a = encoder(ids, mask, segments, training=False)
-  b = encoder(ids, mask, segments, training=False)
-  c = encoder(ids, mask, segments, training=True)
-  np.testing.assert_array_equal(a.numpy(), b.numpy())
-  assert np.abs(a.numpy() - c.numpy()).max() > 1e-3
+  ids, mask, segments = (tensor(a) for a in inputs())
+  a = numpy(encoder(ids, mask, segments, training=False))
+  b = numpy(encoder(ids, mask, segments, training=False))
+  c = numpy(encoder(ids, mask, segments, training=True))
+  np.testing.assert_array_equal(a, b)
+  assert np.abs(a - c).max() > 1e-3
 
 
 def test_shared_embeddings_are_one_variable():
@@ -162,33 +163,33 @@ def test_every_official_activation_in_the_encoder_and_heads(activation):
   encoder = Encoder(config, 8)
   encoder.build()
   randomise(encoder.weights, seed=4)
-  w = {n: v.numpy().astype(np.float64)
+  w = {n: numpy(v).astype(np.float64)
        for n, v in variable_names.encoder_variable_map(encoder, "e").items()}
   ids, mask, segments = inputs(seed=5)
-  got = encoder(tf.constant(ids), tf.constant(mask), tf.constant(segments))
+  got = encoder(tensor(ids), tensor(mask), tensor(segments))
   want = np_encoder(w, ids, mask, segments, CONFIG.num_hidden_layers,
                     CONFIG.num_attention_heads, activation=activation)
   real = mask.astype(bool)
-  np.testing.assert_allclose(got.numpy()[real], want[real], atol=1e-5, rtol=0)
+  np.testing.assert_allclose(numpy(got)[real], want[real], atol=1e-5, rtol=0)
 
   act = NP_ACTIVATIONS[activation]
   hidden = np.random.default_rng(6).normal(0, 1, (2, 3, 16)).astype(np.float32)
   head = DiscriminatorHead(16, hidden_act=activation)
   head.build(hidden.shape)
   randomise(head.weights, seed=7)
-  k, b, k1, b1 = (v.numpy().astype(np.float64) for v in
+  k, b, k1, b1 = (numpy(v).astype(np.float64) for v in
                   (head.dense.kernel, head.dense.bias, head.dense_1.kernel, head.dense_1.bias))
-  np.testing.assert_allclose(head(tf.constant(hidden)).numpy(),
+  np.testing.assert_allclose(numpy(head(tensor(hidden))),
                              (act(hidden @ k + b) @ k1 + b1)[..., 0], atol=1e-4, rtol=1e-5)
   mlm = MaskedLMHead(8, 40, hidden_act=activation)
   mlm.build(hidden.shape)
   randomise(mlm.weights, seed=8)
   table = np.random.default_rng(9).normal(0, 1, (40, 8))
-  k, b, g, beta, out_b = (v.numpy().astype(np.float64) for v in (
+  k, b, g, beta, out_b = (numpy(v).astype(np.float64) for v in (
       mlm.dense.kernel, mlm.dense.bias, mlm.layer_norm.gamma, mlm.layer_norm.beta,
       mlm.output_bias))
   want = np_layer_norm(act(hidden @ k + b), g, beta) @ table.T + out_b
-  np.testing.assert_allclose(mlm(tf.constant(hidden), tf.constant(table, tf.float32)).numpy(),
+  np.testing.assert_allclose(numpy(mlm(tensor(hidden), tensor(table, "float32"))),
                              want, atol=1e-4, rtol=1e-5)
 
 

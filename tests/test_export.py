@@ -238,6 +238,15 @@ def test_finetuned_export(exported):
   assert out["chunk_logits"].shape == (len(pairs), seq_len, 3)
   np.testing.assert_allclose(out["chunk_logits"].numpy(), expected["chunk"]["logits"].numpy(),
                              atol=1e-5)
+  # --format litert of a pair task takes pairs without --text-pairs (GLUE's text_b tasks)
+  from electra_tf2 import LiteRTModel
+  from electra_tf2.finetune import task_builder
+  assert [task_builder.takes_pairs(t) for t in ("mnli", "sts", "sst", "cola", "squad", "chunk")] \
+      == [True, True, False, False, False, False]
+  lite = str(exported["root"] / "finetuned.tflite")
+  assert export.main(["--model-dir", model_dir, "--format", "litert", "--output", lite]) == 0
+  got = LiteRTModel(lite).predict(([a for a, _ in pairs], [b for _, b in pairs]))
+  np.testing.assert_allclose(got["mnli_logits"], out["mnli_logits"].numpy(), atol=1e-5)
 
 
 def test_export_errors(exported, tmp_path, capsys):
@@ -337,12 +346,62 @@ def test_litert_flags_and_predict_inputs_are_checked_in_one_line(exported, tmp_p
     err = capsys.readouterr().err
     assert words in err and err.count("\n") == 1, err
   assert not os.path.exists(tflite)
+  for args, words in ((["--format", "litert", "--output", tflite, "--dtype", "bfloat16"],
+                       "--dtype bfloat16 applies to SavedModels"),
+                      (["--output-dir", str(tmp_path / "x"), "--kind", "encoder",
+                        "--window-stride", "4"], "kind encoder without question answering has"),
+                      (["--format", "litert", "--output", tflite, "--window-stride", "4"],
+                       "a .tflite of kind discriminator has none"),
+                      (["--output-dir", str(tmp_path / "x"), "--window-stride", "0"],
+                       "--window-stride must be >= 1")):
+    assert export.main(["--model-dir", exported["model_dir"], *args]) == 2
+    err = capsys.readouterr().err
+    assert words in err and err.count("\n") == 1, err
+  assert not os.path.exists(tflite) and not os.path.exists(tmp_path / "x")
   texts = str(calibration)
-  for args, words in ((["--model", str(tmp_path)], "neither a .tflite file nor a SavedModel"),
-                      (["--model", exported["path"], "--batch-size", "0"], "--batch-size must"),
-                      (["--model", exported["path"], "--signature", "token_ids"],
-                       "does not take text")):
-    assert predict.main([*args, "--input", texts, "--output", str(tmp_path / "o.jsonl")]) == 2
+  (tmp_path / "model.keras").write_bytes(b"PK\x05\x06" + b"\0" * 18)  # an empty zip
+  (tmp_path / "empty.txt").write_text("")
+  (tmp_path / "pair.txt").write_text("one text\na\tb\n")
+  for args, words in (
+      (["--model", str(tmp_path)], "neither a .tflite file nor a SavedModel"),
+      (["--model", str(tmp_path / "model.keras")], "is a Keras file (.keras): load it"),
+      (["--model", exported["model_dir"]], "is a pre-trained model directory, not an "
+                                           "exported model: electra export --model-dir"),
+      (["--model", exported["path"], "--batch-size", "0"], "--batch-size must"),
+      (["--model", exported["path"], "--signature", "token_ids"], "does not take text"),
+      (["--model", exported["path"], "--input", str(tmp_path / "missing.txt")],
+       f"--input {tmp_path / 'missing.txt'} does not exist"),
+      (["--model", exported["path"], "--input", str(tmp_path / "empty.txt")],
+       f"--input {tmp_path / 'empty.txt'} is empty: give one text per line"),
+      (["--model", exported["path"], "--input", str(tmp_path / "pair.txt")],
+       f"{tmp_path / 'pair.txt'}:2: 2 tab-separated column(s), expected 1: text")):
+    if "--input" not in args:
+      args = [*args, "--input", texts]
+    assert predict.main([*args, "--output", str(tmp_path / "o.jsonl")]) == 2
     err = capsys.readouterr().err
     assert words in err and err.count("\n") == 1, err
   assert not os.path.exists(tmp_path / "o.jsonl")
+
+
+def test_predict_reads_json_lines_of_the_signature_s_fields(exported, tmp_path, capsys):
+  """JSON lines: a "text" field per line, ids carried; the same outputs as the text file."""
+  lines = tmp_path / "texts.txt"
+  lines.write_text("\n".join(TEXTS) + "\n", encoding="utf-8")
+  records = tmp_path / "texts.jsonl"
+  records.write_text("".join(json.dumps({"id": f"t{i}", "text": t}) + "\n"
+                             for i, t in enumerate(TEXTS)), encoding="utf-8")
+  rows = {}
+  for path in (lines, records):
+    out = tmp_path / f"{path.name}.out"
+    assert predict.main(["--model", exported["path"], "--input", str(path),
+                         "--output", str(out)]) == 0
+    rows[path] = [json.loads(line) for line in out.read_text().splitlines()]
+  assert [r.pop("id") for r in rows[records]] == [f"t{i}" for i in range(len(TEXTS))]
+  assert rows[records] == rows[lines]
+  first = capsys.readouterr().out.splitlines()[0]
+  assert first == f"{exported['path']} takes text: reading {lines} as text per line"
+  records.write_text('{"id": 1, "txt": "a"}\n')
+  assert predict.main(["--model", exported["path"], "--input", str(records),
+                       "--output", str(tmp_path / "o.jsonl")]) == 2
+  assert capsys.readouterr().err == (f'error: {records}:1: needs string fields "text" (and '
+                                     'may have an "id")\n')

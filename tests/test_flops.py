@@ -56,3 +56,21 @@ def test_command_line(capsys):
   assert row[0] == "electra_small" and float(row[-1]) == pytest.approx(1.29e18, rel=0.01)
   assert flops.main(["electra_tiny"]) == 2
   assert "unknown model name 'electra_tiny'" in capsys.readouterr().err
+
+
+def test_matmul_flops_of_the_benches():
+  """Hand count, length 4, embedding 2, hidden 4, intermediate 8, one layer: the projection
+  2*4*2*4 = 64; q, k, v, output 2*4*4*16 = 512; scores and values 4*16*4 = 256; feed-forward
+  4*4*4*8 = 512."""
+  assert flops.encoder_matmul_flops(4, 2, 4, 8, 1) == 64 + 512 + 256 + 512
+  assert flops.encoder_matmul_flops(4, 4, 4, 8, 2) == 2 * (512 + 256 + 512)
+  small = resolve_pretraining_config("electra_small")
+  one = flops.train_step_flops(small, 1)
+  assert flops.train_step_flops(small, 128) == pytest.approx(128 * one)
+  # 3 x forward of discriminator (256 wide, 12 layers, head 256x257 per token) and generator
+  # (64 wide, 12 layers, MLM head on 19 positions: 64x128 + 128x30522).
+  disc = 12 * (2 * 128 * 256 * 1024 + 4 * 128 * 128 * 256 + 4 * 128 * 256 * 1024) \
+      + 2 * 128 * 128 * 256 + 2 * 128 * 256 * 257
+  gen = 12 * (2 * 128 * 64 * 256 + 4 * 128 * 128 * 64 + 4 * 128 * 64 * 256) \
+      + 2 * 128 * 128 * 64 + 2 * small.max_predictions_per_seq * (64 * 128 + 128 * 30522)
+  assert one == pytest.approx(3 * (disc + gen))

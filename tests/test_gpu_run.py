@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 import tensorflow as tf
 
@@ -113,3 +114,113 @@ def test_dry_run_writes_results_and_tables(tmp_path):
   report = (out / "results.md").read_text()
   assert "| electra_small {\"debug\": true} | 32 | mixed_bfloat16 | no | 8 |" in report
   assert set(os.listdir(out)) <= {"results.jsonl", "results.md", "run.log", "numerics.png"}
+
+
+# ---------------------------------------------------------------------------
+# The JAX backend's run (issue 41): scripts/gpu_run.sh --backend jax
+# ---------------------------------------------------------------------------
+
+
+def test_common_largest_batch_halves_on_any_out_of_memory_text():
+  """JAX and PyTorch raise their own error types; the message decides."""
+  import common
+  tried = []
+
+  def make(batch):
+    tried.append(batch)
+    if batch > 5:
+      raise RuntimeError(f"RESOURCE_EXHAUSTED: Out of memory allocating {batch} bytes")
+    return batch
+  assert common.largest_batch(make, 32, warm_up=lambda step: None) == (4, 4)
+  assert tried == [32, 16, 8, 4]
+
+  def broken(batch):
+    raise ValueError("Incompatible shapes")
+  with pytest.raises(ValueError, match="Incompatible"):
+    common.largest_batch(broken, 32, warm_up=lambda step: None)
+
+
+def test_fake_pretraining_batch_has_two_segments_and_zipf_tokens():
+  import common
+  batch = common.fake_pretraining_batch(3, 8, 2000, seed=1)
+  assert batch["input_ids"][:, [0, 4, 7]].tolist() == [[101, 102, 102]] * 3
+  assert batch["segment_ids"][0].tolist() == [0, 0, 0, 0, 0, 1, 1, 1]
+  assert batch["input_mask"].sum() == 24
+  zipf = common.fake_pretraining_batch(64, 128, 30522, seed=1, zipf=1.3)["input_ids"]
+  inner = zipf[:, 1:63]
+  assert inner.min() >= 1000 and inner.max() < 30522
+  # A Zipf law of exponent 1.3 puts 1 / zeta(1.3) = 0.254 of the draws on its first value.
+  assert np.mean(inner == 1000) == pytest.approx(0.254, abs=0.02)
+
+
+def test_jax_items_pair_each_of_our_rows_with_the_transformers_step():
+  items = gpu_suite.jax_items(gpu_suite.JAX_GPU, 989.4)
+  keys = [i.key for i in items]
+  assert keys[:5] == ["env", "throughput/base128/bf16/jax", "throughput/base128/bf16/hf",
+                      "throughput/base128/f32/jax", "throughput/base128/f32/hf"]
+  assert keys[-2:] == ["throughput/base512/bf16/jax", "throughput/base512/bf16/hf"]
+  by_key = {i.key: i.command for i in items}
+  hf = by_key["throughput/small128/f32/hf"]
+  assert os.path.basename(hf[1]) == "hf_rtd_step.py" and "--jit-compile" in hf
+  assert hf[hf.index("--max-batch") + 1] == "1024" and "--peak-tflops" in hf
+  assert by_key["numerics/bf16_xla_seed0"][
+      by_key["numerics/bf16_xla_seed0"].index("--train-steps") + 1] == "300"
+  assert [i.key for i in gpu_suite.selected(items, ["numerics"])] == [
+      "numerics/f32_seed0", "numerics/bf16_xla_seed0", "numerics/f32_seed1"]
+  env = gpu_suite.child_env(dry=True, backend="jax")
+  assert (env["KERAS_BACKEND"], env["ELECTRA_BLOCK_TENSORFLOW"], env["JAX_PLATFORMS"]) == (
+      "jax", "1", "cpu")
+
+
+def _row(side, seq_per_s, **extra):
+  return {"model": "electra_base", "hparams": {}, "seq_len": 128,
+          "precision": "mixed_bfloat16", "batch": 256, "seq_per_s": seq_per_s,
+          "compile_seconds": 30.0, "tflops": 100.0, "mfu": 0.1, "device": "gpu: H100",
+          **extra}
+
+
+def test_jax_report_ratio_target_and_projection(tmp_path):
+  results = tmp_path / "results.jsonl"
+  records = [
+      {"key": "throughput/base128/bf16/jax", "status": "ok", "data": [_row("jax", 3000.0)]},
+      {"key": "throughput/base128/bf16/hf", "status": "ok", "data": [_row("hf", 2000.0)]},
+      {"key": "projection/paper-small", "status": "ok", "data": [{
+          "model": "electra_small", "hparams": {}, "seq_len": 128, "batch": 128,
+          "precision": "mixed_bfloat16", "device": "gpu: H100", "steps_per_s": 50.0,
+          "seq_per_s": 6400.0, "hours_per_million_steps": 1e6 / 50 / 3600,
+          "forward_seconds": 0.005, "forward_backward_seconds": 0.015,
+          "step_seconds": 0.02}]}]
+  results.write_text("".join(json.dumps(r) + "\n" for r in records))
+  text = gpu_report.write(str(tmp_path), [str(results)])
+  assert "| electra_base | 128 | mixed_bfloat16 | 256 | 3000.0 | 30 | 100 | 10.0% | 256 " \
+         "| 2000.0 | 10.0% | 1.50 |" in text
+  assert "3,000 seq/s, 1.50x: **met**" in text
+  # 1e6 steps at 50 steps/s = 20,000 s = 5.56 h.
+  assert "1M steps in 5.56 h (target under 10 h: **met**" in text
+  assert "forward 5.00 ms, backward 10.00 ms, optimizer and the rest 5.00 ms" in text
+
+
+@pytest.mark.slow
+def test_jax_dry_run_without_tensorflow(tmp_path):
+  """The JAX run's script on the CPU with tiny sizes and tensorflow blocked in every item."""
+  out = tmp_path / "out"
+  env = dict(os.environ, OUT=str(out), PYTHON=sys.executable, CUDA_VISIBLE_DEVICES="")
+  done = subprocess.run(["bash", "scripts/gpu_run.sh", "--dry", "--backend", "jax", "env",
+                         "throughput:small128/bf16", "numerics:bf16_xla_seed0",
+                         "projection"], cwd=REPO, env=env, capture_output=True, text=True,
+                        timeout=600)
+  assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+  results = gpu_report.load_results([str(out / "results.jsonl")])
+  assert {k: r["status"] for k, r in results.items()} == {
+      "env": "ok", "throughput/small128/bf16/jax": "ok", "throughput/small128/bf16/hf": "ok",
+      "numerics/bf16_xla_seed0": "ok", "projection/paper-small": "ok"}
+  assert results["env"]["data"][0]["jax"]["keras_backend"] == "jax"
+  ours = results["throughput/small128/bf16/jax"]["data"][0]
+  anchor = results["throughput/small128/bf16/hf"]["data"][0]
+  assert (ours["batch"], anchor["batch"], ours["precision"]) == (4, 4, "mixed_bfloat16")
+  assert ours["seq_per_s"] > 0 and anchor["seq_per_s"] > 0
+  history = results["numerics/bf16_xla_seed0"]["data"][0]["history"]
+  assert [h["step"] for h in history] == [3, 6]
+  assert all(np.isfinite(h["total_loss"]) for h in history)
+  report = (out / "results.md").read_text()
+  assert "JAX backend against transformers" in report and "Paper-small projection" in report

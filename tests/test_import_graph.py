@@ -103,7 +103,7 @@ LAYERS = [
     ("models", ["layers", "networks", "models.pretrainer", "finetune.model",
                 "variable_names", "model_directory", "pretrain_helpers", "objectives",
                 "pretraining_state",
-                "optimization", "param_counts", "flops", "litert"]),
+                "optimization", "param_counts", "flops", "litert", "models.qa_spans"]),
     ("conversion", ["checkpoints.source", "convert", "hf_import", "models"]),
     ("training", ["training", "finetune.runner", "jax_training"]),
     ("serving", ["export", "scoring", "hf_export", "commands", "__main__", "predict",

@@ -6,6 +6,7 @@ numpy sort for the batching helpers. Tiny random models built here.
 """
 
 import json
+import os
 
 import keras
 import numpy as np
@@ -95,20 +96,22 @@ def test_predict_sorts_by_length_and_keeps_input_order(classifier):
 
 
 def test_predict_of_per_token_outputs_keeps_each_row(tmp_path_factory):
+  """More texts than a batch, batches of other lengths: numpy arrays padded with zeros to
+  the longest row (as `electra predict`), never a tf.RaggedTensor; Keras' own loop too."""
   path = save_hf_model(str(tmp_path_factory.mktemp("hf") / "pt"), "ElectraForPreTraining")
   model = electra_tf2.Discriminator.from_pretrained(path)
   texts = shuffled_texts(9)
-  out = model.predict(texts, batch_size=2, verbose=0)
-  # numpy on every backend: per-token outputs padded with 0 to the longest row
-  widths = [model.predict([text], verbose=0)["input_ids"].shape[1] for text in texts]
-  for key, value in out.items():
-    assert isinstance(value, np.ndarray) and value.shape == (len(texts), max(widths)), key
-  for i, text in enumerate(texts):
-    one = model.predict([text], verbose=0)
-    n = one["input_ids"].shape[1]
-    np.testing.assert_array_equal(out["input_ids"][i][:n], one["input_ids"][0])
-    np.testing.assert_allclose(out["logits"][i][:n], one["logits"][0], atol=TOLERANCE)
-    assert not out["input_mask"][i][n:].any()
+  alone_outputs = [model.predict([text], verbose=0) for text in texts]
+  longest = max(one["input_ids"].shape[1] for one in alone_outputs)
+  for out in (model.predict(texts, batch_size=2, verbose=0),
+              model.predict(texts, batch_size=2, verbose=0, callbacks=[])):
+    for key, value in out.items():
+      assert isinstance(value, np.ndarray) and value.shape[:2] == (9, longest), key
+    for i, one in enumerate(alone_outputs):
+      n = one["input_ids"].shape[1]
+      np.testing.assert_array_equal(out["input_ids"][i][:n], one["input_ids"][0])
+      np.testing.assert_array_equal(out["input_mask"][i][n:], 0)
+      np.testing.assert_allclose(out["logits"][i][:n], one["logits"][0], atol=TOLERANCE)
 
 
 def test_predict_file_writes_lines_in_input_order(classifier, tmp_path):
@@ -184,3 +187,43 @@ def test_electra_export_bfloat16(tmp_path):
   with pytest.raises(SystemExit):
     export.main(["--model-dir", str(tmp_path), "--output-dir", str(tmp_path / "x"),
                  "--dtype", "float16"])
+
+
+def test_bench_times_self_batching_sides_against_pytorch_on_the_same_batches(monkeypatch):
+  """bench/inference_throughput.py: Keras predict (which sorts texts by length) is compared
+  with `pytorch_sorted`, PyTorch fed the batches `TextModel.predict` makes, not with the
+  shuffled batches of the `pytorch` side."""
+  import inference_throughput
+  from inference import anchors
+  seen = []
+  monkeypatch.setattr(anchors, "torch_logits", lambda fixture, texts: (
+      seen.append(list(texts[0])) or np.array([[len(t)] for t in texts[0]], np.float32)))
+  texts = shuffled_texts(11)
+  side = anchors.pytorch_sorted(None)
+  out = side.predict_all([texts], 4)
+  order, chunks = batching.length_batches(batching.text_lengths([np.array(texts)]), 4)
+  assert seen == [[texts[i] for i in chunk] for chunk in chunks]  # TextModel.predict's
+  assert out[:, 0].tolist() == [len(t) for t in texts]  # input order
+  row = dict(p50_ms=1.0, p95_ms=1.0, max_diff=0.0)
+  result = {"model": "m", "texts": "t", "load": [0.0, 0.0], "sides": {
+      "pytorch": dict(row, side="PyTorch eager", rate=100.0, sorts=False),
+      "pytorch_sorted": dict(row, side="PyTorch sorted", rate=200.0, sorts=True),
+      "keras_predict": dict(row, side="Keras predict", rate=300.0, sorts=True),
+      "savedmodel": dict(row, side="SavedModel", rate=300.0, sorts=False)}}
+  rows = {line.split(" | ")[0][2:]: line.split(" | ")[6]
+          for line in inference_throughput.table(result).splitlines()[4:]}
+  assert rows["Keras predict"] == "1.50x" and rows["SavedModel"] == "3.00x"
+
+
+def test_bench_has_the_short_cola_sentences():
+  """The inference bench's short-text set: CoLA dev (no header line), 1043 sentences of
+  about 8 words, beside SST-2's of about 19."""
+  from conftest import shared_data_path
+  from inference import texts
+  shared_data_path("glue", "CoLA", "dev.tsv")  # skips without ../shared
+  sets = {s.name: s for s in texts.glue_sets(os.path.dirname(shared_data_path("glue")))}
+  cola = sets["cola_dev"]
+  assert len(cola) == 1043 and not cola.pairs and set(cola.labels) == {0, 1}
+  assert cola.columns[0][0] == "The sailors rode the breeze clear of the rocks."
+  words = lambda s: np.mean([len(t.split()) for t in s.columns[0]])
+  assert words(cola) < 10 < words(sets["sst2_dev"])

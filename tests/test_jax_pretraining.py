@@ -25,7 +25,7 @@ from tests.test_pretraining import env, tiny_data
 HPARAMS = {"debug": True, "vocab_size": 512, "max_seq_length": 32, "train_batch_size": 8,
            "num_warmup_steps": 2, "learning_rate": 2e-3, "num_train_steps": 12,
            "iterations_per_loop": 2, "save_checkpoints_steps": 4,
-           "gradient_accumulation_steps": 2, "model_hparam_overrides": {"num_hidden_layers": 2}}
+           "gradient_accumulation_steps": 2, "model_hparam_overrides": {"num_hidden_layers": 1}}
 
 
 def jax_env(cache: str, devices: int = 1) -> dict:

@@ -1,14 +1,33 @@
 """Primitives against independent oracles: GELU and LayerNorm (values against
 numpy, hand-written gradients against numerical differentiation), the MLM head
-against numpy."""
+against numpy. Runs on every Keras backend (tests/test_backends.py)."""
 
 import keras
 import numpy as np
 import pytest
-import tensorflow as tf
+from keras import ops
 from scipy.special import erf
 
+from backend_marks import float64, gradients, numpy, tensor
 from electra_tf2.layers import gelu, layer_norm, LayerNorm, MaskedLMHead
+
+
+def numerical_gradients(loss_fn, *args: np.ndarray, delta: float = 1e-6):
+  """Central differences of the scalar `loss_fn(*tensors)` in float64, one element at a time."""
+  def loss(values):
+    return float(numpy(loss_fn(*[tensor(v) for v in values])))
+
+  grads = []
+  for i, arg in enumerate(args):
+    grad = np.zeros_like(arg)
+    for index in np.ndindex(arg.shape):
+      shifted = [list(args), list(args)]
+      for sign, values in zip((1, -1), shifted):
+        values[i] = arg.copy()
+        values[i][index] += sign * delta
+      grad[index] = (loss(shifted[0]) - loss(shifted[1])) / (2 * delta)
+    grads.append(grad)
+  return grads
 
 
 def test_gelu_values_and_gradient_match_the_erf_formula():
@@ -16,21 +35,24 @@ def test_gelu_values_and_gradient_match_the_erf_formula():
   x = np.linspace(-6, 6, 97)
   phi = np.exp(-x ** 2 / 2) / np.sqrt(2 * np.pi)
   cdf = 0.5 * (1 + erf(x / np.sqrt(2)))
-  x32 = tf.constant(x, tf.float32)
-  with tf.GradientTape() as tape:
-    tape.watch(x32)
-    y = gelu(x32)
-  np.testing.assert_allclose(y.numpy(), x * cdf, rtol=1e-5, atol=1e-6)
-  np.testing.assert_allclose(tape.gradient(y, x32).numpy(), cdf + x * phi, rtol=1e-5, atol=1e-6)
-  theoretical, numerical = tf.test.compute_gradient(gelu, [tf.constant(x[::8])])
-  np.testing.assert_allclose(theoretical[0], numerical[0], atol=1e-6)
+  x32 = x.astype(np.float32)
+  np.testing.assert_allclose(numpy(gelu(tensor(x32))), x * cdf, rtol=1e-5, atol=1e-6)
+  (grad,) = gradients(lambda t: ops.sum(gelu(t)), x32)
+  np.testing.assert_allclose(grad, cdf + x * phi, rtol=1e-5, atol=1e-6)
+  weights = np.random.default_rng(0).normal(size=x[::8].shape)
+  with float64():
+    loss = lambda t: ops.sum(tensor(weights) * gelu(t))
+    (theoretical,), (numerical,) = gradients(loss, x[::8]), numerical_gradients(loss, x[::8])
+  np.testing.assert_allclose(theoretical, numerical, atol=1e-6)
+  np.testing.assert_allclose(theoretical, weights * (cdf + x * phi)[::8], rtol=1e-9, atol=1e-15)
 
 
 def test_layer_norm_values_match_numpy():
   rng = np.random.default_rng(0)
   x = rng.normal(3.0, 2.0, (2, 5, 16))
   gamma, beta = rng.normal(size=16), rng.normal(size=16)
-  got = layer_norm(tf.constant(x), tf.constant(gamma), tf.constant(beta), 1e-12).numpy()
+  with float64():
+    got = numpy(layer_norm(tensor(x), tensor(gamma), tensor(beta), 1e-12))
   want = (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-12)
   np.testing.assert_allclose(got, want * gamma + beta, rtol=1e-10, atol=1e-10)
 
@@ -38,15 +60,18 @@ def test_layer_norm_values_match_numpy():
 def test_layer_norm_gradients_match_numerical_differentiation():
   """The closed-form backward pass for x, gamma and beta (float64, central differences)."""
   rng = np.random.default_rng(1)
-  x = tf.constant(rng.normal(1.0, 2.0, (3, 7)))
-  gamma, beta = tf.constant(rng.normal(size=7)), tf.constant(rng.normal(size=7))
-  weights = tf.constant(rng.normal(size=(3, 7)))  # a loss that is not a plain sum
+  x = rng.normal(1.0, 2.0, (3, 7))
+  gamma, beta = rng.normal(size=7), rng.normal(size=7)
+  weights = rng.normal(size=(3, 7))  # a loss that is not a plain sum
 
   def loss(x, gamma, beta):
-    return tf.reduce_sum(weights * layer_norm(x, gamma, beta, 1e-12) ** 2)
+    return ops.sum(tensor(weights) * layer_norm(x, gamma, beta, 1e-12) ** 2)
 
-  theoretical, numerical = tf.test.compute_gradient(loss, [x, gamma, beta])
+  with float64():
+    theoretical = gradients(loss, x, gamma, beta)
+    numerical = numerical_gradients(loss, x, gamma, beta)
   for t, n in zip(theoretical, numerical):
+    assert t.dtype == np.float64
     np.testing.assert_allclose(t, n, rtol=1e-6, atol=1e-6)
 
 
@@ -60,8 +85,8 @@ def test_layer_norm_layer_matches_keras_and_keeps_its_config():
     value = rng.normal(size=a.shape).astype(np.float32)
     a.assign(value)
     b.assign(value)
-  x = tf.constant(rng.normal(0.5, 3.0, (4, 8)).astype(np.float32))
-  np.testing.assert_allclose(ours(x).numpy(), theirs(x).numpy(), rtol=1e-5, atol=1e-5)
+  x = tensor(rng.normal(0.5, 3.0, (4, 8)).astype(np.float32))
+  np.testing.assert_allclose(numpy(ours(x)), numpy(theirs(x)), rtol=1e-5, atol=1e-5)
   assert [w.name for w in ours.weights] == ["gamma", "beta"]
   clone = LayerNorm.from_config(ours.get_config())
   assert clone.epsilon == 1e-12 and clone.get_config() == ours.get_config()
@@ -70,9 +95,9 @@ def test_layer_norm_layer_matches_keras_and_keeps_its_config():
   half.build((None, 8))
   for a, b in zip(half.weights, ours.weights):
     a.assign(b)
-  y = half(tf.cast(x, tf.float16))
-  assert y.dtype == tf.float16
-  np.testing.assert_allclose(y.numpy(), ours(tf.cast(tf.cast(x, tf.float16), tf.float32)),
+  y = half(ops.cast(x, "float16"))
+  assert keras.backend.standardize_dtype(y.dtype) == "float16"
+  np.testing.assert_allclose(numpy(y), numpy(ours(ops.cast(ops.cast(x, "float16"), "float32"))),
                              rtol=2e-3, atol=2e-3)
   with pytest.raises(ValueError, match="axis"):
     LayerNorm(axis=1)
@@ -88,12 +113,12 @@ def test_masked_lm_head_matches_numpy():
     w.assign(rng.normal(size=w.shape).astype(np.float32))
   h = rng.normal(size=(batch, n, hidden)).astype(np.float32)
   table = rng.normal(size=(V, E)).astype(np.float32)
-  got = head(tf.constant(h), tf.constant(table)).numpy()
+  got = numpy(head(tensor(h), tensor(table)))
 
-  x = h.astype(np.float64) @ head.dense.kernel.numpy() + head.dense.bias.numpy()
+  x = h.astype(np.float64) @ numpy(head.dense.kernel) + numpy(head.dense.bias)
   x = 0.5 * x * (1 + erf(x / np.sqrt(2)))
   x = (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-12)
-  x = x * head.layer_norm.gamma.numpy() + head.layer_norm.beta.numpy()
-  want = x @ table.T + head.output_bias.numpy()
+  x = x * numpy(head.layer_norm.gamma) + numpy(head.layer_norm.beta)
+  want = x @ table.T + numpy(head.output_bias)
   assert got.shape == (batch, n, V)
   np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)

@@ -158,15 +158,41 @@ def test_options_and_files_that_cannot_be_used_are_one_line_errors(root, discrim
   assert not (root / "x.tflite").exists()
 
 
-def test_question_answering_refuses_a_tflite_in_one_line(root):
-  vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "who", "ate", "?", "john", "."]
-  model = electra_tf2.QuestionAnswerer(
-      BertConfig(len(vocab), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                 intermediate_size=32), None, vocab, max_seq_length=24, max_query_length=8,
-      beam_size=4)
-  with pytest.raises(convert.LiteRTError, match=r"^QuestionAnswerer has no .tflite export: "
-                                                r"[^\n]*UnicodeDecode[^\n]*export_saved_model"):
-    model.export_litert(str(root / "qa.tflite"))
+QUESTIONS = ["where was john born ?", "who sat on the mat ?", "", "what ?", "the cat"]
+CONTEXTS = ["john smith was born in paris in 1895 . he was the leader and she was born in new "
+            "york city .", "the cat sat on the mat", "paris", "", "the dog runs fast " * 6]
+
+
+def test_question_answerer_on_litert_gives_the_savedmodel_s_answers(root, capsys):
+  """export_litert of a QuestionAnswerer: the encoder and head on windows of token ids;
+  LiteRTModel builds the windows and decodes around the file: float32 answers equal the
+  model's `serve` (the SavedModel's), dynamic-int8 runs; `electra predict` reads
+  question<TAB>context lines; int8 (calibrated on texts) is refused in one line."""
+  import json
+  from electra_tf2 import predict
+  tf.keras.utils.set_random_seed(3)
+  model = electra_tf2.QuestionAnswerer(bert_config(), None, WORD_VOCAB, max_seq_length=24,
+                                       max_query_length=8, doc_stride=6, beam_size=4)
+  expected = served(model, QUESTIONS, CONTEXTS)
+  windows = model.windows(tf.constant(QUESTIONS), tf.constant(CONTEXTS))
+  assert len(windows.example) > len(QUESTIONS)  # long contexts take several windows
+  lite = LiteRTModel(model.export_litert(str(root / "qa.tflite")))
+  assert lite.input_names == ["question", "context"]
+  got = lite.predict((QUESTIONS, CONTEXTS), batch_size=2)
+  assert_same_outputs(got, expected)
+  assert {k: v.shape for k, v in lite.predict(([], [])).items()} == {k: (0,) for k in expected}
+  small = LiteRTModel(model.export_litert(str(root / "qa_int8.tflite"), "dynamic-int8"))
+  assert sorted(small.predict((QUESTIONS, CONTEXTS))) == sorted(expected)
+  with pytest.raises(convert.LiteRTError, match=r"^quantize int8 calibrates on texts, which "
+                                                r"a .tflite on token ids does not take"):
+    model.export_litert(str(root / "qa_x.tflite"), "int8", calibration_texts=["a\tb"])
+  lines = root / "qa_questions.tsv"
+  lines.write_text("".join(f"{q}\t{c}\n" for q, c in zip(QUESTIONS, CONTEXTS)))
+  assert predict.main(["--model", lite.path, "--input", str(lines), "--output",
+                       str(root / "qa.jsonl")]) == 0
+  rows = [json.loads(line) for line in (root / "qa.jsonl").read_text().splitlines()]
+  assert [r["span_text"] for r in rows] == [t.decode() for t in expected["span_text"]]
+  assert capsys.readouterr().out.startswith(f"{lite.path} takes question, context")
 
 
 def test_an_op_without_a_kernel_is_named_in_one_line(root):
@@ -188,3 +214,13 @@ def test_without_ai_edge_litert_tf_lite_runs_the_file(discriminator, monkeypatch
   monkeypatch.setitem(sys.modules, "ai_edge_litert.interpreter", None)  # import fails
   assert isinstance(make_interpreter(model_path=lite.path), tf_lite.InterpreterWithCustomOps)
   assert_same_outputs(LiteRTModel(lite.path).predict(TEXTS), served(model, TEXTS))
+
+
+def test_the_bench_extra_installs_the_litert_interpreter():
+  """The bench's LiteRT rows time ai-edge-litert's interpreter, not tf.lite's fallback."""
+  import tomllib
+  from conftest import REPO_ROOT
+  with open(os.path.join(REPO_ROOT, "pyproject.toml"), "rb") as f:
+    extras = tomllib.load(f)["project"]["optional-dependencies"]
+  assert "electra-tf2[litert]" in extras["bench"]
+  assert any(r.startswith("ai-edge-litert") for r in extras["litert"])

@@ -110,8 +110,9 @@ def test_tricky_texts_match_the_oracle(tokenizer, vocab_file):
 
 
 def test_every_code_point_matches_the_oracle(tokenizer, vocab_file):
-  """Inside and between words; even the code points Python calls unassigned, where the
-  SavedModel tokenizer differs (tests/test_tokenization.py): the map is Python's own."""
+  """Inside and between words; even the code points Python calls unassigned, which
+  ELECTRA's `_is_control` removes (`prepare_texts` first, as the SavedModel tokenizer's
+  class built from Python's tables)."""
   oracle = make_oracle(vocab_file, tokenizer.lower)
   cps = _code_points()
   texts = [f"A{chr(c)}b {chr(c)} x{chr(c)}{chr(c)}." for c in cps]
@@ -175,3 +176,17 @@ def test_ascii_whitespace_splits_words_as_tf_strings_split(tokenizer):
   words = tf.strings.split(tf.constant([t.encode("utf-8") for t in texts])).row_lengths()
   got = tokenizer.run(texts)["words_words_mask"].sum(axis=1)
   assert got.tolist() == words.numpy().tolist()
+
+
+def test_the_parity_bench_s_reference_is_electra_s_tokenizer(vocab_file):
+  """bench/litert_tokenizer_parity.py compares with ELECTRA's `_is_control` (every C*),
+  not BERT's (Cc, Cf): private use, unassigned and format characters are removed."""
+  import litert_tokenizer_parity
+  import importlib
+  reference = litert_tokenizer_parity.official_tokenizer(vocab_file, True)
+  oracle = make_oracle(vocab_file, True)
+  try:
+    texts = ["a\ue000b", "x\U000e0080y z", "caf\u00e9\u200b .", "\u0378q"]
+    assert [reference(t) for t in texts] == [oracle_ids(oracle, t) for t in texts]
+  finally:
+    importlib.reload(oracle_lib)  # the bench patched the module's _is_control

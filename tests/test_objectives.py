@@ -2,18 +2,20 @@
 
 Oracles: hand-built cases for the labels, numpy re-implementations of the
 official loss formulas (run_pretraining.py:37-162) and of TF1 `tf.metrics.auc`, and
-scikit-learn's exact ROC AUC for a sanity bound.
+scikit-learn's exact ROC AUC for a sanity bound. Runs on every Keras backend
+(tests/test_backends.py).
 """
 
 import types
 
 import numpy as np
 import pytest
-import tensorflow as tf
+from keras import ops
 from sklearn.metrics import roc_auc_score
 
+from backend_marks import numpy, tensor
 from electra_tf2 import objectives
-from electra_tf2.input_pipeline import Inputs
+from electra_tf2.inputs import Inputs
 from electra_tf2.vocab import BERT_UNCASED_SPECIAL_IDS
 
 
@@ -27,48 +29,48 @@ def cfg(**kw):
 def masked_inputs():
   """One row [CLS] 7 8 9 [SEP]; slots at positions 1, 3 and a padded slot."""
   return Inputs(
-      input_ids=tf.constant([[101, 103, 8, 103, 102]]),
-      input_mask=tf.ones([1, 5], tf.int32), segment_ids=tf.zeros([1, 5], tf.int32),
-      masked_lm_positions=tf.constant([[1, 3, 0]]), masked_lm_ids=tf.constant([[7, 9, 0]]),
-      masked_lm_weights=tf.constant([[1.0, 1.0, 0.0]]))
+      input_ids=tensor([[101, 103, 8, 103, 102]], "int32"),
+      input_mask=ops.ones([1, 5], "int32"), segment_ids=ops.zeros([1, 5], "int32"),
+      masked_lm_positions=tensor([[1, 3, 0]], "int32"),
+      masked_lm_ids=tensor([[7, 9, 0]], "int32"),
+      masked_lm_weights=tensor([[1.0, 1.0, 0.0]], "float32"))
 
 
 def peaked_logits(ids, vocab=12, scale=100.0):
   """Logits that make the Gumbel draw return `ids` (Gumbel noise stays far below 100)."""
-  return tf.constant(np.eye(vocab, dtype=np.float32)[ids][None] * scale)
+  return tensor(np.eye(vocab, dtype=np.float32)[ids][None] * scale)
 
 
 def test_fake_data_labels_electra():
   # Slot 1 samples the original (7) -> real; slot 3 samples 5 != 9 -> fake.
   fake = objectives.get_fake_data(cfg(), masked_inputs(), peaked_logits([7, 5, 0]),
-                                  seed=tf.constant([1, 2]))
-  np.testing.assert_array_equal(fake.inputs.input_ids.numpy(), [[101, 7, 8, 5, 102]])
-  np.testing.assert_array_equal(fake.is_fake_tokens.numpy(), [[0, 0, 0, 1, 0]])
-  np.testing.assert_array_equal(fake.sampled_tokids.numpy(), [[7, 5, 0]])
+                                  seed=[1, 2])
+  np.testing.assert_array_equal(numpy(fake.inputs.input_ids), [[101, 7, 8, 5, 102]])
+  np.testing.assert_array_equal(numpy(fake.is_fake_tokens), [[0, 0, 0, 1, 0]])
+  np.testing.assert_array_equal(numpy(fake.sampled_tokids), [[7, 5, 0]])
 
 
 def test_fake_data_labels_electric_marks_every_sampled_slot():
   fake = objectives.get_fake_data(cfg(electric_objective=True), masked_inputs(),
-                                  peaked_logits([7, 5, 0]), seed=tf.constant([1, 2]))
-  np.testing.assert_array_equal(fake.is_fake_tokens.numpy(), [[0, 1, 0, 1, 0]])
+                                  peaked_logits([7, 5, 0]), seed=[1, 2])
+  np.testing.assert_array_equal(numpy(fake.is_fake_tokens), [[0, 1, 0, 1, 0]])
 
 
 def test_fake_data_duplicate_slots_floor_average():
   """Two slots on position 2 sampling 4 and 7 insert floor(11/2) = 5 (pretrain/pretrain_helpers.py:62-115)."""
-  inputs = masked_inputs()._replace(masked_lm_positions=tf.constant([[2, 2, 0]]),
-                                    masked_lm_ids=tf.constant([[8, 8, 0]]))
-  fake = objectives.get_fake_data(cfg(), inputs, peaked_logits([4, 7, 0]),
-                                  seed=tf.constant([3, 4]))
-  assert fake.inputs.input_ids.numpy()[0, 2] == 5
-  assert fake.is_fake_tokens.numpy()[0, 2] == 1
+  inputs = masked_inputs()._replace(masked_lm_positions=tensor([[2, 2, 0]], "int32"),
+                                    masked_lm_ids=tensor([[8, 8, 0]], "int32"))
+  fake = objectives.get_fake_data(cfg(), inputs, peaked_logits([4, 7, 0]), seed=[3, 4])
+  assert numpy(fake.inputs.input_ids)[0, 2] == 5
+  assert numpy(fake.is_fake_tokens)[0, 2] == 1
 
 
 def test_disallow_correct_never_samples_the_original():
   logits = peaked_logits([7, 9, 0])  # the originals are the most likely tokens (by 100)
   for s in range(5):
     fake = objectives.get_fake_data(cfg(disallow_correct=True), masked_inputs(), logits,
-                                    seed=tf.constant([s, 0]))
-    sampled = fake.sampled_tokids.numpy()[0]
+                                    seed=[s, 0])
+    sampled = numpy(fake.sampled_tokids)[0]
     assert sampled[0] != 7 and sampled[1] != 9
 
 
@@ -82,12 +84,14 @@ def test_softmax_output_matches_numpy():
   logits = rng.normal(size=(2, 4, 9)).astype(np.float32)
   targets = rng.integers(0, 9, (2, 4))
   weights = np.array([[1, 1, 0, 0], [1, 1, 1, 0]], np.float32)
-  out = objectives.softmax_output(tf.constant(logits), tf.constant(targets), tf.constant(weights))
-  nll = -np.take_along_axis(np_log_softmax(logits.astype(np.float64)), targets[..., None], -1)[..., 0]
-  np.testing.assert_allclose(out["per_example_loss"].numpy(), nll, rtol=1e-5)
-  np.testing.assert_allclose(out["loss"].numpy(), (nll * weights).sum() / (weights.sum() + 1e-6),
+  out = objectives.softmax_output(tensor(logits), tensor(targets), tensor(weights))
+  log_probs = np_log_softmax(logits.astype(np.float64))
+  nll = -np.take_along_axis(log_probs, targets[..., None], -1)[..., 0]
+  np.testing.assert_allclose(numpy(out["per_example_loss"]), nll, rtol=1e-5)
+  np.testing.assert_allclose(numpy(out["loss"]), (nll * weights).sum() / (weights.sum() + 1e-6),
                              rtol=1e-5)
-  np.testing.assert_array_equal(out["preds"].numpy(), logits.argmax(-1))
+  np.testing.assert_array_equal(numpy(out["preds"]), logits.argmax(-1))
+  np.testing.assert_allclose(numpy(out["log_probs"]), log_probs, rtol=1e-5, atol=1e-6)
 
 
 def test_discriminator_output_matches_numpy():
@@ -95,20 +99,20 @@ def test_discriminator_output_matches_numpy():
   logits = rng.normal(size=(3, 6)).astype(np.float32)
   labels = rng.integers(0, 2, (3, 6))
   mask = np.array([[1] * 6, [1] * 4 + [0] * 2, [1] * 2 + [0] * 4])
-  out = objectives.discriminator_output(tf.constant(logits), tf.constant(labels),
-                                        tf.constant(mask))
+  out = objectives.discriminator_output(tensor(logits), tensor(labels), tensor(mask))
   x = logits.astype(np.float64)
   bce = (np.maximum(x, 0) - x * labels + np.log1p(np.exp(-np.abs(x)))) * mask
-  np.testing.assert_allclose(out["loss"].numpy(), bce.sum() / (mask.sum() + 1e-6), rtol=1e-5)
-  np.testing.assert_allclose(out["per_example_loss"].numpy(),
+  np.testing.assert_allclose(numpy(out["loss"]), bce.sum() / (mask.sum() + 1e-6), rtol=1e-5)
+  np.testing.assert_allclose(numpy(out["per_example_loss"]),
                              bce.sum(-1) / (mask.sum(-1) + 1e-6), rtol=1e-5)
-  np.testing.assert_array_equal(out["preds"].numpy(), (logits > 0).astype(int))
+  np.testing.assert_array_equal(numpy(out["preds"]), (logits > 0).astype(int))
+  np.testing.assert_allclose(numpy(out["probs"]), 1 / (1 + np.exp(-x)), rtol=1e-5)
 
 
 def test_electric_logit_offset():
   log_probs = np.log(np.array([[[0.2, 0.3, 0.5], [0.6, 0.3, 0.1]]], np.float32))
-  offset = objectives.electric_logit_offset(tf.constant(log_probs), tf.constant([[2, 0]]), 0.15)
-  np.testing.assert_allclose(offset.numpy(), np.log([[0.5, 0.6]]) + np.log(0.15 / 0.85),
+  offset = objectives.electric_logit_offset(tensor(log_probs), tensor([[2, 0]], "int32"), 0.15)
+  np.testing.assert_allclose(numpy(offset), np.log([[0.5, 0.6]]) + np.log(0.15 / 0.85),
                              rtol=1e-6)
 
 
@@ -142,7 +146,7 @@ def test_metrics_match_definitions_over_batches():
         mlm_per_example_loss=rng.random((B, N)).astype(np.float32),
         disc_labels=labels, disc_probs=probs, disc_preds=(probs > 0.5).astype(np.int32),
         disc_per_example_loss=rng.random(B).astype(np.float32))
-    acc.update(objectives.metric_statistics({k: tf.constant(v) for k, v in outputs.items()}))
+    acc.update(objectives.metric_statistics({k: tensor(v) for k, v in outputs.items()}))
     all_rows.append(outputs)
   cat = {k: np.concatenate([r[k] for r in all_rows]) for k in all_rows[0]}
   w, m = cat["masked_lm_weights"], cat["input_mask"]
@@ -173,7 +177,7 @@ def test_auc_counts_equal_comparing_every_prob_with_every_threshold():
   rng = np.random.default_rng(3)
   probs = np.concatenate([rng.random(500), thresholds[:50], [0.0, 1.0, 0.5]]).astype(np.float32)
   labels = (rng.random(probs.size) < 0.3).astype(np.float32)
-  got = objectives._auc_counts(tf.constant(labels), tf.constant(probs)).numpy()
+  got = numpy(objectives._auc_counts(tensor(labels), tensor(probs)))
   above = probs[:, None] > thresholds[None]
   pos = labels[:, None] > 0
   want = np.stack([(pos & above).sum(0), (pos & ~above).sum(0),
@@ -183,7 +187,7 @@ def test_auc_counts_equal_comparing_every_prob_with_every_threshold():
 
 def test_trivial_baselines_by_hand():
   """Targets 5, 5, 7 | 5 (weights 0 elsewhere); 10 real tokens, 2 of them replaced."""
-  outputs = {k: tf.constant(v) for k, v in dict(
+  outputs = {k: tensor(v) for k, v in dict(
       input_mask=np.array([[1] * 6, [1] * 4 + [0, 0]], np.int32),
       masked_lm_ids=np.array([[5, 5, 7], [5, 0, 0]], np.int32),
       masked_lm_weights=np.array([[1, 1, 1], [1, 0, 0]], np.float32),

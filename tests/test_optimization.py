@@ -4,7 +4,8 @@ The references below re-implement the official formulas (model/optimization.py) 
 TF1 `polynomial_decay(cycle=False, end=0)` times the warmup factor, and the
 `AdamWeightDecayOptimizer` update (no bias correction, decoupled decay added to
 the update, `tf.clip_by_global_norm` of all gradients first). Float32 results
-are compared with rtol 1e-5 / atol 1e-6.
+are compared with rtol 1e-5 / atol 1e-6. Runs on every Keras backend (tests/test_backends.py);
+the tests of tf.function, IndexedSlices and tf.distribute only on TensorFlow.
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ from typing import Callable, Dict, List, Optional
 import keras
 import numpy as np
 import pytest
-import tensorflow as tf
 
+from backend_marks import BACKEND, numpy, tensor, tf_only
 from electra_tf2 import optimization as opt_lib
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -111,7 +112,13 @@ def random_problem(n_steps: int, seed: int = 0):
 
 
 def assert_close(actual, expected):
-  np.testing.assert_allclose(np.asarray(actual), expected, rtol=RTOL, atol=ATOL)
+  np.testing.assert_allclose(numpy(actual), expected, rtol=RTOL, atol=ATOL)
+
+
+def np_clip_by_global_norm(grads: List[np.ndarray], clip_norm: float) -> List[np.ndarray]:
+  """`tf.clip_by_global_norm`'s definition: t * clip_norm / max(global_norm, clip_norm)."""
+  norm = np.sqrt(sum(np.sum(g.astype(np.float64) ** 2) for g in grads))
+  return [(g * clip_norm / max(norm, clip_norm)).astype(g.dtype) for g in grads]
 
 
 # ---------------------------------------------------------------------------
@@ -131,7 +138,7 @@ def test_schedule_matches_official_formula(power, num_warmup_steps, warmup_propo
                                            warmup_proportion=warmup_proportion, power=power)
   assert schedule.warmup_steps == expected_warmup
   steps = [0, 1, 37, 99, 100, 101, 149, 150, 151, 500, 998, 999, 1000, 1001, 5000]
-  got = [float(schedule(tf.constant(s, tf.int64))) for s in steps]
+  got = [float(schedule(np.int64(s))) for s in steps]
   want = [reference_lr(s, 3e-4, total, expected_warmup, power) for s in steps]
   # float32 (as in TF1): 1 - step/T loses ~1e-7 absolute near the end of training.
   np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6 * 3e-4)
@@ -141,8 +148,15 @@ def test_schedule_matches_official_formula(power, num_warmup_steps, warmup_propo
     np.testing.assert_allclose(float(schedule(w)), 3e-4 * (1 - w / total) ** power, rtol=1e-6)
   assert float(schedule(0)) == (0.0 if expected_warmup else pytest.approx(3e-4))
   assert float(schedule(total)) == 0.0 and float(schedule(10 * total)) == 0.0
-  # Traceable inside tf.function with a symbolic step.
-  assert float(tf.function(schedule)(tf.constant(500, tf.int64))) == pytest.approx(want[9])
+
+
+@tf_only
+def test_schedule_in_tf_function():
+  """Traceable inside tf.function with a symbolic int64 step."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  schedule = opt_lib.WarmupPolynomialDecay(3e-4, 1000, warmup_proportion=0.1)
+  assert float(tf.function(schedule)(tf.constant(500, tf.int64))) == pytest.approx(
+      reference_lr(500, 3e-4, 1000, 100.0, 1.0))
 
 
 # ---------------------------------------------------------------------------
@@ -171,9 +185,14 @@ def test_steps_match_official_update(layerwise):
       "task_specific/cola/dense/kernel": 1.0,
   }
 
-  apply = tf.function(lambda grads: opt.apply_gradients(zip(grads, named.variables)))
+  def apply(grads):
+    opt.apply_gradients(zip(grads, named.variables))
+
+  if BACKEND == "tensorflow":  # the update as a training step runs it: in a graph
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    apply = tf.function(apply)
   for grads in grad_steps:
-    apply([tf.constant(grads[n]) for n in named.by_name])
+    apply([tensor(grads[n]) for n in named.by_name])
 
   ref = reference_adam_wd(params, grad_steps,
                           lambda s: reference_lr(s, lr0, total, warmup, 1.0), wd, clip_norm=1.0,
@@ -195,7 +214,7 @@ def test_weight_decay_only_for_non_excluded_official_names():
   named = NamedVariables(values)
   opt = opt_lib.AdamWeightDecay(learning_rate=0.1, weight_decay_rate=0.5,
                                 variable_name_fn=named.name_fn)
-  opt.apply_gradients([(tf.zeros((2, 2)), v) for v in named.variables])
+  opt.apply_gradients([(tensor(np.zeros((2, 2), np.float32)), v) for v in named.variables])
   decayed = {"electra/embeddings/word_embeddings", "electra/encoder/layer_0/output/dense/kernel"}
   for name, var in named.by_name.items():
     assert_close(var, np.full((2, 2), 2.0 * (1 - 0.1 * 0.5) if name in decayed else 2.0))
@@ -205,7 +224,8 @@ def test_default_name_fn_is_keras_path():
   output_bias = keras.Variable(np.ones(3, np.float32), name="output_bias")
   kernel = keras.Variable(np.ones(3, np.float32), name="kernel")
   opt = opt_lib.AdamWeightDecay(learning_rate=0.1, weight_decay_rate=0.5)
-  opt.apply_gradients([(tf.zeros(3), output_bias), (tf.zeros(3), kernel)])
+  zeros = tensor(np.zeros(3, np.float32))
+  opt.apply_gradients([(zeros, output_bias), (zeros, kernel)])
   assert_close(output_bias, np.ones(3))
   assert_close(kernel, np.full(3, 0.95))
   assert set(opt.slot_variables_by_official_name()) == {
@@ -217,17 +237,17 @@ def test_first_step_has_no_bias_correction_unlike_keras_adamw():
   lr = 0.01
   ours_var = keras.Variable(np.zeros(4, np.float32), name="w")
   ours = opt_lib.AdamWeightDecay(learning_rate=lr)
-  ours.apply_gradients([(tf.constant(g), ours_var)])
+  ours.apply_gradients([(tensor(g), ours_var)])
   # m = (1-b1) g, v = (1-b2) g^2 -> step = lr (1-b1) g / (sqrt(1-b2)|g| + eps) ~ 3.16 lr sign(g)
   want = -lr * 0.1 * g.astype(np.float64) / (np.sqrt(0.001) * np.abs(g) + 1e-6)
   assert_close(ours_var, want)
-  np.testing.assert_allclose(np.abs(ours_var.numpy()), lr * 0.1 / np.sqrt(0.001), rtol=2e-3)
+  np.testing.assert_allclose(np.abs(numpy(ours_var)), lr * 0.1 / np.sqrt(0.001), rtol=2e-3)
 
   keras_var = keras.Variable(np.zeros(4, np.float32), name="w")
   keras_adamw = keras.optimizers.AdamW(learning_rate=lr, weight_decay=0.0, epsilon=1e-6)
-  keras_adamw.apply_gradients([(tf.constant(g), keras_var)])
-  np.testing.assert_allclose(np.abs(keras_var.numpy()), lr, rtol=2e-3)  # bias-corrected
-  assert np.all(np.abs(ours_var.numpy()) > 3.0 * np.abs(keras_var.numpy()))
+  keras_adamw.apply_gradients([(tensor(g), keras_var)])
+  np.testing.assert_allclose(np.abs(numpy(keras_var)), lr, rtol=2e-3)  # bias-corrected
+  assert np.all(np.abs(numpy(ours_var)) > 3.0 * np.abs(numpy(keras_var)))
 
 
 def test_keras_adamw_weight_decay_differs():
@@ -235,29 +255,29 @@ def test_keras_adamw_weight_decay_differs():
   g, p0, lr, wd = np.array([1.0], np.float32), np.array([2.0], np.float32), 0.1, 0.5
   ours_var = keras.Variable(p0, name="w")
   opt_lib.AdamWeightDecay(learning_rate=lr, weight_decay_rate=wd).apply_gradients(
-      [(tf.constant(g), ours_var)])
+      [(tensor(g), ours_var)])
   ref = reference_adam_wd({"w": p0}, [{"w": g}], lambda s: lr, wd, clip_norm=None)
   assert_close(ours_var, ref["params"]["w"])
   keras_var = keras.Variable(p0, name="w")
   keras.optimizers.AdamW(learning_rate=lr, weight_decay=wd, epsilon=1e-6).apply_gradients(
-      [(tf.constant(g), keras_var)])
-  assert abs(float(keras_var.numpy()[0]) - float(ours_var.numpy()[0])) > 0.1
+      [(tensor(g), keras_var)])
+  assert abs(float(numpy(keras_var)[0]) - float(numpy(ours_var)[0])) > 0.1
 
 
 def test_global_clipnorm_equals_tf_clip_by_global_norm():
   params, grad_steps = random_problem(n_steps=1, seed=1)
-  grads = [tf.constant(grad_steps[0][n]) for n in PARAM_NAMES]
-  clipped, norm = tf.clip_by_global_norm(grads, 1.0)
-  assert float(norm) > 1.0
+  grads = [grad_steps[0][n] for n in PARAM_NAMES]
+  clipped = np_clip_by_global_norm(grads, 1.0)
+  assert not np.allclose(clipped[0], grads[0])  # the global norm is above 1
   clipping, pre_clipped = NamedVariables(params), NamedVariables(params)
   opt_lib.AdamWeightDecay(learning_rate=0.1, weight_decay_rate=0.1, global_clipnorm=1.0,
                           variable_name_fn=clipping.name_fn).apply_gradients(
-                              zip(grads, clipping.variables))
+                              zip(map(tensor, grads), clipping.variables))
   opt_lib.AdamWeightDecay(learning_rate=0.1, weight_decay_rate=0.1,
                           variable_name_fn=pre_clipped.name_fn).apply_gradients(
-                              zip(clipped, pre_clipped.variables))
+                              zip(map(tensor, clipped), pre_clipped.variables))
   for a, b in zip(clipping.variables, pre_clipped.variables):
-    np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(numpy(a), numpy(b), rtol=1e-6, atol=1e-7)
 
 
 # ---------------------------------------------------------------------------
@@ -265,6 +285,7 @@ def test_global_clipnorm_equals_tf_clip_by_global_norm():
 # ---------------------------------------------------------------------------
 
 def _embedding_grads(table: keras.Variable, kernel: keras.Variable):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   ids = tf.constant([1, 3, 1, 5])  # row 1 twice: duplicate slices must be summed
   with tf.GradientTape() as tape:
     hidden = tf.gather(table, ids)
@@ -272,8 +293,10 @@ def _embedding_grads(table: keras.Variable, kernel: keras.Variable):
   return tape.gradient(loss, [table, kernel])
 
 
+@tf_only
 @pytest.mark.parametrize("clip", [None, 1.0])
 def test_sparse_gradient_matches_dense(clip):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   rng = np.random.default_rng(2)
   table0 = rng.normal(size=(6, 4)).astype(np.float32)
   kernel0 = rng.normal(size=(4, 2)).astype(np.float32)
@@ -468,6 +491,7 @@ MIRRORED_SCRIPT = textwrap.dedent("""
 """)
 
 
+@tf_only
 @pytest.mark.slow
 def test_mirrored_strategy_two_logical_cpus_build_and_step():
   env = dict(os.environ, CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="2",

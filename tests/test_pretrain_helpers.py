@@ -4,7 +4,10 @@ Gather/scatter are checked against plain numpy loops; masking and sampling
 against exact counts and analytic distributions (spec sections 3.1-3.6). Every
 random test uses a fixed seed, so each is deterministic; the tolerances are
 stated where they are used (4 binomial/analytic standard errors, or a
-chi-square p-value above 1e-3).
+chi-square p-value above 1e-3). The file runs on every Keras backend (tests/test_backends.py):
+each backend has its own random stream (electra_tf2/stateless_random.py), so the random tests
+compare distributions, never drawn values; the tests of TensorFlow's tf.function, XLA and
+stream run only there, jax.jit's only on JAX.
 """
 
 from __future__ import annotations
@@ -15,10 +18,12 @@ from typing import List, Sequence
 import numpy as np
 import pytest
 import scipy.stats
-import tensorflow as tf
+from keras import ops
 
-from electra_tf2 import input_pipeline
+from backend_marks import dtype_name, jax_only, numpy, tensor, tf_only
+from electra_tf2 import inputs as inputs_lib
 from electra_tf2 import pretrain_helpers as ph
+from electra_tf2 import stateless_random
 from electra_tf2 import vocab as vocab_lib
 
 SPECIAL = vocab_lib.BERT_UNCASED_SPECIAL_IDS
@@ -27,8 +32,9 @@ P_VALUE_MIN = 1e-3  # significance level of every chi-square test
 SIGMAS = 4.0        # tolerance of every mean/proportion test, in standard errors
 
 
-def seed_of(*values: int) -> tf.Tensor:
-  return tf.constant(values, tf.int64)
+def seed_of(*values: int):
+  """A [2] int32 seed tensor of the current backend."""
+  return tensor(np.array(values, np.int32))
 
 
 # ---------------------------------------------------------------------------
@@ -39,11 +45,11 @@ def make_config(max_predictions: int) -> types.SimpleNamespace:
   return types.SimpleNamespace(max_predictions_per_seq=max_predictions, special_ids=SPECIAL)
 
 
-def make_inputs(input_ids: np.ndarray, input_mask: np.ndarray) -> input_pipeline.Inputs:
-  return input_pipeline.Inputs(
-      input_ids=tf.constant(input_ids, tf.int32),
-      input_mask=tf.constant(input_mask, tf.int32),
-      segment_ids=tf.zeros(input_ids.shape, tf.int32),
+def make_inputs(input_ids: np.ndarray, input_mask: np.ndarray) -> inputs_lib.Inputs:
+  return inputs_lib.Inputs(
+      input_ids=tensor(input_ids, "int32"),
+      input_mask=tensor(input_mask, "int32"),
+      segment_ids=ops.zeros(input_ids.shape, "int32"),
       masked_lm_positions=None, masked_lm_ids=None, masked_lm_weights=None)
 
 
@@ -101,11 +107,11 @@ def test_gather_positions_matches_numpy(rank, dtype, trial):
   shape = [4, 9] if rank == 2 else [4, 9, 3]
   sequence = rng.integers(-100, 100, size=shape).astype(dtype)
   positions = rng.integers(0, 9, size=[4, 6]).astype(np.int32)
-  got = ph.gather_positions(tf.constant(sequence), tf.constant(positions)).numpy()
+  got = numpy(ph.gather_positions(tensor(sequence), tensor(positions)))
   np.testing.assert_array_equal(got, np_gather_positions(sequence, positions))
   # int64 positions (tf.random.categorical's default) are accepted too.
-  got64 = ph.gather_positions(tf.constant(sequence), tf.constant(positions, tf.int64))
-  np.testing.assert_array_equal(got64.numpy(), got)
+  got64 = ph.gather_positions(tensor(sequence), tensor(positions.astype(np.int64)))
+  np.testing.assert_array_equal(numpy(got64), got)
 
 
 @pytest.mark.parametrize("rank", [2, 3])
@@ -122,35 +128,34 @@ def test_scatter_update_matches_numpy(rank, dtype, trial):
     updates += rng.random(upd_shape, dtype=np.float32)
   # Few distinct positions: many duplicates and many updates to position 0.
   positions = rng.integers(0, 4, size=[batch, n]).astype(np.int32)
-  got, got_mask = ph.scatter_update(tf.constant(sequence), tf.constant(updates),
-                                    tf.constant(positions))
+  got, got_mask = ph.scatter_update(tensor(sequence), tensor(updates), tensor(positions))
   want, want_mask = np_scatter_update(sequence, updates, positions)
-  assert got.dtype == tf.as_dtype(dtype) and got_mask.dtype == tf.int32
-  np.testing.assert_array_equal(got_mask.numpy(), want_mask)
+  assert dtype_name(got) == np.dtype(dtype).name and dtype_name(got_mask) == "int32"
+  np.testing.assert_array_equal(numpy(got_mask), want_mask)
   if dtype == np.float32:
-    np.testing.assert_allclose(got.numpy(), want, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(numpy(got), want, rtol=1e-6, atol=1e-6)
   else:
-    np.testing.assert_array_equal(got.numpy(), want)
+    np.testing.assert_array_equal(numpy(got), want)
 
 
 def test_scatter_update_hand_checked_int():
-  sequence = tf.constant([[10, 11, 12, 13, 14]], tf.int32)
-  updates = tf.constant([[3, 4, 9, -3, -4, 7]], tf.int32)
-  positions = tf.constant([[2, 2, 0, 3, 3, 4]], tf.int32)
+  sequence = tensor([[10, 11, 12, 13, 14]], "int32")
+  updates = tensor([[3, 4, 9, -3, -4, 7]], "int32")
+  positions = tensor([[2, 2, 0, 3, 3, 4]], "int32")
   got, updates_mask = ph.scatter_update(sequence, updates, positions)
   # (3+4)//2 = 3 (true mean 3.5); (-3-4)//2 = -4 (floor, not truncation);
   # the update 9 to position 0 is ignored.
-  np.testing.assert_array_equal(got.numpy(), [[10, 11, 3, -4, 7]])
-  np.testing.assert_array_equal(updates_mask.numpy(), [[0, 0, 1, 1, 1]])
+  np.testing.assert_array_equal(numpy(got), [[10, 11, 3, -4, 7]])
+  np.testing.assert_array_equal(numpy(updates_mask), [[0, 0, 1, 1, 1]])
 
 
 def test_scatter_update_hand_checked_float():
-  sequence = tf.constant([[[1.0, 1.0], [2.0, 2.0], [3.0, 3.0]]])
-  updates = tf.constant([[[5.0, 6.0], [8.0, 9.0], [0.5, 0.5], [7.0, 7.0]]])
-  positions = tf.constant([[1, 1, 0, 2]])
+  sequence = tensor([[[1.0, 1.0], [2.0, 2.0], [3.0, 3.0]]], "float32")
+  updates = tensor([[[5.0, 6.0], [8.0, 9.0], [0.5, 0.5], [7.0, 7.0]]], "float32")
+  positions = tensor([[1, 1, 0, 2]], "int32")
   got, updates_mask = ph.scatter_update(sequence, updates, positions)
-  np.testing.assert_allclose(got.numpy(), [[[1.0, 1.0], [6.5, 7.5], [7.0, 7.0]]])
-  np.testing.assert_array_equal(updates_mask.numpy(), [[0, 1, 1]])
+  np.testing.assert_allclose(numpy(got), [[[1.0, 1.0], [6.5, 7.5], [7.0, 7.0]]])
+  np.testing.assert_array_equal(numpy(updates_mask), [[0, 1, 1]])
 
 
 # ---------------------------------------------------------------------------
@@ -163,14 +168,14 @@ def test_get_candidates_mask():
   input_mask = np.array([[1, 1, 1, 1, 1, 1, 0, 0],
                          [1, 1, 1, 1, 1, 1, 1, 0]], np.int32)
   inputs = make_inputs(ids, input_mask)
-  got = ph.get_candidates_mask(make_config(3), inputs).numpy()
+  got = numpy(ph.get_candidates_mask(make_config(3), inputs))
   # [UNK] may be masked; so may the [PAD] id under input_mask 1 (only
   # [SEP]/[CLS]/[MASK] ids and input_mask 0 are excluded, pretrain/pretrain_helpers.py:130-142).
   np.testing.assert_array_equal(got, [[0, 1, 1, 0, 1, 0, 0, 0],
                                       [0, 1, 1, 1, 0, 1, 0, 0]])
   assert got.dtype == np.bool_
-  disallow = tf.constant([[False, True] + [False] * 6, [False] * 5 + [True, False, False]])
-  got = ph.get_candidates_mask(make_config(3), inputs, disallow).numpy()
+  disallow = tensor([[False, True] + [False] * 6, [False] * 5 + [True, False, False]])
+  got = numpy(ph.get_candidates_mask(make_config(3), inputs, disallow))
   np.testing.assert_array_equal(got, [[0, 0, 1, 0, 1, 0, 0, 0],
                                       [0, 1, 1, 1, 0, 0, 0, 0]])
 
@@ -210,18 +215,19 @@ def stat_draw():
   out = ph.mask(make_config(STAT_N), inputs, STAT_PROB, seed=seed_of(11, 12))
   return types.SimpleNamespace(
       inputs=inputs, out=out, ids=ids, input_mask=input_mask, lengths=lengths,
-      positions=out.masked_lm_positions.numpy(), lm_ids=out.masked_lm_ids.numpy(),
-      weights=out.masked_lm_weights.numpy(), new_ids=out.input_ids.numpy(),
-      candidates=ph.get_candidates_mask(make_config(STAT_N), inputs).numpy())
+      positions=numpy(out.masked_lm_positions), lm_ids=numpy(out.masked_lm_ids),
+      weights=numpy(out.masked_lm_weights), new_ids=numpy(out.input_ids),
+      candidates=numpy(ph.get_candidates_mask(make_config(STAT_N), inputs)))
 
 
 def test_mask_output_types(stat_draw):
   out = stat_draw.out
-  assert out.input_ids.dtype == tf.int32 and out.input_ids.shape == stat_draw.ids.shape
-  assert out.masked_lm_positions.dtype == tf.int32
-  assert out.masked_lm_ids.dtype == tf.int32
-  assert out.masked_lm_weights.dtype == tf.float32
-  assert out.masked_lm_positions.shape == (len(stat_draw.ids), STAT_N)
+  assert dtype_name(out.input_ids) == "int32"
+  assert tuple(out.input_ids.shape) == stat_draw.ids.shape
+  assert dtype_name(out.masked_lm_positions) == "int32"
+  assert dtype_name(out.masked_lm_ids) == "int32"
+  assert dtype_name(out.masked_lm_weights) == "float32"
+  assert tuple(out.masked_lm_positions.shape) == (len(stat_draw.ids), STAT_N)
   assert out.segment_ids is stat_draw.inputs.segment_ids
   assert out.input_mask is stat_draw.inputs.input_mask
 
@@ -242,7 +248,7 @@ def test_mask_num_to_predict_rounding(length, mask_prob, want):
   ids = make_row(length, 128, np.random.default_rng(length))[None]
   input_mask = (np.arange(128) < length).astype(np.int32)[None]
   out = ph.mask(make_config(n), make_inputs(ids, input_mask), mask_prob, seed=seed_of(1, 2))
-  assert out.masked_lm_weights.numpy().sum() == want
+  assert numpy(out.masked_lm_weights).sum() == want
 
 
 def test_mask_padded_slots_and_ids(stat_draw):
@@ -352,8 +358,8 @@ def test_mask_spec_numbers_for_full_128_token_example():
   rng = np.random.default_rng(3)
   ids = np.stack([make_row(seq_len, seq_len, rng, [(60, SEP)]) for _ in range(rows)])
   out = ph.mask(make_config(n), make_inputs(ids, np.ones_like(ids)), 0.15, seed=seed_of(5, 6))
-  positions = out.masked_lm_positions.numpy()
-  assert np.all(out.masked_lm_weights.numpy() == 1)
+  positions = numpy(out.masked_lm_positions)
+  assert np.all(numpy(out.masked_lm_weights) == 1)
   distinct = np.array([len(set(p)) for p in positions])
   mean, variance = _distinct_moments(125, 19)
   assert abs(mean - 17.69) < 0.01
@@ -365,7 +371,7 @@ def test_mask_spec_numbers_for_full_128_token_example():
 
 def test_unmask_restores_inputs(stat_draw):
   restored = ph.unmask(stat_draw.out)
-  np.testing.assert_array_equal(restored.input_ids.numpy(), stat_draw.ids)
+  np.testing.assert_array_equal(numpy(restored.input_ids), stat_draw.ids)
   assert restored.masked_lm_positions is stat_draw.out.masked_lm_positions
 
 
@@ -382,10 +388,10 @@ def test_mask_proposal_distribution_and_disallow():
   disallow = np.zeros([rows, seq_len], bool)
   disallow[:, 8] = True
   out = ph.mask(make_config(n), make_inputs(ids, np.ones_like(ids)), 0.34,
-                proposal_distribution=tf.constant(np.tile(scores, [rows, 1])),
-                disallow_from_mask=tf.constant(disallow), seed=seed_of(8, 9))
-  assert np.all(out.masked_lm_weights.numpy() == 1)  # round(12 * 0.34) = 4
-  observed = np.bincount(out.masked_lm_positions.numpy().ravel(), minlength=seq_len)
+                proposal_distribution=tensor(np.tile(scores, [rows, 1])),
+                disallow_from_mask=tensor(disallow), seed=seed_of(8, 9))
+  assert np.all(numpy(out.masked_lm_weights) == 1)  # round(12 * 0.34) = 4
+  observed = np.bincount(numpy(out.masked_lm_positions).ravel(), minlength=seq_len)
   expected_prob = scores.astype(np.float64)
   expected_prob[[0, 11, 5, 8]] = 0.0
   expected_prob /= expected_prob.sum()
@@ -397,11 +403,11 @@ def test_mask_proposal_distribution_and_disallow():
 
 def test_mask_already_masked_slots_are_dropped():
   ids = make_row(20, 20, np.random.default_rng(1))[None]
-  already = tf.constant([[0.0, 1.0, 0.0, 1.0]])
+  already = tensor([[0.0, 1.0, 0.0, 1.0]], "float32")
   out = ph.mask(make_config(4), make_inputs(ids, np.ones_like(ids)), 0.5,
                 already_masked=already, seed=seed_of(4, 4))
-  np.testing.assert_array_equal(out.masked_lm_weights.numpy(), [[1, 0, 1, 0]])
-  positions, lm_ids = out.masked_lm_positions.numpy(), out.masked_lm_ids.numpy()
+  np.testing.assert_array_equal(numpy(out.masked_lm_weights), [[1, 0, 1, 0]])
+  positions, lm_ids = numpy(out.masked_lm_positions), numpy(out.masked_lm_ids)
   assert np.all(positions[0, [1, 3]] == 0) and np.all(lm_ids[0, [1, 3]] == 0)
   assert np.all(positions[0, [0, 2]] > 0)
 
@@ -418,12 +424,12 @@ def test_mask_rows_without_candidates_predict_nothing():
   proposal = np.ones([4, seq_len], np.float32)
   proposal[2] = 0.0
   out = ph.mask(make_config(3), make_inputs(ids, input_mask), 0.25,
-                proposal_distribution=tf.constant(proposal), seed=seed_of(3, 3))
-  np.testing.assert_array_equal(out.masked_lm_weights.numpy()[1:], 0)
-  np.testing.assert_array_equal(out.masked_lm_positions.numpy()[1:], 0)
-  np.testing.assert_array_equal(out.masked_lm_ids.numpy()[1:], 0)
-  np.testing.assert_array_equal(out.input_ids.numpy()[1:], ids[1:])
-  np.testing.assert_array_equal(out.masked_lm_weights.numpy()[0], [1, 1, 0])
+                proposal_distribution=tensor(proposal), seed=seed_of(3, 3))
+  np.testing.assert_array_equal(numpy(out.masked_lm_weights)[1:], 0)
+  np.testing.assert_array_equal(numpy(out.masked_lm_positions)[1:], 0)
+  np.testing.assert_array_equal(numpy(out.masked_lm_ids)[1:], 0)
+  np.testing.assert_array_equal(numpy(out.input_ids)[1:], ids[1:])
+  np.testing.assert_array_equal(numpy(out.masked_lm_weights)[0], [1, 1, 0])
 
 
 def test_mask_seeds():
@@ -432,13 +438,18 @@ def test_mask_seeds():
 
   def run(seed) -> List[np.ndarray]:
     out = ph.mask(config, inputs, 0.15, seed=seed)
-    return [out.input_ids.numpy(), out.masked_lm_positions.numpy(),
-            out.masked_lm_ids.numpy(), out.masked_lm_weights.numpy()]
+    return [numpy(out.input_ids), numpy(out.masked_lm_positions),
+            numpy(out.masked_lm_ids), numpy(out.masked_lm_weights)]
 
   first = run(seed_of(1, 2))
   for a, b in zip(first, run(seed_of(1, 2))):
     np.testing.assert_array_equal(a, b)
-  for a, b in zip(run(np.array([1, 2], np.int32)), run(np.array([1, 2], np.int32))):
+  # An int32 numpy seed or list draws what the same seed as a tensor draws. (An int64
+  # seed draws other numbers on TensorFlow, whose stateless_split keeps the dtype.)
+  for seed in (np.array([1, 2], np.int32), [1, 2]):
+    for a, b in zip(first, run(seed)):
+      np.testing.assert_array_equal(a, b)
+  for a, b in zip(run(np.array([1, 2], np.int64)), run(np.array([1, 2], np.int64))):
     np.testing.assert_array_equal(a, b)
   assert not np.array_equal(first[1], run(seed_of(1, 3))[1])
   assert not np.array_equal(first[1], run(seed_of(2, 2))[1])
@@ -460,9 +471,9 @@ def _softmax(x: np.ndarray) -> np.ndarray:
 @pytest.mark.parametrize("temperature", [1.0, 2.0])
 def test_sample_matches_softmax_distribution(temperature):
   # 20,000 draws; chi-square goodness of fit against softmax(logits / T), p > 1e-3.
-  logits = tf.constant(np.tile(LOGITS_8, [400, 50, 1]))
+  logits = tensor(np.tile(LOGITS_8, [400, 50, 1]))
   ids = ph.sample_ids_from_softmax(logits / temperature, seed=seed_of(21, int(temperature)))
-  observed = np.bincount(ids.numpy().ravel(), minlength=8)
+  observed = np.bincount(numpy(ids).ravel(), minlength=8)
   expected = _softmax(LOGITS_8.astype(np.float64) / temperature) * observed.sum()
   result = scipy.stats.chisquare(observed, expected)
   assert result.pvalue > P_VALUE_MIN, (temperature, observed, expected, result)
@@ -473,92 +484,131 @@ def test_sample_disallow():
   logits[..., 2] = 10.0  # the favourite, but disallowed
   disallow = np.zeros_like(logits)
   disallow[..., 2] = 1.0
-  ids = ph.sample_ids_from_softmax(tf.constant(logits), tf.constant(disallow),
-                                   seed=seed_of(31, 1)).numpy()
+  ids = numpy(ph.sample_ids_from_softmax(tensor(logits), tensor(disallow), seed=seed_of(31, 1)))
   assert not np.any(ids == 2)
   observed = np.bincount(ids.ravel(), minlength=8)[[0, 1, 3, 4, 5, 6, 7]]
   assert scipy.stats.chisquare(observed).pvalue > P_VALUE_MIN  # uniform over the rest
   # Per-slot disallow given as bool, like one_hot(masked_lm_ids).
   targets = np.random.default_rng(0).integers(0, 8, size=[300, 40])
   big = np.where(np.eye(8, dtype=bool)[targets], 20.0, 0.0).astype(np.float32)
-  ids = ph.sample_ids_from_softmax(tf.constant(big), tf.constant(np.eye(8, dtype=bool)[targets]),
-                                   seed=seed_of(31, 2)).numpy()
+  ids = numpy(ph.sample_ids_from_softmax(tensor(big), tensor(np.eye(8, dtype=bool)[targets]),
+                                         seed=seed_of(31, 2)))
   assert not np.any(ids == targets)
 
 
 def test_sample_exact_gumbel_formula():
-  # Oracle on the same uniform draw: argmax(logits - 1000 * disallow + g),
-  # g = -log(-log(u + 1e-9) + 1e-9). The 1000 penalty is soft, as in the
-  # official code: a disallowed logit of 1500 still wins.
+  # Oracle on the same uniform draw (the backend's stateless stream):
+  # argmax(logits - 1000 * disallow + g), g = -log(-log(u + 1e-9) + 1e-9). The
+  # 1000 penalty is soft, as in the official code: a disallowed logit of 1500 still wins.
   rng = np.random.default_rng(9)
   logits = rng.normal(size=[6, 5, 8]).astype(np.float32)
   disallow = (rng.random([6, 5, 8]) < 0.3).astype(np.float32)
   logits[0, 0, 4], disallow[0, 0, 4] = 1500.0, 1.0
   seed = seed_of(41, 42)
-  u = tf.random.stateless_uniform(logits.shape, seed=seed).numpy()
+  u = numpy(stateless_random.uniform(logits.shape, seed))
+  assert u.dtype == np.float32 and u.min() >= 0.0 and u.max() < 1.0
   gumbel = -np.log(-np.log(u + np.float32(1e-9)) + np.float32(1e-9))
   want = np.argmax(logits - np.float32(1000.0) * disallow + gumbel, -1)
-  got = ph.sample_ids_from_softmax(tf.constant(logits), tf.constant(disallow), seed=seed)
-  np.testing.assert_array_equal(got.numpy(), want)
-  assert got.numpy()[0, 0] == 4
+  got = numpy(ph.sample_ids_from_softmax(tensor(logits), tensor(disallow), seed=seed))
+  np.testing.assert_array_equal(got, want)
+  assert got[0, 0] == 4
+
+
+@tf_only
+def test_tensorflow_draws_are_the_tf_random_streams():
+  """On TensorFlow the draws are those of earlier releases: `tf.random.stateless_uniform`,
+  `stateless_categorical` and `stateless_split`, so resumed runs draw the same numbers."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  for seed in (tf.constant([41, 42], tf.int64), tf.constant([41, 42], tf.int32)):
+    np.testing.assert_array_equal(numpy(stateless_random.uniform([6, 5, 8], seed)),
+                                  tf.random.stateless_uniform([6, 5, 8], seed=seed).numpy())
+    logits = tf.math.log(tf.constant([[0.1, 0.2, 0.7], [0.5, 0.0, 0.5]]))
+    np.testing.assert_array_equal(
+        numpy(stateless_random.categorical(logits, 9, seed)),
+        tf.random.stateless_categorical(logits, 9, seed=seed, dtype=tf.int32).numpy())
+    np.testing.assert_array_equal(
+        np.stack([numpy(s) for s in stateless_random.split(seed, 3)]),
+        tf.random.experimental.stateless_split(seed, 3).numpy())
 
 
 def test_sample_one_hot_agrees_with_ids():
   rng = np.random.default_rng(4)
-  logits = tf.constant(rng.normal(size=[7, 5, 11]).astype(np.float32))
+  logits = tensor(rng.normal(size=[7, 5, 11]).astype(np.float32))
   seed = seed_of(51, 52)
   one_hot = ph.sample_from_softmax(logits, seed=seed)
   ids = ph.sample_ids_from_softmax(logits, seed=seed)
-  assert one_hot.shape == (7, 5, 11) and one_hot.dtype == tf.float32
-  assert ids.shape == (7, 5) and ids.dtype == tf.int32
-  np.testing.assert_array_equal(one_hot.numpy().sum(-1), 1.0)
-  np.testing.assert_array_equal(np.argmax(one_hot.numpy(), -1), ids.numpy())
+  assert tuple(one_hot.shape) == (7, 5, 11) and dtype_name(one_hot) == "float32"
+  assert tuple(ids.shape) == (7, 5) and dtype_name(ids) == "int32"
+  np.testing.assert_array_equal(numpy(one_hot).sum(-1), 1.0)
+  np.testing.assert_array_equal(np.argmax(numpy(one_hot), -1), numpy(ids))
   # Each slot samples from its own logits.
   targets = rng.integers(0, 11, size=[7, 5])
-  peaked = tf.constant(np.where(np.eye(11, dtype=bool)[targets], 50.0, 0.0).astype(np.float32))
-  np.testing.assert_array_equal(ph.sample_ids_from_softmax(peaked, seed=seed).numpy(), targets)
+  peaked = tensor(np.where(np.eye(11, dtype=bool)[targets], 50.0, 0.0).astype(np.float32))
+  np.testing.assert_array_equal(numpy(ph.sample_ids_from_softmax(peaked, seed=seed)), targets)
 
 
 def test_sample_seeds():
-  logits = tf.zeros([16, 8, 50])
-  a = ph.sample_ids_from_softmax(logits, seed=seed_of(1, 1)).numpy()
-  np.testing.assert_array_equal(a, ph.sample_ids_from_softmax(logits, seed=seed_of(1, 1)).numpy())
-  assert not np.array_equal(a, ph.sample_ids_from_softmax(logits, seed=seed_of(1, 2)).numpy())
-  assert not np.array_equal(ph.sample_ids_from_softmax(logits).numpy(),
-                            ph.sample_ids_from_softmax(logits).numpy())
+  logits = ops.zeros([16, 8, 50])
+
+  def sample(seed=None) -> np.ndarray:
+    return numpy(ph.sample_ids_from_softmax(logits, seed=seed))
+
+  a = sample(seed_of(1, 1))
+  np.testing.assert_array_equal(a, sample(seed_of(1, 1)))
+  assert not np.array_equal(a, sample(seed_of(1, 2)))
+  assert not np.array_equal(sample(), sample())
 
 
 # ---------------------------------------------------------------------------
-# tf.function
+# Compiled: tf.function and XLA on TensorFlow, jax.jit on JAX
 # ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("batch_dim", [64, None])
-def test_mask_and_sample_in_tf_function(batch_dim):
+def _compiled_case():
+  """A batch of 64 rows (config N = 5) and generator logits [64, 5, 40] for a compiled step."""
   seq_len, n, vocab_size = 32, 5, 40
-  config = make_config(n)
   ids = np.tile(make_row(28, seq_len, np.random.default_rng(6)), [64, 1])
   ids[:, 2] = np.arange(64) % 30 + 1000
+  logits = np.random.default_rng(0).normal(size=[64, n, vocab_size]).astype(np.float32)
+  return make_config(n), ids, logits
+
+
+def _mask_sample_step(config, inputs, input_ids, input_mask, logits, seed):
+  """mask + sample + unmask + scatter, as a pre-training step does."""
+  masked = ph.mask(config, inputs._replace(input_ids=input_ids, input_mask=input_mask), 0.15,
+                   seed=seed)
+  sampled = ph.sample_ids_from_softmax(logits, seed=seed)
+  restored = ph.unmask(masked).input_ids
+  fake, _ = ph.scatter_update(restored, sampled, masked.masked_lm_positions)
+  return masked.input_ids, masked.masked_lm_positions, sampled, restored, fake
+
+
+def _check_compiled_equals_eager(compiled, config, inputs, ids, logits, seed):
+  eager_masked = ph.mask(config, inputs, 0.15, seed=seed)
+  np.testing.assert_array_equal(compiled[0], numpy(eager_masked.input_ids))
+  np.testing.assert_array_equal(compiled[1], numpy(eager_masked.masked_lm_positions))
+  np.testing.assert_array_equal(compiled[2],
+                                numpy(ph.sample_ids_from_softmax(logits, seed=seed)))
+  np.testing.assert_array_equal(compiled[3], ids)
+
+
+@tf_only
+@pytest.mark.parametrize("batch_dim", [64, None])
+def test_mask_and_sample_in_tf_function(batch_dim):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  config, ids, logits_np = _compiled_case()
   inputs = make_inputs(ids, (ids != PAD).astype(np.int32))
+  seq_len, (n, vocab_size) = ids.shape[1], logits_np.shape[1:]
 
   @tf.function(input_signature=[
       tf.TensorSpec([batch_dim, seq_len], tf.int32), tf.TensorSpec([batch_dim, seq_len], tf.int32),
       tf.TensorSpec([batch_dim, n, vocab_size], tf.float32), tf.TensorSpec([2], tf.int64)])
   def step(input_ids, input_mask, logits, seed):
-    masked = ph.mask(config, inputs._replace(input_ids=input_ids, input_mask=input_mask), 0.15,
-                     seed=seed)
-    sampled = ph.sample_ids_from_softmax(logits, seed=seed)
-    restored = ph.unmask(masked).input_ids
-    fake, _ = ph.scatter_update(restored, sampled, masked.masked_lm_positions)
-    return masked.input_ids, masked.masked_lm_positions, sampled, restored, fake
+    return _mask_sample_step(config, inputs, input_ids, input_mask, logits, seed)
 
-  logits = tf.constant(np.random.default_rng(0).normal(size=[64, n, vocab_size]), tf.float32)
-  seed = seed_of(61, 62)
+  logits = tf.constant(logits_np)
+  seed = tf.constant([61, 62], tf.int64)
   graph = [t.numpy() for t in step(inputs.input_ids, inputs.input_mask, logits, seed)]
-  eager_masked = ph.mask(config, inputs, 0.15, seed=seed)
-  np.testing.assert_array_equal(graph[0], eager_masked.input_ids.numpy())
-  np.testing.assert_array_equal(graph[1], eager_masked.masked_lm_positions.numpy())
-  np.testing.assert_array_equal(graph[2], ph.sample_ids_from_softmax(logits, seed=seed).numpy())
-  np.testing.assert_array_equal(graph[3], ids)
+  _check_compiled_equals_eager(graph, config, inputs, ids, logits, seed)
 
   @tf.function
   def unseeded(logits):
@@ -567,26 +617,61 @@ def test_mask_and_sample_in_tf_function(batch_dim):
   assert not np.array_equal(unseeded(logits).numpy(), unseeded(logits).numpy())
 
 
+@jax_only
+def test_mask_and_sample_in_jax_jit():
+  """The same step under jax.jit (one XLA program) draws what eager mode draws."""
+  import jax  # pylint: disable=g-import-not-at-top
+  config, ids, logits_np = _compiled_case()
+  inputs = make_inputs(ids, (ids != PAD).astype(np.int32))
+  step = jax.jit(lambda *args: _mask_sample_step(config, inputs, *args))
+  logits, seed = tensor(logits_np), seed_of(61, 62)
+  compiled = [numpy(t) for t in step(inputs.input_ids, inputs.input_mask, logits, seed)]
+  _check_compiled_equals_eager(compiled, config, inputs, ids, logits, seed)
+  # The seed is an argument of the program, not a constant of it.
+  other = [numpy(t) for t in step(inputs.input_ids, inputs.input_mask, logits, seed_of(1, 2))]
+  assert not np.array_equal(compiled[1], other[1])
+
+
+def _check_compiled_draw(masked, sampled, again, config, inputs, ids):
+  """Validity of a compiled mask + sample: the same seed draws the same positions, the
+  positions are candidates, and a peaked logit is sampled."""
+  np.testing.assert_array_equal(numpy(masked.masked_lm_positions),
+                                numpy(again.masked_lm_positions))
+  np.testing.assert_array_equal(numpy(masked.masked_lm_weights), np.tile([1, 1, 1, 0], [16, 1]))
+  positions = numpy(masked.masked_lm_positions)
+  candidates = numpy(ph.get_candidates_mask(config, inputs))
+  assert np.all(candidates[np.arange(16)[:, None], positions[:, :3]])
+  # Logit 40 beats any other logit plus Gumbel noise (g < 17 for float32 u).
+  np.testing.assert_array_equal(numpy(sampled), numpy(masked.masked_lm_ids))
+  np.testing.assert_array_equal(numpy(ph.unmask(masked).input_ids), ids)
+
+
+def _xla_step(config, inputs, seed):
+  masked = ph.mask(config, inputs, 0.15, seed=seed)
+  logits = 40.0 * ops.one_hot(masked.masked_lm_ids, 30000)
+  return masked, ph.sample_ids_from_softmax(logits, seed=seed)
+
+
+@tf_only
 def test_mask_and_sample_under_xla():
   # jit_compile works with int32 seeds (XLA's stateless ops take no int64 seed);
   # XLA draws other numbers than the TF kernels, so check validity, not values.
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   ids = np.tile(make_row(20, 24, np.random.default_rng(8)), [16, 1])
   inputs, config = make_inputs(ids, (ids != PAD).astype(np.int32)), make_config(4)
-
-  @tf.function(jit_compile=True)
-  def step(seed):
-    masked = ph.mask(config, inputs, 0.15, seed=seed)
-    logits = tf.one_hot(masked.masked_lm_ids, 30000, on_value=40.0)
-    return masked, ph.sample_ids_from_softmax(logits, seed=seed)
-
+  step = tf.function(lambda seed: _xla_step(config, inputs, seed), jit_compile=True)
   masked, sampled = step(tf.constant([7, 8], tf.int32))
   again, _ = step(tf.constant([7, 8], tf.int32))
-  np.testing.assert_array_equal(masked.masked_lm_positions.numpy(),
-                                again.masked_lm_positions.numpy())
-  np.testing.assert_array_equal(masked.masked_lm_weights.numpy(), np.tile([1, 1, 1, 0], [16, 1]))
-  positions = masked.masked_lm_positions.numpy()
-  candidates = ph.get_candidates_mask(config, inputs).numpy()
-  assert np.all(candidates[np.arange(16)[:, None], positions[:, :3]])
-  # Logit 40 beats any other logit plus Gumbel noise (g < 17 for float32 u).
-  np.testing.assert_array_equal(sampled.numpy(), masked.masked_lm_ids.numpy())
-  np.testing.assert_array_equal(ph.unmask(masked).input_ids.numpy(), ids)
+  _check_compiled_draw(masked, sampled, again, config, inputs, ids)
+
+
+@jax_only
+def test_mask_and_sample_under_jax_jit_with_a_30000_vocab():
+  """The TensorFlow XLA test's JAX counterpart: a [16, 4, 30000] draw inside jax.jit."""
+  import jax  # pylint: disable=g-import-not-at-top
+  ids = np.tile(make_row(20, 24, np.random.default_rng(8)), [16, 1])
+  inputs, config = make_inputs(ids, (ids != PAD).astype(np.int32)), make_config(4)
+  step = jax.jit(lambda seed: _xla_step(config, inputs, seed))
+  masked, sampled = step(seed_of(7, 8))
+  again, _ = step(seed_of(7, 8))
+  _check_compiled_draw(masked, sampled, again, config, inputs, ids)

@@ -167,6 +167,16 @@ def test_export_command_writes_a_saved_model_of_the_runners_answers(squad_v2, tm
   assert "squad_start_top_index" in out["raw"]
   # [CLS] who ? [SEP] john [SEP], padded to max_seq_length (the beam takes 8 positions)
   assert out["pair"] == [[101, 2040, 1029, 102, 2198, 102] + [0] * 58]
+  # --format litert: the same answers through LiteRTModel (windows and decoding around it)
+  lite = str(tmp_path / "squad.tflite")
+  assert export.main(["--model-dir", finetuned.model_dir, "--format", "litert",
+                      "--output", lite]) == 0
+  got = electra_tf2.LiteRTModel(lite).predict(tuple(finetuned.inputs))
+  assert [t.decode() for t in got["answer_text"]] == out["answer_text"]
+  assert got["answer_start"].tolist() == out["answer_start"]
+  # --window-stride is the QA windows' stride (doc_stride), not ignored
+  model, _, vocab, lower, _, described = export._load(finetuned.model_dir, None, None)
+  assert export._question_answerer(described, model, vocab, lower, None, 7).doc_stride == 7
 
 
 def test_keras_page_question_answering_example_runs(squad_v1, tmp_path, monkeypatch):
@@ -323,6 +333,33 @@ def test_predict_file_reads_json_lines_and_writes_answers(tmp_path, hf_answerer,
   path.write_text('{"id": 1, "question": "who?"}\n')
   with pytest.raises(question_answerer.QuestionAnswererError, match=r"questions.jsonl:1: needs"):
     model.predict_file(str(path))
+
+
+def test_predict_command_reads_question_then_context(tmp_path, hf_answerer, capsys):
+  """`electra predict` on a QuestionAnswerer SavedModel reads question<TAB>context (the
+  signature's documented order, as `predict((questions, contexts))`) or JSON lines with
+  those fields, names the columns first, and refuses a line with one column."""
+  from electra_tf2 import predict
+  _, model, expected = hf_answerer
+  saved = model.export_saved_model(str(tmp_path / "qa"))
+  tsv, jsonl = tmp_path / "questions.tsv", tmp_path / "questions.jsonl"
+  tsv.write_text("".join(f"{q}\t{c}\n" for q, c in zip(QUESTIONS, CONTEXTS)), encoding="utf-8")
+  jsonl.write_text("".join(json.dumps({"context": c, "question": q}) + "\n"
+                           for q, c in zip(QUESTIONS, CONTEXTS)), encoding="utf-8")
+  for path in (tsv, jsonl):
+    out = tmp_path / f"{path.name}.out"
+    assert predict.main(["--model", saved, "--input", str(path), "--output", str(out)]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith(f"{saved} takes question, context: reading {path} as ")
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["answer_text"] for r in rows] == expected["answer_text"].tolist()
+    assert [r["answer_start"] for r in rows] == expected["answer_start"].tolist()
+  assert [r["id"] for r in rows] == [1, 2, 3]  # JSON lines without "id": the line number
+  tsv.write_text(f"{QUESTIONS[0]}\t{CONTEXTS[0]}\n{QUESTIONS[1]}\n", encoding="utf-8")
+  assert predict.main(["--model", saved, "--input", str(tsv), "--output", str(out)]) == 2
+  err = capsys.readouterr().err
+  assert err == (f"error: {tsv}:2: 1 tab-separated column(s), expected 2: "
+                 "question<TAB>context\n")
 
 
 def test_squad_dataset_gives_the_runners_training_questions():

@@ -34,6 +34,25 @@ def pytorch(fixture) -> Side:
               note="transformers ElectraForSequenceClassification, inference_mode")
 
 
+@register("pytorch_sorted")
+def pytorch_sorted(fixture) -> Side:
+  """PyTorch fed the batches Keras predict and TextScorer make (texts sorted by length,
+  electra_tf2/batching.py): the anchor of the sides that batch themselves."""
+  from electra_tf2 import batching
+
+  def predict_all(texts, batch_size):
+    order, chunks = batching.length_batches(batching.text_lengths(texts), batch_size)
+    parts = [torch_logits(fixture, [[column[i] for i in chunk] for column in texts])
+             for chunk in chunks]
+    width = max(p.shape[1] for p in parts)  # token scorers: NaN past each batch's tokens
+    parts = [np.pad(p, [(0, 0), (0, width - p.shape[1])], constant_values=np.nan)
+             for p in parts]
+    return batching.restore_order(np.concatenate(parts), order)
+  return Side("PyTorch eager, length-sorted batches", lambda texts: torch_logits(fixture, texts),
+              note="the pytorch side on the batches of Keras predict (sorted by length)",
+              predict_all=predict_all)
+
+
 def onnx_model(fixture) -> str:
   """The model exported by torch.onnx, then fused by onnxruntime's transformer optimizer."""
   import torch

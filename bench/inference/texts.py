@@ -1,4 +1,4 @@
-"""The bench's inputs: SST-2 dev sentences and MRPC dev pairs, or the embedded corpus.
+"""The bench's inputs: SST-2 and CoLA dev sentences, MRPC dev pairs, or the embedded corpus.
 
 A `TextSet` is columns of raw strings (one column for single texts, two for
 pairs) with their gold labels when known, and the vocabulary to tokenise them
@@ -40,19 +40,25 @@ class TextSet:
     return [column[begin:end] for column in self.columns]
 
 
-def _tsv(path: str) -> List[List[str]]:
+def _tsv(path: str, header: bool = True) -> List[List[str]]:
   with open(path, encoding="utf-8-sig") as f:
-    return list(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE))[1:]
+    return list(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE))[1 if header else 0:]
 
 
 def glue_sets(data_dir: str = SHARED_DATA) -> List[TextSet]:
-  """SST-2 dev (872 sentences) and MRPC dev (408 pairs), with labels."""
+  """SST-2 dev (872 sentences, about 19 words), MRPC dev (408 pairs) and CoLA dev (1043
+  short sentences, about 8 words; no header), with labels."""
   vocab = os.path.join(data_dir, "vocab", "vocab.txt")
   sst = _tsv(os.path.join(data_dir, "glue", "SST-2", "dev.tsv"))
   mrpc = _tsv(os.path.join(data_dir, "glue", "MRPC", "dev.tsv"))
-  return [TextSet("sst2_dev", [[r[0] for r in sst]], [int(r[1]) for r in sst], vocab),
+  sets = [TextSet("sst2_dev", [[r[0] for r in sst]], [int(r[1]) for r in sst], vocab),
           TextSet("mrpc_dev", [[r[3] for r in mrpc], [r[4] for r in mrpc]],
                   [int(r[0]) for r in mrpc], vocab)]
+  cola = os.path.join(data_dir, "glue", "CoLA", "dev.tsv")
+  if os.path.exists(cola):
+    rows = _tsv(cola, header=False)
+    sets.append(TextSet("cola_dev", [[r[3] for r in rows]], [int(r[1]) for r in rows], vocab))
+  return sets
 
 
 def embedded_sets(work_dir: str) -> List[TextSet]:

@@ -81,6 +81,7 @@ class SingleOutputTask(Task):
   """A task with one prediction per example (official SingleOutputTask)."""
 
   unordered_pairs = False  # MRPC, STS: the sentence order carries no meaning
+  text_pairs = True  # examples are (text_a, text_b); CoLA and SST: one sentence
   label_suffix = ""  # the label feature is <task><label_suffix>
 
   def __init__(self, config: FinetuningConfig, name: str, tokenizer: CachedTokenizer):
@@ -287,6 +288,8 @@ class MRPC(ClassificationTask):
 class CoLA(ClassificationTask):
   """Acceptability; train/dev have no header, test has one; scored by MCC."""
 
+  text_pairs = False
+
   def __init__(self, config: FinetuningConfig, tokenizer: CachedTokenizer):
     super().__init__(config, "cola", tokenizer, ["0", "1"])
 
@@ -300,6 +303,8 @@ class CoLA(ClassificationTask):
 
 class SST(ClassificationTask):
   """Sentiment (SST-2)."""
+
+  text_pairs = False
 
   def __init__(self, config: FinetuningConfig, tokenizer: CachedTokenizer):
     super().__init__(config, "sst", tokenizer, ["0", "1"])

@@ -89,6 +89,8 @@ class CachedTokenizer:
 class Task(abc.ABC):
   """Override this class to add a fine-tuning task."""
 
+  text_pairs = False  # whether an example is a pair of texts (text_a, text_b)
+
   def __init__(self, config: FinetuningConfig, name: str):
     self.config = config
     self.name = name

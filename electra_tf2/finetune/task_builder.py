@@ -18,6 +18,12 @@ TASKS: Dict[str, Callable[[FinetuningConfig, CachedTokenizer], Task]] = {
 }
 
 
+def takes_pairs(name: str) -> bool:
+  """Whether the classification or regression task `name` reads pairs of texts (its
+  Task's `text_pairs`; False for QA, tagging and unknown names)."""
+  return bool(getattr(TASKS.get(name), "text_pairs", False))
+
+
 def make_tokenizer(config: FinetuningConfig, lower_case: bool) -> CachedTokenizer:
   """The vocabulary's tokenizer (by its kind): our tensorflow-text FullTokenizer (BERT's),
   with the official default strip_accents, or a SentencePieceTokenizer."""

@@ -24,19 +24,21 @@ from keras import ops
 def layer_norm(x, gamma, beta, epsilon: float):
   """Normalises `[..., d]` over d, then scales by gamma `[d]` and shifts by beta `[d]`."""
 
+  def mean(values):
+    # sum / depth, not ops.mean: Keras' mean on JAX and PyTorch sums float64 in float32.
+    return ops.sum(values, axis=-1, keepdims=True) / values.shape[-1]
+
   @ops.custom_gradient
   def normalise(x, gamma, beta):
-    mean = ops.mean(x, axis=-1, keepdims=True)
-    centred = x - mean
-    variance = ops.mean(ops.square(centred), axis=-1, keepdims=True)
+    centred = x - mean(x)
+    variance = mean(ops.square(centred))
     inv = ops.rsqrt(variance + epsilon)
     xhat = centred * inv
 
     def grad(*args, upstream=None):
       dy = args[0] if upstream is None else upstream
       g = dy * gamma
-      dx = inv * (g - ops.mean(g, axis=-1, keepdims=True)
-                  - xhat * ops.mean(g * xhat, axis=-1, keepdims=True))
+      dx = inv * (g - mean(g) - xhat * mean(g * xhat))
       depth = dy.shape[-1]
       dy_2d = ops.reshape(dy, (-1, depth))
       xhat_2d = ops.reshape(xhat, (-1, depth))

@@ -6,7 +6,10 @@ ops of `tensorflow_text.tflite_registrar` (the tokenizer of
 electra_tf2/text/litert_tokenizer.py), no Select TF ops. Signatures:
 
   serving_default  inputs `text` (and `text_b` for pairs): string [batch];
-                   outputs the SavedModel's, under the same names.
+                   outputs the SavedModel's, under the same names; or, for a
+                   QuestionAnswerer, TOKEN_IDS int32 [windows, max_seq_length] and
+                   the QA head's outputs (electra_tf2/litert/qa.py builds the windows
+                   and the answers around the file).
 
 The file's metadata entry "electra_tf2" holds JSON settings (`do_lower_case`,
 `max_seq_length`, `quantize`), which electra_tf2.litert.model.LiteRTModel reads.
@@ -19,7 +22,8 @@ Quantization (`quantize`):
                 GELU, the embedding gathers, means), their ranges calibrated on
                 representative texts (`calibration_texts`); additions, products,
                 softmax and the rest of LayerNorm stay float32: in int8 they lose
-                the model (SST-2 agreement with float32 50%; docs/benchmarks.md).
+                the model (SST-2 agreement with float32: 62.61% with every op int8,
+                97.94% with INT8_OPS; docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -39,6 +43,8 @@ QUANTIZE = ("none", "float16", "dynamic-int8", "int8")
 _BYTES_PER_WEIGHT = {"none": 4, "float16": 2, "dynamic-int8": 1, "int8": 1}
 MAX_FLATBUFFER_BYTES = 2 ** 31  # a flatbuffer's offsets are 32-bit
 CALIBRATION_STEPS = 100
+# The inputs of a .tflite on token ids (a QuestionAnswerer's: windows built in Python).
+TOKEN_IDS = ("input_ids", "input_mask", "segment_ids")
 # The ops `quantize="int8"` runs in int8; every other op stays float32.
 INT8_OPS = ("FULLY_CONNECTED", "BATCH_MATMUL", "GELU", "MEAN", "GATHER", "RESHAPE",
             "TRANSPOSE")
@@ -72,14 +78,17 @@ def write_tflite(path: str, serve: Callable[..., Dict[str, tf.Tensor]],
                  input_names: Sequence[str], variables: Sequence, settings: Dict[str, object],
                  quantize: str = "none",
                  calibration_texts: Optional[Sequence[str]] = None) -> str:
-  """Writes the `.tflite` of `serve` (tf.string `[batch]` per name of `input_names`)
-  to `path` (atomically); returns `path`.
+  """Writes the `.tflite` of `serve` (tf.string `[batch]` per name of `input_names`; for
+  TOKEN_IDS, int32 `[batch, seq_len]` token ids) to `path` (atomically); returns `path`.
 
   `variables`: the TensorFlow variables `serve` reads (under Keras ones: `v.value`);
   `settings`: JSON values for the metadata (do_lower_case, max_seq_length).
   """
   check_quantize(quantize, calibration_texts)
   check_size(variables, quantize)
+  if tuple(input_names) == TOKEN_IDS and quantize == "int8":
+    raise LiteRTError("quantize int8 calibrates on texts, which a .tflite on token ids does "
+                      "not take: use dynamic-int8 or float16")
   lite = converter(serve, input_names, variables, quantize, calibration_texts,
                    bool(settings.get("do_lower_case", True)))
   try:
@@ -89,7 +98,9 @@ def write_tflite(path: str, serve: Callable[..., Dict[str, tf.Tensor]],
   except Exception as e:  # the converter's errors are pages of MLIR
     raise LiteRTError(_conversion_error(e)) from None
   model = with_metadata(model, dict(settings, quantize=quantize))
-  check_kernels(model, len(input_names))
+  sample = (np.ones([1, int(settings["max_seq_length"])], np.int32)  # a full window
+            if tuple(input_names) == TOKEN_IDS else np.array([b"a"], dtype=object))
+  check_kernels(model, [sample] * len(input_names))
   with atomic_path(path) as tmp:
     with open(tmp, "wb") as f:
       f.write(model)
@@ -98,7 +109,13 @@ def write_tflite(path: str, serve: Callable[..., Dict[str, tf.Tensor]],
 
 def _serving_default(serve: Callable[..., Dict[str, tf.Tensor]], input_names: Sequence[str]):
   """`serve` as a concrete function named serving_default (the converter names signatures
-  after functions) on tf.string `[batch]` inputs named `input_names`."""
+  after functions) on tf.string `[batch]` inputs named `input_names`, or on int32
+  `[batch, seq_len]` TOKEN_IDS."""
+  if tuple(input_names) == TOKEN_IDS:
+    def serving_default(input_ids, input_mask, segment_ids):  # pylint: disable=function-redefined
+      return serve(input_ids, input_mask, segment_ids)
+    specs = [tf.TensorSpec([None, None], tf.int32, name) for name in TOKEN_IDS]
+    return tf.function(serving_default, input_signature=specs).get_concrete_function()
   specs = [tf.TensorSpec([None], tf.string, name) for name in input_names]
   if len(input_names) == 1:
     def serving_default(text):
@@ -192,10 +209,9 @@ def with_metadata(model: bytes, settings: Dict[str, object]) -> bytes:
   return flatbuffer_utils.convert_object_to_bytearray(model_object)
 
 
-def check_kernels(model: bytes, num_inputs: int) -> None:
+def check_kernels(model: bytes, inputs: Sequence[np.ndarray]) -> None:
   """Refuses, in one line, a model with an op the interpreter has no kernel for (it
-  runs the model once on a text)."""
-  inputs = [np.array([b"a"], dtype=object)] * num_inputs
+  runs the model once on `inputs`, one array per input)."""
   try:
     runner = make_interpreter(model_content=model).get_signature_runner("serving_default")
     runner(**dict(zip(runner.get_input_details(), inputs)))

@@ -81,11 +81,18 @@ class LiteRTModel:
       raise LiteRTModelError(f"{path} has no serving_default signature: give a .tflite written "
                              "by export_litert or `electra export --format litert`")
     self.path = path
-    self.input_names: List[str] = sorted(signatures["serving_default"]["inputs"])
-    self.output_names: List[str] = sorted(signatures["serving_default"]["outputs"])
     self._runner = self._interpreter.get_signature_runner("serving_default")
     with open(path, "rb") as f:
       self.settings = read_metadata(f.read())
+    self._answerer = None
+    from electra_tf2.litert import qa  # pylint: disable=g-import-not-at-top
+    if qa.QA_KEY in self.settings:  # windows and answers around the file
+      self._answerer = qa.WindowAnswerer(self.settings)
+      self.input_names: List[str] = list(qa.QA_INPUTS)
+    else:
+      # The documented order (question, context; text, text_b), as predict's tuple takes.
+      self.input_names = predictions.column_order(signatures["serving_default"]["inputs"])
+    self.output_names: List[str] = sorted(signatures["serving_default"]["outputs"])
 
   @property
   def do_lower_case(self) -> bool:
@@ -116,6 +123,8 @@ class LiteRTModel:
   def empty_outputs(self) -> Dict[str, np.ndarray]:
     """The outputs of an empty batch, shaped as the SavedModel's (a token axis of 2,
     [CLS] [SEP]), without running the interpreter: TFLite kernels refuse empty tensors."""
+    if self._answerer is not None:
+      return self.run_batch([], [])
     details = self._runner.get_output_details()
     return {name: np.zeros([0] + [2 if d < 0 else d for d in detail["shape_signature"][1:]],
                            object if detail["dtype"] in (np.bytes_, np.object_, np.str_)
@@ -123,7 +132,10 @@ class LiteRTModel:
             for name, detail in details.items()}
 
   def run_batch(self, *columns: Texts) -> Dict[str, np.ndarray]:
-    """One interpreter call on one batch (a list of texts per input)."""
+    """One interpreter call on one batch (a list of texts per input); a question
+    answerer's: its windows, one call on them, the answers (electra_tf2/litert/qa.py)."""
+    if self._answerer is not None:
+      return self._answerer.run(self._runner, *columns)
     from electra_tf2.text.litert_tokenizer import prepare_texts
     inputs = {name: np.array(prepare_texts(texts, self.do_lower_case), dtype=object)
               for name, texts in zip(self.input_names, columns)}

@@ -24,12 +24,24 @@ predicts the nonce text "empty" then).
 
 from __future__ import annotations
 
-from typing import Dict
+from typing import Dict, NamedTuple
 
 import tensorflow as tf
 
+from electra_tf2.text import qa_windows
+
 Outputs = Dict[str, tf.Tensor]
 _NULL_START = 1000000.0  # qa_metrics.py:111
+
+
+class Decoding(NamedTuple):
+  """The settings of the answer search (QuestionAnswerer's; a QA `.tflite`'s metadata)."""
+  joint_prediction: bool
+  n_best_size: int
+  max_answer_length: int
+  squad_v2: bool
+  answerable_classifier: bool
+  qa_na_threshold: float
 
 
 def candidates(outputs: Outputs, joint_prediction: bool, n_best_size: int):
@@ -105,3 +117,34 @@ def null_score_diff(outputs: Outputs, example: tf.Tensor, n_examples: tf.Tensor,
       tf.math.unsorted_segment_min(tf.cast(window_null, tf.float64), tf.cast(example, tf.int32),
                                    tf.cast(n_examples, tf.int32)), _NULL_START)
   return score_null if answerable_classifier else score_null - best_score
+
+
+def answers(windows: qa_windows.Windows, outputs: Outputs, n_questions: tf.Tensor,
+            vocab: tf.Tensor, do_lower_case: bool, strip_accents: bool,
+            decoding: Decoding) -> Outputs:
+  """The QA head's outputs on the windows -> the answer of each of the n questions
+  (QuestionAnswerer's outputs: answer_text, answer_start, answer_end, score; with
+  squad_v2 also span_text, is_impossible, null_score_diff).
+
+  vocab: the WordPiece strings in id order; do_lower_case, strip_accents: the
+  tokenizer's (`get_final_text` maps the answer back to the context's characters).
+  """
+  best = best_spans(outputs, windows.token_word, windows.max_context, windows.example,
+                    n_questions, decoding.joint_prediction, decoding.n_best_size,
+                    decoding.max_answer_length)
+  found = tf.where(best["found"])[:, 0]
+  text, start, end = qa_windows.span_text(
+      windows, vocab, *(tf.gather(best[k], found) for k in ("row", "start", "end")),
+      do_lower_case, strip_accents)
+  shape = tf.shape(best["found"], out_type=tf.int64)
+  scatter = lambda values: tf.scatter_nd(found[:, tf.newaxis], values, shape)
+  span, score = scatter(text), best["start_score"] + best["end_score"]
+  result = {"answer_text": span, "answer_start": scatter(start),
+            "answer_end": scatter(end), "score": tf.cast(score, tf.float32)}
+  if decoding.squad_v2:
+    odds = null_score_diff(outputs, windows.example, n_questions, score,
+                           decoding.answerable_classifier)
+    impossible = odds > decoding.qa_na_threshold
+    result.update(answer_text=tf.where(impossible, "", span), span_text=span,
+                  is_impossible=impossible, null_score_diff=tf.cast(odds, tf.float32))
+  return result

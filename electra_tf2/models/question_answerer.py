@@ -37,7 +37,6 @@ line saying so.
 from __future__ import annotations
 
 import dataclasses
-import json
 from typing import Any, Dict, List, Optional, Tuple
 
 import keras
@@ -50,6 +49,7 @@ require_tensorflow("QuestionAnswerer (and squad_dataset)",
 
 import tensorflow as tf  # noqa: E402  pylint: disable=g-import-not-at-top,wrong-import-position
 
+from electra_tf2 import predictions
 from electra_tf2.errors import ElectraError
 from electra_tf2.finetune import qa as qa_task
 from electra_tf2.layers.task_heads import QAHead
@@ -151,30 +151,19 @@ class QuestionAnswerer(TextModel):
     outputs = self.head(self.encode(windows.features, training), windows.features)
     return self.answers(windows, outputs, tf.size(question))
 
+  def decoding(self) -> qa_spans.Decoding:
+    """The answer search's settings."""
+    return qa_spans.Decoding(self.head.joint_prediction, self.n_best_size,
+                             self.max_answer_length, self.squad_v2,
+                             self.head.answerable_classifier, self.qa_na_threshold)
+
   def answers(self, windows: qa_windows.Windows, outputs: Dict[str, tf.Tensor],
               n_questions: tf.Tensor) -> Dict[str, tf.Tensor]:
     """The head's outputs on the windows -> the answer of each of the n questions."""
-    head = self.head
-    best = qa_spans.best_spans(outputs, windows.token_word, windows.max_context,
-                               windows.example, n_questions, head.joint_prediction,
-                               self.n_best_size, self.max_answer_length)
-    found = tf.where(best["found"])[:, 0]
-    text, start, end = qa_windows.span_text(
-        windows, tf.constant(self.text_inputs.vocab), *(tf.gather(best[k], found)
-                                                       for k in ("row", "start", "end")),
-        self.text_inputs.do_lower_case, self.text_inputs.featurizer.tokenizer.strip_accents)
-    shape = tf.shape(best["found"], out_type=tf.int64)
-    scatter = lambda values: tf.scatter_nd(found[:, tf.newaxis], values, shape)
-    span, score = scatter(text), best["start_score"] + best["end_score"]
-    answers = {"answer_text": span, "answer_start": scatter(start),
-               "answer_end": scatter(end), "score": tf.cast(score, tf.float32)}
-    if self.squad_v2:
-      odds = qa_spans.null_score_diff(outputs, windows.example, n_questions, score,
-                                      head.answerable_classifier)
-      impossible = odds > self.qa_na_threshold
-      answers.update(answer_text=tf.where(impossible, "", span), span_text=span,
-                     is_impossible=impossible, null_score_diff=tf.cast(odds, tf.float32))
-    return answers
+    inputs = self.text_inputs
+    return qa_spans.answers(windows, outputs, n_questions, tf.constant(inputs.vocab),
+                            inputs.do_lower_case, inputs.featurizer.tokenizer.strip_accents,
+                            self.decoding())
 
   def labelled_windows(self, x, y, training: bool):
     """The windows of a batch of questions with answers `y` and their losses `[windows]`."""
@@ -262,14 +251,27 @@ class QuestionAnswerer(TextModel):
 
   def export_litert(self, path: str, quantize: str = "none",
                     calibration_texts: Optional[List[str]] = None) -> str:
-    """Refused in one line: the windows and the answer text need ops without LiteRT
-    kernels (docs/deploy.md); `export_saved_model` serves the model."""
-    from electra_tf2.litert.convert import LiteRTError  # pylint: disable=g-import-not-at-top
-    del path, quantize, calibration_texts
-    raise LiteRTError("QuestionAnswerer has no .tflite export: its windows over long "
-                      "contexts and its answer text use ops LiteRT has no kernels for "
-                      "(UnicodeDecode, RegexSplit, Substr, UnsortedSegmentJoin, ...); "
-                      "export_saved_model (or electra export --output-dir) serves it")
+    """Writes a `.tflite` (LiteRT) file of the encoder and head on windows of token ids;
+    returns `path`. `LiteRTModel(path).predict((questions, contexts))` builds the windows
+    and finds the answers around it with the SavedModel's TensorFlow code, so its outputs
+    are `predict`'s (electra_tf2/litert/qa.py; docs/deploy.md): the windows and the answer
+    text need ops LiteRT has no kernels for.
+
+    quantize: "none", "float16" or "dynamic-int8" ("int8" calibrates on texts, which a
+    file on token ids does not take).
+    """
+    from electra_tf2.litert import convert, qa  # pylint: disable=g-import-not-at-top
+
+    def serve(input_ids, input_mask, segment_ids):
+      features = {"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids}
+      return self.head(self.encode(features), features)
+    inputs = self.text_inputs
+    settings = {"do_lower_case": inputs.do_lower_case, "max_seq_length": self.max_seq_length,
+                qa.QA_KEY: qa.qa_settings(self.decoding(), self.max_query_length,
+                                          self.doc_stride, inputs.vocab)}
+    return convert.write_tflite(path, serve, list(convert.TOKEN_IDS),
+                                [v.value for v in self.variables], settings, quantize,
+                                calibration_texts)
 
   def extra_signatures(self) -> Dict[str, tf.types.experimental.GenericFunction]:
     """`token_ids` and `text_pair`: the head's raw outputs `<task>_<name>` on token ids, or
@@ -290,25 +292,11 @@ class QuestionAnswerer(TextModel):
     return {"token_ids": tf.function(token_ids, input_signature=[ids] * 3),
             "text_pair": tf.function(text_pair, input_signature=[texts] * 2)}
 
-  def read_rows(self, path: str) -> Tuple[List[List[str]], List[Dict[str, Any]]]:
-    """JSON lines {"id", "question", "context"} -> rows and their ids."""
-    rows, keys = [], []
-    with open(path, encoding="utf-8") as f:
-      for number, line in enumerate(f, 1):
-        if not line.strip():
-          continue
-        try:
-          record = json.loads(line)
-        except json.JSONDecodeError as e:
-          raise QuestionAnswererError(f"{path}:{number}: not valid JSON ({e.msg})") from None
-        fields = [record.get(k) if isinstance(record, dict) else None
-                  for k in ("question", "context")]
-        if not all(isinstance(v, str) for v in fields):
-          raise QuestionAnswererError(f"{path}:{number}: needs string fields \"question\" and "
-                                      "\"context\" (and an \"id\")")
-        rows.append(fields)
-        keys.append({"id": record.get("id", number)})
-    return rows, keys
+  def read_rows(self, path: str) -> predictions.Rows:
+    """JSON lines {"id", "question", "context"} -> rows and their ids
+    (`predictions.read_rows`)."""
+    return predictions.read_rows(path, self.serving_inputs(), jsonl=True, flag="path",
+                                 error=QuestionAnswererError)
 
   # -- loading and saving -------------------------------------------------------
 

@@ -242,7 +242,8 @@ class TextModel(keras.Model):
     length (electra_tf2/batching.py), outputs in input order as numpy arrays
     (per-token ones padded with 0 to the longest row): Keras' values, with fewer pad
     tokens and without its per-call dataset set-up. Anything else (token-id features,
-    datasets) goes through Keras' loop.
+    datasets) goes through Keras' loop, whose ragged per-token outputs are padded the
+    same way: never a tf.RaggedTensor.
 
     dtype: "bfloat16" predicts with a bfloat16 copy of the model (electra_tf2/
     precision.py), its weights copied from this model's at every call.
@@ -251,8 +252,9 @@ class TextModel(keras.Model):
       return self.with_dtype(dtype).predict(x, batch_size, verbose, steps, callbacks)
     columns = _string_columns(keras_data.texts(x, "x", self.text_columns()))
     if columns is None or steps is not None or callbacks is not None:
-      return super().predict(**self._keras_arguments(keras.Model.predict, (x,), dict(
-          batch_size=batch_size, verbose=verbose, steps=steps, callbacks=callbacks)))
+      return _padded(super().predict(**self._keras_arguments(
+          keras.Model.predict, (x,), dict(batch_size=batch_size, verbose=verbose, steps=steps,
+                                          callbacks=callbacks))))
     return self._predict_texts(columns, batch_size or 32, verbose)
 
   def _predict_texts(self, columns: List[np.ndarray], batch_size: int, verbose):
@@ -386,16 +388,17 @@ class TextModel(keras.Model):
       tf.saved_model.save(root, tmp, signatures=signatures)
     return path
 
-  def read_rows(self, path: str) -> Tuple[List[List[str]], List[Dict[str, Any]]]:
-    """The inputs of every line of a UTF-8 text file (pairs: tab-separated), and for each
-    what its output line starts with (nothing here)."""
-    rows = predictions.read_rows(path, len(self.serving_inputs()))
-    return rows, [{} for _ in rows]
+  def read_rows(self, path: str) -> predictions.Rows:
+    """The inputs of every line of a UTF-8 file and for each what its output line starts
+    with: `predictions.read_rows` (text: the `serving_inputs()` tab-separated in that
+    order, nothing; JSON lines for a .jsonl/.json file: those fields, the "id")."""
+    return predictions.read_rows(path, self.serving_inputs(), flag="path")
 
   def predict_file(self, path: str, output_path: Optional[str] = None,
                    batch_size: int = 32) -> Dict[str, np.ndarray]:
     """Predictions for every row of a file (`read_rows`: a text, or tab-separated pair, per
-    line), with a progress bar; with `output_path`, also one JSON object per row there.
+    line; or JSON lines), with a progress bar; with `output_path`, also one JSON object
+    per row there.
 
     Rows are predicted in batches of similar length (electra_tf2/batching.py);
     outputs are in row order, per-token ones padded with zeros to the longest.
@@ -481,6 +484,16 @@ def head_to_load(model: TextModel, source: sources.Source,
   if any(tuple(ours[k].shape) != source.tensors[v].shape for k, v in rename.items()):
     return {}, {}
   return ours, rename
+
+
+def _padded(outputs):
+  """Keras' loop outputs (an array or a dict of them) with each ragged one (TensorFlow's
+  batches padded to different lengths) as one numpy array padded with zeros to the
+  longest row."""
+  if isinstance(outputs, dict):
+    return {k: _padded(v) for k, v in outputs.items()}
+  ragged = hasattr(outputs, "flat_values") and hasattr(outputs, "to_tensor")  # tf.RaggedTensor
+  return outputs.to_tensor().numpy() if ragged else outputs
 
 
 def _string_columns(checked) -> Optional[List[np.ndarray]]:

@@ -17,6 +17,7 @@ import os
 import sys
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
+from electra_tf2 import predictions
 from electra_tf2.errors import command
 from electra_tf2.scoring.graph import SENTENCE_SCORES, ScoringError
 from electra_tf2.scoring.render import render
@@ -24,20 +25,14 @@ from electra_tf2.scoring.scorer import DEFAULT_RANK_SCORE, TextScorer, rank_orde
 
 def _lines(path: str) -> Iterator[Tuple[int, str, int]]:
   """`(line number, text, bytes read)` of a UTF-8 text file; invalid UTF-8 is an error."""
-  try:
-    handle = open(path, "rb")
-  except OSError as e:
-    raise ScoringError(f"--input {path}: {e.strerror}") from None
-  with handle:
-    for number, raw in enumerate(handle, 1):
-      line = raw.rstrip(b"\n").rstrip(b"\r")
-      try:
-        text = line.decode("utf-8")
-      except UnicodeDecodeError as e:
-        raise ScoringError(f"{path}:{number}: not valid UTF-8 (byte 0x{line[e.start]:02x} at "
-                           f"byte {e.start + 1} of the line): convert the file to UTF-8, e.g. "
-                           "iconv -f latin1 -t utf-8") from None
-      yield number, text, len(raw)
+  return predictions.text_lines(path, "--input", ScoringError)
+
+
+def _check_input(path: str) -> None:
+  """Refuses, in one line, an input that is not UTF-8 or has no text, before any model
+  loads."""
+  if not any([line.strip() for _, line, _ in _lines(path)]):
+    raise ScoringError(f"--input {path} is empty: give one text (or JSON object) per line")
 
 
 def _json_object(path: str, number: int, text: str) -> Dict[str, Any]:
@@ -238,6 +233,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   args = _parser().parse_args(argv)
   if args.command != "show" and not os.path.isfile(args.input):
     raise ScoringError(f"--input {args.input} is not a file")
+  if args.command != "show":
+    _check_input(args.input)
   scorer = TextScorer.load(args.model_dir, args.checkpoint, args.batch_size,
                            args.max_seq_length, args.window_stride)
   if args.command == "show":

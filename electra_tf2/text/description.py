@@ -22,6 +22,7 @@ from typing import Any, Dict, Optional, Tuple
 
 from electra_tf2 import vocab as vocab_lib
 from electra_tf2.atomic_io import write_json_atomic
+from electra_tf2.text.py_tokenizer import resolve_strip_accents
 from electra_tf2.vocab import SpecialTokenIds, VocabError
 
 DESCRIPTION_FILE = "tokenizer_description.json"
@@ -84,7 +85,6 @@ def describe_vocab(vocab_file: str, do_lower_case: bool = True,
   if found == "sentencepiece":
     do_lower_case, strip = False, False
   else:
-    from electra_tf2.text.tokenizer import resolve_strip_accents  # pylint: disable=g-import-not-at-top
     strip = resolve_strip_accents(do_lower_case, strip_accents)
   return TokenizerDescription(found, vocab_file, len(vocab), bool(do_lower_case), strip, tokens,
                               SpecialTokenIds(*(vocab[t] for t in tokens)))

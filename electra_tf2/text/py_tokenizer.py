@@ -125,6 +125,16 @@ def _to_str(text: Text) -> str:
   raise TypeError(f"expected str or bytes, got {type(text).__name__}")
 
 
+def resolve_strip_accents(do_lower_case: bool, strip_accents: Optional[bool]) -> bool:
+  """Whether accents are stripped: official semantics, only ever when lowercasing.
+
+  The official BasicTokenizer strips accents inside `if do_lower_case:`
+  (`strip_accents` defaults to True), so `--no-lower-case --strip-accents`
+  keeps the accents. None means the official default.
+  """
+  return bool(do_lower_case) and (strip_accents is None or bool(strip_accents))
+
+
 class PyFullTokenizer:
   """ELECTRA's FullTokenizer in pure Python: the official ids, no TensorFlow.
 
@@ -170,7 +180,7 @@ class PyFullTokenizer:
     self.inv_vocab: Dict[int, str] = {i: t for t, i in vocab.items()}
     self.do_lower_case = bool(do_lower_case)
     # Official: accents are stripped inside `if do_lower_case:` (model/tokenization.py:172).
-    self.strip_accents = self.do_lower_case and (strip_accents is None or bool(strip_accents))
+    self.strip_accents = resolve_strip_accents(do_lower_case, strip_accents)
     self.unk_id = vocab["[UNK]"]
     self._longest = max(map(len, vocab), default=1)
     self._word_ids = functools.lru_cache(maxsize=WORD_CACHE_SIZE)(self._wordpiece)

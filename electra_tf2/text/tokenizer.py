@@ -18,6 +18,8 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text as tft
 
+# resolve_strip_accents lives in the TensorFlow-free py_tokenizer; imported from here too.
+from electra_tf2.text.py_tokenizer import resolve_strip_accents  # noqa: F401
 from electra_tf2.vocab import (load_vocab, special_token_ids, special_tokens, SPECIAL_TOKENS,
                                VocabError)
 
@@ -44,16 +46,6 @@ _LOCALE_PROBE_LOWER = "ij" + "".join(lower for _, lower in _LOCALE_SENSITIVE_LOW
 # Texts per TensorFlow call in the Python helpers (bounded memory, few calls).
 _BATCH_LINES = 8192
 _BATCH_BYTES = 4 << 20
-
-
-def resolve_strip_accents(do_lower_case: bool, strip_accents: Optional[bool]) -> bool:
-  """Whether accents are stripped: official semantics, only ever when lowercasing.
-
-  The official BasicTokenizer strips accents inside `if do_lower_case:`
-  (`strip_accents` defaults to True), so `--no-lower-case --strip-accents`
-  keeps the accents. None means the official default.
-  """
-  return bool(do_lower_case) and (strip_accents is None or bool(strip_accents))
 
 
 def is_control(char: str) -> bool:

@@ -1,0 +1,261 @@
+"""Pre-training step throughput of the JAX trainer, with no TensorFlow: the compiled step of
+electra_tf2/jax_training/pretraining.py on in-memory batches.
+
+    KERAS_BACKEND=jax python bench/jax_pretrain_step.py [--model-name electra_small]
+        [--hparams JSON] [--seq-len 128] [--batch-sizes 8,32 | --max-batch 256]
+        [--mixed-precision float32|mixed_bfloat16] [--steps 10] [--rounds 3]
+        [--peak-tflops 989.4] [--split] [--json FILE]
+    ... --train-steps 300 --log-every 10 [--seed 0]     # numerics: a loss curve
+
+For each batch size it builds `JaxPretrainingRun` (the preset with `train_batch_size` the
+batch and `max_seq_length` the length), compiles its step ahead of time (the compilation
+time is reported apart), runs two warm-up steps, then `--rounds` rounds of `--steps` steps
+on one fake batch held on the device, and keeps the best round. A row (printed, and one
+JSON line appended to `--json`): sequences/s, steps/s, seconds per step, the hours of one
+million such steps, the step's analytic matmul FLOPs (electra_tf2/flops.py
+`train_step_flops`, the count bench/pretrain_throughput.py uses), TFLOP/s and, with
+`--peak-tflops` (a datasheet dense bf16 peak: 989.4 for the H100 SXM and the H200), MFU.
+
+`--max-batch N` replaces the batch sizes: the largest of N, N/2, N/4, ... whose step
+compiles and runs (halving on out-of-memory). `--split` also times, at the same batch, the
+forward pass alone and forward + backward (jit-compiled apart): the optimizer update and
+the rest is the step less forward + backward. `--train-steps N` trains N steps instead,
+each on a fresh batch of Zipf-distributed tokens from `--seed` (the same batches for every
+precision), and records the mean losses of every `--log-every` steps (the numerics item
+of scripts/gpu_run.sh --backend jax).
+
+ELECTRA_BLOCK_TENSORFLOW=1 makes `import tensorflow` fail (the GPU machine has none).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import time
+from typing import Any, Callable, Dict, List, Optional
+
+import numpy as np
+
+import common
+
+LOSSES = ("total_loss", "mlm_loss", "disc_loss")
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+  parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+  parser.add_argument("--model-name", default="electra_small")
+  parser.add_argument("--batch-sizes", default="8,32")
+  parser.add_argument("--max-batch", type=int, default=None,
+                      help="instead of --batch-sizes: the largest of N, N/2, ... that fits")
+  parser.add_argument("--seq-len", type=int, default=128)
+  common.add_step_flags(parser, steps=10)
+  parser.add_argument("--peak-tflops", type=float, default=None,
+                      help="a datasheet peak in TFLOP/s: MFU against it")
+  parser.add_argument("--split", action="store_true",
+                      help="also time forward alone and forward + backward")
+  parser.add_argument("--train-steps", type=int, default=None,
+                      help="numerics: train this many steps on fresh batches, log the losses")
+  parser.add_argument("--log-every", type=int, default=10)
+  parser.add_argument("--seed", type=int, default=0)
+  args = parser.parse_args(argv)
+  if args.mixed_precision not in ("float32", "mixed_bfloat16"):
+    parser.error(f"--mixed-precision {args.mixed_precision}: the JAX trainer takes float32 "
+                 "or mixed_bfloat16")
+  return args
+
+
+# ---------------------------------------------------------------------------
+# One run at one batch size
+# ---------------------------------------------------------------------------
+
+
+class Bench:
+  """A `JaxPretrainingRun` at one batch size, its step compiled, its state and batch on the
+  device."""
+
+  def __init__(self, args: argparse.Namespace, batch: int):
+    from electra_tf2.jax_training.pretraining import JaxPretrainingRun
+    from electra_tf2.training.options import RunOptions
+    self.args, self.batch = args, batch
+    self.config = make_config(args, batch)
+    self.run = JaxPretrainingRun(self.config, RunOptions(
+        backend="jax", mixed_precision=args.mixed_precision))
+    self.state = self.run.state()
+    self.features = self.put(common.fake_pretraining_batch(
+        batch, args.seq_len, self.config.vocab_size, args.seed))
+    start = time.perf_counter()
+    self.step_function = self.run.step_function.lower(
+        self.state, self.features, np.int32(0)).compile()
+    self.compile_seconds = time.perf_counter() - start
+    self.step = 0
+
+  def put(self, batch: Dict[str, np.ndarray]):
+    import jax  # pylint: disable=g-import-not-at-top
+    placed = self.run.put(batch)
+    return jax.device_put(placed) if placed is batch else placed
+
+  def run_steps(self, steps: int, features=None) -> Dict[str, Any]:
+    """Runs `steps` steps (on `features`, default the bench's batch) and waits for them;
+    the last step's losses as floats."""
+    import jax  # pylint: disable=g-import-not-at-top
+    losses = None
+    for _ in range(steps):
+      self.state, losses, _ = self.step_function(
+          self.state, self.features if features is None else features, np.int32(self.step))
+      self.step += 1
+    jax.block_until_ready(self.state)
+    return {k: float(v) for k, v in losses.items()}
+
+  def seconds_per_step(self, steps: int) -> float:
+    start = time.perf_counter()
+    self.run_steps(steps)
+    return (time.perf_counter() - start) / steps
+
+  def split_seconds(self, rounds: int, steps: int) -> Dict[str, float]:
+    """Best seconds of the forward pass alone and of forward + backward (gradients)."""
+    import jax  # pylint: disable=g-import-not-at-top
+    from electra_tf2 import objectives
+    model, config = self.run.model, self.config
+    trainable, non_trainable, _ = self.state
+    seed = np.array([0, config.seed], np.int32)
+
+    def loss(trainable, non_trainable, features, seed):
+      outputs, _ = model.stateless_call(
+          trainable, non_trainable, features, training=True, seed=seed,
+          denominators=objectives.loss_denominators(config, features))
+      return outputs["total_loss"]
+    parts = {"forward_seconds": jax.jit(loss),
+             "forward_backward_seconds": jax.jit(jax.grad(loss))}
+    best = {}
+    for name, function in parts.items():
+      jax.block_until_ready(function(trainable, non_trainable, self.features, seed))
+      best[name] = float("inf")
+      for _ in range(rounds):
+        start = time.perf_counter()
+        for _ in range(steps):
+          out = function(trainable, non_trainable, self.features, seed)
+        jax.block_until_ready(out)
+        best[name] = min(best[name], (time.perf_counter() - start) / steps)
+    return best
+
+
+def make_config(args: argparse.Namespace, batch: int):
+  from electra_tf2.config import resolve_pretraining_config
+  overrides = {"max_seq_length": args.seq_len, "train_batch_size": batch, "seed": args.seed}
+  if args.train_steps is None:
+    overrides["num_warmup_steps"] = 0
+  else:
+    overrides.update(num_train_steps=args.train_steps,
+                     num_warmup_steps=max(1, args.train_steps // 10))
+  return resolve_pretraining_config(args.model_name, None,
+                                    {**overrides, **json.loads(args.hparams)})
+
+
+def bench_at(args: argparse.Namespace, batch: int) -> Bench:
+  bench = Bench(args, batch)
+  bench.run_steps(2)  # warm-up: the first runs also allocate
+  return bench
+
+
+def largest_bench(args: argparse.Namespace) -> Bench:
+  _, bench = common.largest_batch(lambda b: bench_at(args, b), args.max_batch,
+                                  warm_up=lambda bench: None, name="jax")
+  return bench
+
+
+# ---------------------------------------------------------------------------
+# Rows
+# ---------------------------------------------------------------------------
+
+
+def environment() -> Dict[str, Any]:
+  import jax  # pylint: disable=g-import-not-at-top
+  import jaxlib  # pylint: disable=g-import-not-at-top
+  import keras  # pylint: disable=g-import-not-at-top
+  device = jax.devices()[0]
+  return {"backend": "jax", "device": f"{device.platform}: {device.device_kind}",
+          "devices": jax.device_count(), "jax": jax.__version__,
+          "jaxlib": jaxlib.__version__, "keras": keras.__version__,
+          "python": platform.python_version()}
+
+
+def throughput_row(args: argparse.Namespace, bench: Bench) -> Dict[str, Any]:
+  from electra_tf2.flops import train_step_flops
+  best = min(bench.seconds_per_step(args.steps) for _ in range(args.rounds))
+  flops = train_step_flops(bench.config, bench.batch)
+  row = {"model": args.model_name, "hparams": json.loads(args.hparams),
+         "seq_len": args.seq_len, "precision": args.mixed_precision, "jit_compile": True,
+         "batch": bench.batch, "seq_per_s": bench.batch / best, "steps_per_s": 1 / best,
+         "step_seconds": best, "hours_per_million_steps": 1e6 * best / 3600,
+         "compile_seconds": bench.compile_seconds, "train_step_tflop": flops / 1e12,
+         "tflops": flops / best / 1e12, "peak_tflops": args.peak_tflops,
+         "mfu": flops / best / (args.peak_tflops * 1e12) if args.peak_tflops else None,
+         "steps": args.steps, "rounds": args.rounds, **environment()}
+  if args.split:
+    row.update(bench.split_seconds(args.rounds, args.steps))
+  return row
+
+
+def print_row(r: Dict[str, Any]) -> None:
+  mfu = "" if r["mfu"] is None else f" {r['mfu']:>6.1%}"
+  print(f"{r['batch']:>5} {r['seq_per_s']:>10.2f} {r['step_seconds'] * 1e3:>10.1f} "
+        f"{r['compile_seconds']:>9.1f} {r['tflops'] * 1e3:>12.1f}{mfu}", flush=True)
+  if "forward_seconds" in r:
+    f, fb, s = r["forward_seconds"], r["forward_backward_seconds"], r["step_seconds"]
+    print(f"      split: forward {f * 1e3:.1f} ms ({f / s:.0%}), backward "
+          f"{(fb - f) * 1e3:.1f} ms ({(fb - f) / s:.0%}), optimizer and the rest "
+          f"{(s - fb) * 1e3:.1f} ms ({(s - fb) / s:.0%}) of {s * 1e3:.1f} ms", flush=True)
+
+
+def train_curve(args: argparse.Namespace) -> Dict[str, Any]:
+  """`--train-steps` steps, each on a fresh Zipf batch of `--seed`; the mean losses of every
+  `--log-every` steps."""
+  batch = int(args.batch_sizes.split(",")[0])
+  start = time.perf_counter()
+  bench = Bench(args, batch)
+  history: List[Dict[str, Any]] = []
+  window: List[Dict[str, float]] = []
+  for step in range(args.train_steps):
+    features = bench.put(common.fake_pretraining_batch(
+        batch, args.seq_len, bench.config.vocab_size, seed=args.seed * 1_000_003 + step,
+        zipf=1.3))
+    window.append(bench.run_steps(1, features))
+    if len(window) == args.log_every or step + 1 == args.train_steps:
+      history.append({"step": step + 1, **{k: float(np.mean([w[k] for w in window]))
+                                           for k in LOSSES}})
+      common.log(f"step {step + 1}: " + ", ".join(f"{k} {history[-1][k]:.4f}"
+                                                  for k in LOSSES))
+      window = []
+  return {"model": args.model_name, "hparams": json.loads(args.hparams),
+          "seq_len": args.seq_len, "batch": batch, "precision": args.mixed_precision,
+          "jit_compile": True, "seed": args.seed, "steps": args.train_steps,
+          "history": history, "seconds": time.perf_counter() - start, **environment()}
+
+
+def main(argv: Optional[List[str]] = None) -> List[Dict[str, Any]]:
+  args = parse_args(argv)
+  os.environ.setdefault("KERAS_BACKEND", "jax")
+  if args.train_steps is not None:
+    record = train_curve(args)
+    common.append_json(args.json, record)
+    return [record]
+  print(f"{'batch':>5} {'seq/s':>10} {'step ms':>10} {'compile s':>9} {'GFLOP/s':>12}"
+        + (f" {'MFU':>6}" if args.peak_tflops else ""), flush=True)
+  makers: List[Callable[[], Bench]] = (
+      [lambda: largest_bench(args)] if args.max_batch else
+      [lambda b=int(b): bench_at(args, b) for b in args.batch_sizes.split(",")])
+  rows = []
+  for make in makers:
+    row = throughput_row(args, make())
+    print_row(row)
+    common.append_json(args.json, row)
+    rows.append(row)
+  print(f"device: {rows[-1]['device']}, jax {rows[-1]['jax']}, keras {rows[-1]['keras']}")
+  return rows
+
+
+if __name__ == "__main__":
+  common.block_tensorflow_if_asked()
+  main()

@@ -1,0 +1,91 @@
+"""Question answering with a `.tflite` on token ids: the encoder and head in LiteRT, the
+windows and the answer search in TensorFlow, with the code the SavedModel runs.
+
+A QuestionAnswerer's `.tflite` (`QuestionAnswerer.export_litert`, `electra export
+--format litert` of a SQuAD or MRQA model) cannot hold the windows over long contexts
+or the answer text: they need ops without LiteRT kernels (UnicodeDecodeWithOffsets,
+RegexSplitWithOffsets, UnsortedSegmentJoin, ...). So the file holds the encoder and the
+official QA head on windows of token ids:
+
+  serving_default  inputs `input_ids`, `input_mask`, `segment_ids`: int32
+                   `[windows, max_seq_length]`; outputs the head's per-window outputs
+                   (`start_top_log_probs`, `start_top_index`, ..., `answerable_logit`
+                   with the joint head; `start_logits`, `end_logits` without).
+
+and its metadata the vocabulary and the decoding settings (`QA_SETTINGS`).
+`WindowAnswerer` builds the windows (electra_tf2/text/qa_windows.py), runs the file on
+them and finds each question's answer (models/qa_spans.py `answers`: the official
+decoding of finetune/qa/qa_metrics.py), so `LiteRTModel.predict((questions, contexts))`
+gives the SavedModel's outputs whenever the head gives the same logits.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, Mapping, Sequence
+
+import numpy as np
+import tensorflow as tf
+
+from electra_tf2.models import qa_spans
+from electra_tf2.text import qa_windows
+from electra_tf2.text.packing import TextFeaturizer
+
+QA_KEY = "question_answering"  # the metadata entry of a QA .tflite's settings
+WINDOW_SETTINGS = ("max_query_length", "doc_stride")
+QA_INPUTS = ("question", "context")
+
+
+def qa_settings(decoding: qa_spans.Decoding, max_query_length: int, doc_stride: int,
+                vocab: Sequence[str]) -> Dict[str, Any]:
+  """The metadata entry QA_KEY: decoding and window settings and the vocabulary."""
+  return dict(decoding._asdict(), max_query_length=max_query_length, doc_stride=doc_stride,
+              vocab=list(vocab))
+
+
+class WindowAnswerer:
+  """Questions and contexts -> windows -> a `.tflite` runner -> the answers.
+
+  Args:
+    settings: the file's metadata (do_lower_case, max_seq_length and QA_KEY).
+  """
+
+  def __init__(self, settings: Mapping[str, Any]):
+    qa = settings[QA_KEY]
+    self.featurizer = TextFeaturizer(qa["vocab"], bool(settings.get("do_lower_case", True)),
+                                     int(settings["max_seq_length"]))
+    self.vocab = tf.constant(qa["vocab"])
+    self.decoding = qa_spans.Decoding(**{k: qa[k] for k in qa_spans.Decoding._fields})
+    self.max_query_length, self.doc_stride = (int(qa[k]) for k in WINDOW_SETTINGS)
+    texts = [tf.TensorSpec([None], tf.string)] * 2
+    self._windows = tf.function(self.windows, input_signature=texts)
+    self._answers = tf.function(self.answers, reduce_retracing=True)
+
+  def windows(self, question: tf.Tensor, context: tf.Tensor) -> qa_windows.Windows:
+    """The official windows of questions and contexts `[batch]` (invalid UTF-8 replaced,
+    as QuestionAnswerer.call)."""
+    tokenizer = self.featurizer.tokenizer
+    return qa_windows.qa_windows(tokenizer, qa_windows.valid_utf8(question),
+                                 qa_windows.valid_utf8(context),
+                                 self.featurizer.max_seq_length, self.max_query_length,
+                                 self.doc_stride, self.featurizer.cls_id,
+                                 self.featurizer.sep_id)
+
+  def answers(self, windows: qa_windows.Windows, outputs: Dict[str, tf.Tensor],
+              n_questions: tf.Tensor) -> Dict[str, tf.Tensor]:
+    tokenizer = self.featurizer.tokenizer
+    return qa_spans.answers(windows, outputs, n_questions, self.vocab,
+                            tokenizer.do_lower_case, tokenizer.strip_accents, self.decoding)
+
+  def run(self, runner: Callable[..., Dict[str, np.ndarray]], questions: Sequence,
+          contexts: Sequence) -> Dict[str, np.ndarray]:
+    """The answers (QuestionAnswerer's outputs, numpy) of one batch of questions."""
+    question = tf.constant(list(questions), tf.string)
+    windows = self._windows(question, tf.constant(list(contexts), tf.string))
+    features = {k: v.numpy() for k, v in windows.features.items()}
+    n_windows = len(features["input_ids"])
+    if not n_windows:  # TFLite kernels refuse empty tensors: one blank window, dropped
+      features = {k: np.zeros([1, self.featurizer.max_seq_length], np.int32) for k in features}
+    outputs = {k: v[:n_windows] for k, v in runner(**features).items()}
+    answers = self._answers(windows, {k: tf.constant(v) for k, v in outputs.items()},
+                            tf.size(question))
+    return {k: v.numpy() for k, v in answers.items()}
