@@ -1,8 +1,8 @@
-"""The few operations where `keras.ops` adds work to TensorFlow's own kernel.
+"""The few operations where `keras.ops` takes other TensorFlow kernels than our own code did.
 
 Everything else in the model core is `keras.ops`; these go to TensorFlow's op
-on the TensorFlow backend (the kernels and bits of earlier releases) and to
-`keras.ops` on the others.
+on the TensorFlow backend (the kernels, speed and bits of earlier releases:
+bench/behaviour_fingerprint.sh) and to `keras.ops` on the others.
 """
 
 from __future__ import annotations
@@ -18,3 +18,21 @@ def argmax(x, axis: int = -1):
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
     return tf.argmax(x, axis=axis, output_type=tf.int32)
   return ops.cast(ops.argmax(x, axis=axis), "int32")
+
+
+def bias_add(x, bias):
+  """x + bias over the last axis. On TensorFlow `tf.nn.bias_add`, which oneDNN fuses
+  into the preceding MatMul (an AddV2 is not fused: other kernels, other rounding)."""
+  if keras.backend.backend() == "tensorflow":
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    return tf.nn.bias_add(x, bias)
+  return x + bias
+
+
+def matmul_transpose_b(a, b):
+  """a @ b^T over the last two axes. On TensorFlow one MatMul / BatchMatMul with
+  `transpose_b` (a separate transpose takes other kernels: other rounding, and a copy)."""
+  if keras.backend.backend() == "tensorflow":
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    return tf.matmul(a, b, transpose_b=True)
+  return ops.matmul(a, ops.swapaxes(b, -1, -2))

@@ -14,6 +14,7 @@ from typing import Any, Dict, Optional
 import keras
 from keras import ops
 
+from electra_tf2 import backend_ops
 from electra_tf2.layers import initializers
 from electra_tf2.layers.activations import get_activation
 from electra_tf2.layers.layer_norm import LayerNorm
@@ -59,7 +60,7 @@ class MaskedLMHead(keras.layers.Layer):
     # would make its gradient a [batch, V, E] product summed over the batch.
     shape = ops.shape(hidden)
     flat = ops.reshape(hidden, (-1, self.embedding_size))
-    logits = ops.matmul(flat, ops.transpose(ops.cast(embedding_table, hidden.dtype)))
+    logits = backend_ops.matmul_transpose_b(flat, ops.cast(embedding_table, hidden.dtype))
     logits = ops.cast(logits, "float32") + ops.cast(self.output_bias, "float32")
     return ops.reshape(logits, (shape[0], shape[1], self.vocab_size))
 

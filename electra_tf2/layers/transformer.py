@@ -14,6 +14,7 @@ from typing import Any, Dict, Optional
 import keras
 from keras import ops
 
+from electra_tf2 import backend_ops
 from electra_tf2.layers import initializers
 from electra_tf2.layers.activations import get_activation
 from electra_tf2.layers.layer_norm import LayerNorm
@@ -102,7 +103,8 @@ class TransformerLayer(keras.layers.Layer):
   def _dense(self, layer: keras.layers.Dense, x):
     """A Dense layer's weights on a 2-D `[tokens, in]` tensor (MatMul+BiasAdd fuse on CPU)."""
     dtype = self.compute_dtype
-    y = ops.matmul(x, ops.cast(layer.kernel, dtype)) + ops.cast(layer.bias, dtype)
+    y = backend_ops.bias_add(ops.matmul(x, ops.cast(layer.kernel, dtype)),
+                             ops.cast(layer.bias, dtype))
     return layer.activation(y) if layer.activation is not None else y
 
   def _qkv(self, x, training: bool):
@@ -118,7 +120,7 @@ class TransformerLayer(keras.layers.Layer):
     kernel = ops.concatenate([layer.kernel for layer in layers], 1)
     qkv_bias = ops.concatenate([layer.bias for layer in layers], 0)
     dtype = self.compute_dtype
-    return ops.matmul(x, ops.cast(kernel, dtype)) + ops.cast(qkv_bias, dtype)
+    return backend_ops.bias_add(ops.matmul(x, ops.cast(kernel, dtype)), ops.cast(qkv_bias, dtype))
 
   def call(self, hidden, bias, training: bool = False):
     """hidden: `[batch, seq_len, hidden]`; bias: from `attention_bias`."""
@@ -135,8 +137,7 @@ class TransformerLayer(keras.layers.Layer):
     # unstack is one stack.
     q, k, v = ops.unstack(qkv, num=3, axis=0)
 
-    scores = ops.matmul(q * ops.cast(1.0 / math.sqrt(head_size), dtype),
-                        ops.swapaxes(k, -1, -2))
+    scores = backend_ops.matmul_transpose_b(q * ops.cast(1.0 / math.sqrt(head_size), dtype), k)
     scores = ops.cast(scores, "float32") + ops.cast(bias, "float32")
     probs = ops.cast(ops.softmax(scores, axis=-1), dtype)
     probs = self.attention_dropout(probs, training=training)
