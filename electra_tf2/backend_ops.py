@@ -36,3 +36,14 @@ def matmul_transpose_b(a, b):
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
     return tf.matmul(a, b, transpose_b=True)
   return ops.matmul(a, ops.swapaxes(b, -1, -2))
+
+
+def take_rows(x, indices):
+  """x[indices] along axis 0 (indices in range, any shape). On TensorFlow one `tf.gather`:
+  Keras' `take` first maps negative indices with a `where`, whose `indices < 0` the TFLite
+  converter can fold into a boolean ZerosLike, which it has no kernel for."""
+  if keras.backend.backend() == "tensorflow":
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    return tf.gather(x, indices)
+  return ops.take(x, indices, axis=0)
+

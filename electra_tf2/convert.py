@@ -182,6 +182,7 @@ def export_official_checkpoint(model_dir: str, output_dir: str,
   Every trainable variable under its official name, plus `global_step` (the
   step of our checkpoint). Returns the written prefix.
   """
+  model_directory.locate(model_dir)  # one line if it is no model directory
   checkpoint_path = model_directory.checkpoint_of(model_dir, checkpoint_path)
   model = model_directory.restore_pretrainer(model_dir, checkpoint_path)
   step = (portable.step_of(checkpoint_path) if portable.is_portable(checkpoint_path)

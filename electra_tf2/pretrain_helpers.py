@@ -70,7 +70,7 @@ def gather_positions(sequence, positions):
   shift = ops.expand_dims(seq_len * ops.arange(batch_size, dtype="int32"), -1)
   flat_positions = ops.reshape(ops.cast(positions, "int32") + shift, (-1,))
   flat_sequence = ops.reshape(sequence, (batch_size * seq_len, depth))
-  gathered = ops.take(flat_sequence, flat_positions, axis=0)
+  gathered = backend_ops.take_rows(flat_sequence, flat_positions)
   if rank == 2:
     return ops.reshape(gathered, (batch_size, -1))
   return ops.reshape(gathered, (batch_size, -1, depth))

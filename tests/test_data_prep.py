@@ -721,7 +721,7 @@ def test_only_shards_are_replaced_in_the_output_dir(tmp_path, vocab_file):
   summary = build(files, vocab_file, out, num_shards=3)
   names = sorted(os.listdir(out))
   assert names == ["README.md", "pretrain_data.info.json"] + [
-      f"pretrain_data.tfrecord-{i}-of-3" for i in range(3)]
+      f"pretrain_data.tfrecord-{i}-of-3" for i in range(3)] + ["tokenizer_description.json"]
   assert (out / "README.md").read_text() == "keep me"
   assert any("another --num-shards" in n for n in summary.notes)
   info = read_info(str(out))

@@ -144,10 +144,11 @@ def test_sigterm_then_kill_9_at_random_moments_then_resume_equals_the_uninterrup
     err.seek(0)
     assert code == 0, err.read()[-2000:]
     break
-  # Each rerun took over the killed run's lock, but for a run killed after it had finished
-  # (lock released, process exiting): the rerun then finds nothing to train.
+  # Each rerun took over the killed run's lock, but maybe not for a run killed after it had
+  # finished (its lock released or not yet, as it was exiting): the rerun then finds nothing
+  # to train.
   finished_before_its_kill = "nothing to train" in final
-  assert kills >= 1 and taken_over == kills - finished_before_its_kill
+  assert kills >= 1 and kills - finished_before_its_kill <= taken_over <= kills
   summary = json.load(open(os.path.join(parts, "pretrain_summary.json")))
   assert summary["step"] == 60
   assert_identical(all_tensors(whole), all_tensors(parts))

@@ -146,6 +146,9 @@ def locate(path: str) -> ModelDirectory:
 def latest_checkpoint(model_dir: str) -> Optional[str]:
   """The latest TensorFlow `ckpt-N` of `model_dir`, else its latest portable checkpoint
   (a JAX run's, electra_tf2/checkpoints/portable.py), else None."""
+  if not is_remote(model_dir) and os.path.isdir(model_dir) and not any(
+      name == "checkpoint" or name.endswith(".index") for name in os.listdir(model_dir)):
+    return portable.latest(model_dir)  # (no TensorFlow needed: a JAX run's directory)
   return checkpoint_files.latest_checkpoint(model_dir) or portable.latest(model_dir)
 
 

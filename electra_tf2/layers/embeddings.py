@@ -12,6 +12,7 @@ from typing import Any, Dict
 import keras
 from keras import ops
 
+from electra_tf2 import backend_ops
 from electra_tf2.layers import initializers
 from electra_tf2.layers.layer_norm import LayerNorm
 
@@ -63,7 +64,7 @@ class EmbeddingBlock(keras.layers.Layer):
     """input_ids, segment_ids: `[batch, seq_len]` int -> `[batch, seq_len, E]`."""
     seq_len = ops.shape(input_ids)[1]
     dtype = self.compute_dtype
-    embeddings = ops.take(ops.cast(self.word_embeddings, dtype), input_ids, axis=0)
+    embeddings = backend_ops.take_rows(ops.cast(self.word_embeddings, dtype), input_ids)
     # Token types by one-hot matmul in training, as the official code always
     # does: the table's gradient is then dense, as officially (a gather's would
     # be sparse, which changes the global norm that gradients are clipped by).
@@ -73,7 +74,7 @@ class EmbeddingBlock(keras.layers.Layer):
       one_hot = ops.one_hot(segment_ids, self.type_vocab_size, dtype=dtype)
       embeddings += ops.einsum("bst,te->bse", one_hot, types)
     else:
-      embeddings += ops.take(types, segment_ids, axis=0)
+      embeddings += backend_ops.take_rows(types, segment_ids)
     embeddings += ops.expand_dims(ops.cast(self.position_embeddings[:seq_len], dtype), 0)
     embeddings = self.layer_norm(embeddings)
     return self.dropout(embeddings, training=training)
