@@ -47,3 +47,12 @@ def take_rows(x, indices):
     return tf.gather(x, indices)
   return ops.take(x, indices, axis=0)
 
+
+
+def einsum(subscripts: str, *operands):
+  """`tf.einsum` on TensorFlow (Keras' takes other kernels for some contractions: other
+  rounding in the gradients), `keras.ops.einsum` elsewhere."""
+  if keras.backend.backend() == "tensorflow":
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    return tf.einsum(subscripts, *operands)
+  return ops.einsum(subscripts, *operands)

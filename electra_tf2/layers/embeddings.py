@@ -72,7 +72,7 @@ class EmbeddingBlock(keras.layers.Layer):
     types = ops.cast(self.token_type_embeddings, dtype)
     if training:
       one_hot = ops.one_hot(segment_ids, self.type_vocab_size, dtype=dtype)
-      embeddings += ops.einsum("bst,te->bse", one_hot, types)
+      embeddings += backend_ops.einsum("bst,te->bse", one_hot, types)
     else:
       embeddings += backend_ops.take_rows(types, segment_ids)
     embeddings += ops.expand_dims(ops.cast(self.position_embeddings[:seq_len], dtype), 0)

@@ -243,8 +243,8 @@ class QAHead(TaskHead):
     size = hidden.shape[-1]
     kernel = ops.cast(self.qa_hidden.kernel, hidden.dtype)
     bias = ops.cast(self.qa_hidden.bias, hidden.dtype)
-    from_start = ops.einsum("bsh,hk->bsk", start_states, kernel[:size])
-    from_end = ops.einsum("blh,hk->blk", hidden, kernel[size:])
+    from_start = backend_ops.einsum("bsh,hk->bsk", start_states, kernel[:size])
+    from_end = backend_ops.einsum("blh,hk->blk", hidden, kernel[size:])
     return gelu(ops.expand_dims(from_start, 2) + ops.expand_dims(from_end, 1) + bias)
 
   def call(self, hidden, features: Outputs, training: bool = False) -> Outputs:
@@ -282,7 +282,7 @@ class QAHead(TaskHead):
       reprs = hidden[:, 0]
       if self.answerable_uses_start_logits:
         start_p = ops.cast(ops.softmax(start_logits), hidden.dtype)
-        start_feature = ops.einsum("bl,blh->bh", start_p, hidden)
+        start_feature = backend_ops.einsum("bl,blh->bh", start_p, hidden)
         reprs = self.answerable_hidden(ops.concatenate([reprs, start_feature], -1))
       answerable_logit = self._squeezed(self.answerable_dense(reprs))
     return {"start_logits": start_logits, "end_logits": end_logits,
