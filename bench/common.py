@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import time
-import sys
 from typing import Any, Callable, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
@@ -48,8 +47,10 @@ def block_tensorflow_if_asked() -> None:
   (tests/block_tensorflow.py): a script run so proves it needs no TensorFlow, as on the GPU
   machine. Scripts call it first thing in `__main__`."""
   if os.environ.get("ELECTRA_BLOCK_TENSORFLOW") == "1":
-    sys.path.insert(0, os.path.join(REPO, "tests"))
-    import block_tensorflow  # noqa: F401  pylint: disable=unused-import,g-import-not-at-top
+    import importlib.util  # pylint: disable=g-import-not-at-top
+    path = os.path.join(REPO, "tests", "block_tensorflow.py")
+    spec = importlib.util.spec_from_file_location("block_tensorflow", path)
+    spec.loader.exec_module(importlib.util.module_from_spec(spec))  # blocks on import
 
 
 def fake_pretraining_batch(batch: int, seq_len: int, vocab_size: int, seed: int = 0,

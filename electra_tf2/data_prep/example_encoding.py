@@ -10,7 +10,8 @@ from operator import itemgetter
 from typing import Dict, List
 
 
-def _varint(n: int) -> bytes:
+def varint(n: int) -> bytes:
+  """The protobuf base-128 encoding of a non-negative int."""
   out = bytearray()
   while True:
     byte = n & 0x7F
@@ -23,7 +24,7 @@ def _varint(n: int) -> bytes:
 
 
 def _len_field(tag: int, payload: bytes) -> bytes:
-  return bytes((tag,)) + _varint(len(payload)) + payload
+  return bytes((tag,)) + varint(len(payload)) + payload
 
 
 class ExampleEncoder:
@@ -42,17 +43,17 @@ class ExampleEncoder:
     self.max_length = max_length
     self.cls_id = cls_id
     self.sep_id = sep_id
-    self._varints = [_varint(i) for i in range(max(vocab_size, 16 * max_length + 64))]
+    self._varints = [varint(i) for i in range(max(vocab_size, 16 * max_length + 64))]
     # input_mask and segment_ids hold 0/1 only: one byte per value, so their
     # fields have a fixed length and a constant header.
     def fixed_field_prefix(key: bytes) -> bytes:
       packed_len = max_length
-      inner_len = 1 + len(_varint(packed_len)) + packed_len
-      feature_len = 1 + len(_varint(inner_len)) + inner_len
-      entry_len = len(_len_field(0x0A, key)) + 1 + len(_varint(feature_len)) + feature_len
-      return (b"\x0a" + _varint(entry_len) + _len_field(0x0A, key) + b"\x12"
-              + _varint(feature_len) + b"\x1a" + _varint(inner_len) + b"\x0a"
-              + _varint(packed_len))
+      inner_len = 1 + len(varint(packed_len)) + packed_len
+      feature_len = 1 + len(varint(inner_len)) + inner_len
+      entry_len = len(_len_field(0x0A, key)) + 1 + len(varint(feature_len)) + feature_len
+      return (b"\x0a" + varint(entry_len) + _len_field(0x0A, key) + b"\x12"
+              + varint(feature_len) + b"\x1a" + varint(inner_len) + b"\x0a"
+              + varint(packed_len))
     self._mask_prefix = fixed_field_prefix(b"input_mask")
     self._segment_prefix = fixed_field_prefix(b"segment_ids")
     self._ids_key = _len_field(0x0A, b"input_ids")

@@ -16,30 +16,19 @@ import time
 from typing import Mapping
 
 from electra_tf2.data_io.tfrecord import masked_crc32c
-
-
-def _varint(value: int) -> bytes:
-  out = bytearray()
-  while True:
-    byte = value & 0x7F
-    value >>= 7
-    if value:
-      out.append(byte | 0x80)
-    else:
-      out.append(byte)
-      return bytes(out)
+from electra_tf2.data_prep.example_encoding import varint
 
 
 def _field(number: int, payload: bytes) -> bytes:
   """A length-delimited field (wire type 2)."""
-  return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+  return varint(number << 3 | 2) + varint(len(payload)) + payload
 
 
 def event(step: int, wall_time: float, scalars: Mapping[str, float] = None,
           file_version: str = None) -> bytes:
   """One serialized `Event`: wall_time (1, double), step (2, int64), file_version (3),
   summary (5) of `Value`s with tag (1) and simple_value (2, float)."""
-  message = b"\x09" + struct.pack("<d", wall_time) + b"\x10" + _varint(step)
+  message = b"\x09" + struct.pack("<d", wall_time) + b"\x10" + varint(step)
   if file_version is not None:
     message += _field(3, file_version.encode())
   if scalars:
