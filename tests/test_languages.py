@@ -460,3 +460,38 @@ def test_squad_answer_spans_round_trip_through_sentencepiece_offsets(tmp_path, s
     nbest, _ = qa_decoding.decode_example(eval_example, [eval_window], results, "squadv1",
                                           config, v2=False)
     assert nbest[0].text == answer
+
+
+def test_score_command_and_scorer_with_sentencepiece(spm_model_dir, spm_model, tmp_path,
+                                                     capsys):
+  import sentencepiece
+  from electra_tf2 import export, scoring
+  from electra_tf2.scoring import cli as scoring_cli
+  processor = sentencepiece.SentencePieceProcessor(model_file=spm_model)
+  texts = ["한국어  学校 ＡＢＣ über", "Привет мир город книга " * 4]  # the second: 3 windows
+  path = str(tmp_path / "in.txt")
+  with open(path, "w", encoding="utf-8") as f:
+    f.write("\n".join(texts) + "\n")
+  out = str(tmp_path / "out.jsonl")
+  assert scoring_cli.main(["file", "--model-dir", spm_model_dir, "--input", path, "--output",
+                           out, "--max-seq-length", "16", "--quiet"]) == 0
+  with open(out, encoding="utf-8") as f:
+    records = [json.loads(line) for line in f]
+  saved = str(tmp_path / "saved")
+  assert export.main(["--model-dir", spm_model_dir, "--output-dir", saved,
+                      "--max-seq-length", "16"]) == 0
+  from_saved = scoring.TextScorer.load(saved).score(texts)
+  for text, record, result in zip(texts, records, from_saved):
+    assert record["tokens"] == [processor.id_to_piece(i) for i in processor.encode(text)]
+    # A word: a piece led by U+2581 and the pieces after it; here the whitespace words.
+    words = text.split()
+    starts = []
+    for word in words:
+      starts.append(text.index(word, starts[-1] + 1 if starts else 0))
+    assert [(w["word"], w["start"], w["end"]) for w in record["words"]] == [
+        (w, s, s + len(w)) for w, s in zip(words, starts)]
+    assert result.tokens == record["tokens"]
+    assert [w.text for w in result.words] == words
+    assert result.scores["mean_log_odds"] == pytest.approx(record["scores"]["mean_log_odds"],
+                                                           abs=1e-4)
+  assert records[1]["windows"] > 1

@@ -52,10 +52,11 @@ class SentencePieceModule(tf.Module):
     self._sentencepiece = tft.FastSentencepieceTokenizer(model)
     self._is_word_start = tf.constant(
         [processor.id_to_piece(i).startswith(WORD_START) or processor.is_control(i)
-         or processor.is_unknown(i) for i in range(self.vocab_size)], dtype=tf.bool)
+         for i in range(self.vocab_size)], dtype=tf.bool)
 
   def is_word_start(self, ids):
-    """Bool, same shape as `ids`: the piece begins a word (it starts with U+2581)."""
+    """Bool, same shape as `ids`: the piece begins a word (it starts with U+2581; an
+    unknown piece does not: it follows a U+2581 piece or sits inside a word)."""
     return tf.gather(self._is_word_start, ids)
 
   def eager_ids_from_valid_utf8(self, text):
