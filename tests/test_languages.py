@@ -215,6 +215,21 @@ def test_build_data_with_sentencepiece_writes_the_description_and_library_ids(tm
   assert ids[0] == 2 and ids[1:1 + len(expected)] == expected  # [CLS], then the first line
 
 
+def test_build_data_on_a_corpus_empty_once_normalised_is_one_line(tmp_path, spm_model):
+  from electra_tf2.data_prep.builder import BuildConfig, build_pretraining_data
+  blank = str(tmp_path / "blank.txt")
+  with open(blank, "w", encoding="utf-8") as f:
+    f.write("\u200b\n\x01 \n\n\t\n")  # a zero-width space, a control character, blanks
+  with pytest.raises(DataPrepError) as error:
+    build_pretraining_data(BuildConfig(inputs=[blank], vocab_file=spm_model,
+                                       output_dir=str(tmp_path / "out"), max_seq_length=32,
+                                       num_shards=1, seed=0, progress=False),
+                           log=lambda s: None)
+  message = str(error.value)
+  assert "\n" not in message and blank in message and spm_model in message
+  assert "hold no token once normalised" in message and "one sentence per line" in message
+
+
 @pytest.fixture(scope="module")
 def spm_model_dir(tmp_path_factory, spm_model):
   """DATA with spm.model only, TFRecords built with it, and a tiny model pre-trained 2 steps."""
