@@ -197,10 +197,28 @@ def projection(results: Results) -> List[str]:
   return ["## Paper-small projection (JAX)", ""] + out + [""] if out else []
 
 
+def jax_profiles(prof: List[Dict[str, Any]]) -> List[str]:
+  """The JAX items' traced steps (bench/trace_summary.py summaries)."""
+  out = ["## Where the step goes (JAX, traced)", ""]
+  for p in prof:
+    summary, steps = p["profile"], p["profile_steps"]
+    out.append(f"- {model_label(p)} length {p['seq_len']} batch {p['batch']}, "
+               f"{p['precision']}: {p['step_seconds'] * 1e3:.2f} ms per step untraced, "
+               f"{summary['seconds'] / steps * 1e3:.2f} ms of {summary['source']} time per "
+               "traced step; by kind: " + ", ".join(
+                   f"{kind} {v['share']:.0%}" for kind, v in summary["kinds"].items()))
+    out.append("  - longest: " + ", ".join(
+        f"`{k['name'][:50]}` {k['seconds'] / steps * 1e3:.2f} ms ({k['kind']})"
+        for k in summary["kernels"][:8]))
+  return out + [""]
+
+
 def profile(results: Results) -> List[str]:
   prof = rows(results, "profile")
   if not prof:
     return []
+  if "profile" in prof[0]:
+    return jax_profiles(prof)
   p = prof[0]
   out = ["## Where the step goes", "",
          f"{model_label(p)} length {p['seq_len']} batch {p['batch']}, {p['precision']}"

@@ -105,6 +105,7 @@ class JaxSizes:
   rounds: int
   numerics: Dict[str, Any]  # model, hparams, seq_len, batch, steps, log_every
   projection: Dict[str, Any]  # model, hparams, seq_len, batch
+  profiles: List[tuple]  # bf16 steps traced (key, model, hparams, length, batch)
   late: List[tuple]  # throughput rows run last, if time remains (key, model, hparams, ...)
 
 
@@ -116,6 +117,9 @@ JAX_GPU = JaxSizes(
     numerics={"model": "electra_small", "hparams": {}, "seq_len": 128, "batch": 128,
               "steps": 300, "log_every": 10},
     projection={"model": "electra_small", "hparams": {}, "seq_len": 128, "batch": 128},
+    profiles=[("small1024", "electra_small", {}, 128, 1024),
+              ("small128", "electra_small", {}, 128, 128),
+              ("base512", "electra_base", {}, 128, 512)],
     late=[("base512", "electra_base", {}, 512, 128)])
 DRY_JAX_MODEL = {"debug": True, "vocab_size": 1100}
 JAX_DRY = JaxSizes(
@@ -127,6 +131,7 @@ JAX_DRY = JaxSizes(
               "steps": 6, "log_every": 3},
     projection={"model": "electra_small", "hparams": DRY_JAX_MODEL, "seq_len": 32,
                 "batch": 4},
+    profiles=[("small4", "electra_small", DRY_JAX_MODEL, 32, 4)],
     late=[("base512", "electra_base", DRY_JAX_MODEL, 64, 2)])
 
 
@@ -230,7 +235,8 @@ def items(sizes: Sizes, data_dir: str, peak: Optional[float], dry: bool) -> List
 def jax_items(sizes: JaxSizes, peak: Optional[float]) -> List[Item]:
   """The JAX backend's items, most wanted first: env, throughput at length 128 (ours, then
   transformers' step under torch.compile at the same model, length and precision, each at
-  the largest batch that fits), numerics, the projection, then length 512."""
+  the largest batch that fits), numerics, the projection, the traced steps (where the
+  device time goes), then length 512."""
   peak_flags = ["--peak-tflops", peak] if peak else []
 
   def throughput(key, model, hparams, length, top, precisions):
@@ -255,18 +261,26 @@ def jax_items(sizes: JaxSizes, peak: Optional[float]) -> List[Item]:
       "--seq-len", p["seq_len"], "--batch-sizes", p["batch"], "--steps", sizes.steps,
       "--rounds", sizes.rounds, "--mixed-precision", "mixed_bfloat16", "--split",
       *peak_flags))
+  profiles = [Item(f"profile/{key}/bf16", python(
+      "jax_pretrain_step.py", "--model-name", model, "--hparams", json.dumps(hparams),
+      "--seq-len", length, "--batch-sizes", batch, "--steps", sizes.steps, "--rounds", 1,
+      "--mixed-precision", "mixed_bfloat16", "--profile", 3, *peak_flags), keep_output=True)
+      for key, model, hparams, length, batch in sizes.profiles]
   early = [i for t in sizes.throughput for i in throughput(*t, sizes.precisions)]
   late = [i for t in sizes.late for i in throughput(*t, sizes.precisions[:1])]
   return ([Item("env", python("gpu_env.py", "--backend", "jax"), min_seconds=10)]
-          + early + numerics + [projection] + late)
+          + early + numerics + [projection] + profiles + late)
 
 
 def selected(all_items: List[Item], selection: List[str]) -> List[Item]:
+  """The items named by `selection` (key prefixes), run in the selection's order."""
   if not selection:
     return all_items
   prefixes = [s.replace(":", "/") for s in selection]
-  chosen = [i for i in all_items if any(i.key == p or i.key.startswith(p + "/")
-                                        for p in prefixes)]
+  chosen: List[Item] = []
+  for p in prefixes:
+    chosen += [i for i in all_items if (i.key == p or i.key.startswith(p + "/"))
+               and i not in chosen]
   unknown = [p for p in prefixes if not any(i.key == p or i.key.startswith(p + "/")
                                             for i in all_items)]
   if unknown:

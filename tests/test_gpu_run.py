@@ -167,6 +167,11 @@ def test_jax_items_pair_each_of_our_rows_with_the_transformers_step():
       by_key["numerics/bf16_xla_seed0"].index("--train-steps") + 1] == "300"
   assert [i.key for i in gpu_suite.selected(items, ["numerics"])] == [
       "numerics/f32_seed0", "numerics/bf16_xla_seed0", "numerics/f32_seed1"]
+  # The selection's order is the run order: the profile first when it is named first.
+  assert [i.key for i in gpu_suite.selected(items, ["profile", "env", "profile:base512"])] == [
+      "profile/small1024/bf16", "profile/small128/bf16", "profile/base512/bf16", "env"]
+  profile = by_key["profile/small1024/bf16"]
+  assert profile[profile.index("--batch-sizes") + 1] == "1024" and "--profile" in profile
   env = gpu_suite.child_env(dry=True, backend="jax")
   assert (env["KERAS_BACKEND"], env["ELECTRA_BLOCK_TENSORFLOW"], env["JAX_PLATFORMS"]) == (
       "jax", "1", "cpu")
