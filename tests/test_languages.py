@@ -510,3 +510,12 @@ def test_score_command_and_scorer_with_sentencepiece(spm_model_dir, spm_model, t
     assert result.scores["mean_log_odds"] == pytest.approx(record["scores"]["mean_log_odds"],
                                                            abs=1e-4)
   assert records[1]["windows"] > 1
+
+
+def test_question_answerer_refuses_a_sentencepiece_vocabulary_in_one_line(spm_model_dir):
+  """Its answer text follows WordPiece's rules: with SentencePiece it would cut answers
+  wrongly without a word, so it refuses and names the runner that handles it."""
+  import electra_tf2
+  from electra_tf2.errors import ElectraError
+  with pytest.raises(ElectraError, match="SentencePiece vocabulary yet.*--task squad"):
+    electra_tf2.QuestionAnswerer.from_pretrained(spm_model_dir, max_seq_length=32)
