@@ -142,12 +142,13 @@ def learn_vocab(word_counts: Dict[str, int], vocab_size: int, num_unused: int = 
 
   tensorflow-text's `learn()` binary-searches the count threshold that gives
   about vocab_size tokens, running the whole learner (4 passes over all words)
-  at each of ~15 thresholds, and stops at a floor of 2. By default this runs the
+  at each of ~15 thresholds (its default floor is 2). By default this runs the
   same learner (`learn_with_thresh`, same preprocessing and parameters) at one
   threshold chosen from the word counts -- lowered, down to 1, while it gives fewer
   pieces than there is room for -- and keeps the most frequent pieces: about 10x
-  faster. binary_search=True runs `learn()` itself (its own floor and its
-  character rule: the most frequent `max_unique_chars`, here the covered ones).
+  faster. binary_search=True runs `learn()` itself (it stops within slack_ratio under
+  the size; its character rule keeps the `max_unique_chars` most frequent, here as many
+  as are covered).
   """
   from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner  # pylint: disable=g-import-not-at-top
   reserved = list(SPECIAL_TOKENS) + [f"[unused{i}]" for i in range(num_unused)]
