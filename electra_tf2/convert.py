@@ -212,7 +212,7 @@ def finetuned_from_official(checkpoint_path: str, config, head_specs: Sequence[M
 
   Returns `(model, report)`.
   """
-  from electra_tf2.finetune import model as finetune_model
+  from electra_tf2.models import finetuning as finetune_model
   checkpoint_path = resolve_checkpoint_path(checkpoint_path)
   model = finetune_model.build_model(config, head_specs)
   report = assign_from_checkpoint(model.variable_map(), checkpoint_path, strict=strict,
@@ -227,10 +227,10 @@ def convert_official_finetuned(checkpoint_path: str, config, head_specs: Sequenc
 
   The directory is what run_finetuning.py writes (`ckpt-<step>`,
   model_config.json, finetuning_config.json), so
-  `electra_tf2.finetune.model.load_finetuned_model` and the SavedModel export
+  `electra_tf2.models.finetuning.load_finetuned_model` and the SavedModel export
   load it.
   """
-  from electra_tf2.finetune import model as finetune_model
+  from electra_tf2.models import finetuning as finetune_model
   checkpoint_path = resolve_checkpoint_path(checkpoint_path)
   model, report = finetuned_from_official(checkpoint_path, config, head_specs, strict, ignore)
   finetune_model.save_model_files(model, config, output_dir)
@@ -247,7 +247,7 @@ def export_official_finetuned(model_dir: str, output_dir: str,
 
   `electra/...` plus `task_specific/<task>/...`, and `global_step` (the N of ckpt-N).
   """
-  from electra_tf2.finetune import model as finetune_model
+  from electra_tf2.models import finetuning as finetune_model
   checkpoint_path = checkpoint_path or checkpoint_files.latest_checkpoint(model_dir)
   model, _ = finetune_model.load_finetuned_model(model_dir, checkpoint_path)
   prefix = write_official_checkpoint(output_dir, official_tensors(model.variable_map()),

@@ -262,7 +262,7 @@ def _load(model_dir: str, kind: Optional[str], checkpoint_path: Optional[str]):
   if kind is None:
     kind = "finetuned" if found.kind == "finetuned" else "discriminator"
   if kind == "finetuned":
-    from electra_tf2.finetune import model as finetune_model  # pylint: disable=g-import-not-at-top
+    from electra_tf2.models import finetuning as finetune_model  # pylint: disable=g-import-not-at-top
     model, config = finetune_model.load_finetuned_model(found.model_dir,
                                                         checkpoint_path or found.checkpoint)
     return (model, kind, found.vocab_file, found.do_lower_case, config.max_seq_length,

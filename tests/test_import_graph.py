@@ -100,7 +100,7 @@ LAYERS = [
     ("text", ["text"]),
     ("checkpoints", ["checkpoints"]),
     ("data and tasks", ["data_prep", "data_io", "input_pipeline", "finetune"]),
-    ("models", ["layers", "networks", "models.pretrainer", "finetune.model",
+    ("models", ["layers", "networks", "models.pretrainer", "models.finetuning",
                 "variable_names", "model_directory", "pretrain_helpers", "objectives",
                 "pretraining_state",
                 "optimization", "param_counts", "flops", "litert", "models.qa_spans"]),
@@ -108,7 +108,8 @@ LAYERS = [
     ("training", ["training", "finetune.runner", "jax_training"]),
     ("serving", ["export", "scoring", "hf_export", "commands", "__main__", "predict",
                  "config_show"]),
-    ("aliases of moved modules", ["tokenization", "models.sources", "finetune.heads"]),
+    ("aliases of moved modules", ["tokenization", "models.sources", "finetune.heads",
+                                  "finetune.model"]),
 ]
 
 
@@ -131,7 +132,7 @@ def test_every_import_goes_down_the_layers():
             for m, children in graph.items() for child in children
             if layer_of(child) > layer_of(m)]
   assert upward == []
-  assert layer_of("electra_tf2.finetune.model") > layer_of("electra_tf2.finetune.qa")
+  assert layer_of("electra_tf2.models.finetuning") > layer_of("electra_tf2.finetune.qa")
 
 
 def test_moved_modules_keep_their_import_paths():
@@ -152,7 +153,11 @@ def test_moved_modules_keep_their_import_paths():
             ["locate", "PRETRAIN_CONFIG_FILE", "load_pretraining_config", "find_vocab",
              "PretrainedModelError"]),
            ("electra_tf2.hf_export", "electra_tf2.checkpoints.huggingface",
-            ["hf_parameter_name"])]
+            ["hf_parameter_name"]),
+           ("electra_tf2.finetune.model", "electra_tf2.models.finetuning",
+            ["FinetuningModel", "build_model", "build_head", "load_finetuned_model",
+             "MODEL_CONFIG_FILE", "FINETUNING_CONFIG_FILE",
+             "load_pretrained_encoder", "save_model_files", "HEADS"])]
   for old, new, names in pairs:
     old_module, new_module = importlib.import_module(old), importlib.import_module(new)
     for name in names:

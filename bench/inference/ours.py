@@ -86,7 +86,7 @@ def _finetuned_model_dir(fixture):
   import keras
   import tensorflow as tf
   from electra_tf2 import variable_names
-  from electra_tf2.finetune import model as finetune_model
+  from electra_tf2.models import finetuning as finetune_model
   from electra_tf2.finetune.config import resolve_finetuning_config
   from electra_tf2.models import sources
   task = "mrpc" if fixture.texts.pairs else "sst"

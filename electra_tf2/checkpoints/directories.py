@@ -15,7 +15,7 @@ before that, with paths relative to the working directory of its run, still load
 when it used the latter.
 
 Building and restoring the models: electra_tf2/model_directory.py and
-electra_tf2/finetune/model.py. Which kind a path is: checkpoints/describe.py.
+electra_tf2/models/finetuning.py. Which kind a path is: checkpoints/describe.py.
 """
 
 from __future__ import annotations

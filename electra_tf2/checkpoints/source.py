@@ -6,7 +6,7 @@ checkpoint, pre-trained or fine-tuned) and reads all its tensors under their
 official names in our layout (`[in, out]` kernels) into a `Source`, which the
 task models assign by name with checkpoints/report.py's strict report. Our own
 directories are read by restoring their models (model_directory.py,
-finetune/model.py), so this module sits above the models. Those and the official
+models/finetuning.py), so this module sits above the models. Those and the official
 checkpoints are read with TensorFlow, imported then: a Hugging Face directory reads
 without it, on every Keras backend.
 """
@@ -166,7 +166,7 @@ def _pretrained(found: Description) -> Source:
 
 
 def _finetuned(found: Description) -> Source:
-  from electra_tf2.finetune import model as finetune_model  # pylint: disable=g-import-not-at-top
+  from electra_tf2.models import finetuning as finetune_model  # pylint: disable=g-import-not-at-top
   model, config = finetune_model.load_finetuned_model(found.model_dir, found.checkpoint)
   return finetuned_source(found, config, model)
 

@@ -2,7 +2,7 @@
 
 A `Task` reads raw examples of a split, turns each into one or more feature
 dicts (`featurize`), names the TFRecord features it adds (`get_feature_specs`),
-describes its Keras head (`head_spec`, built by electra_tf2/finetune/model.py)
+describes its Keras head (`head_spec`, built by electra_tf2/models/finetuning.py)
 and scores predictions (`get_scorer`). Every feature dict holds the shared
 `input_ids`, `input_mask`, `segment_ids` (`[max_seq_length]`) and `task_id`,
 plus `<task>_...` features of its own.
