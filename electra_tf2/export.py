@@ -27,7 +27,8 @@ from typing import Callable, Dict, Optional, Sequence
 
 import tensorflow as tf
 
-from electra_tf2 import model_directory, precision, predictions, vocab as vocab_lib
+from electra_tf2 import model_directory, output_names, precision, predictions
+from electra_tf2 import vocab as vocab_lib
 from electra_tf2.text import description as tokenizer_description
 from electra_tf2.checkpoints import describe as describe_lib
 from electra_tf2.scoring import graph as scoring_graph
@@ -60,6 +61,8 @@ class ServingModule(tf.Module):
     score_logits: `(input_ids, input_mask, segment_ids) -> [batch, seq_len]` discriminator
       logits; with a vocabulary, adds the windowed `score` signature.
     window_stride: tokens between the score signature's windows (default half a window).
+    litert_predict: `predict` of a `.tflite`, where it differs (a fine-tuned model's:
+      without the old output names the SavedModel keeps as aliases).
 
   The module tracks the TensorFlow variables under the Keras ones, not the
   Keras layers: a Keras 3 variable is saved as a copy of itself, which TF2
@@ -70,9 +73,11 @@ class ServingModule(tf.Module):
   def __init__(self, predict: Callable[..., Dict[str, tf.Tensor]], variables: Sequence,
                vocab_file: Optional[str] = None, do_lower_case: bool = True,
                max_seq_length: int = 128, score_logits: Optional[Callable] = None,
-               window_stride: Optional[int] = None):
+               window_stride: Optional[int] = None,
+               litert_predict: Optional[Callable[..., Dict[str, tf.Tensor]]] = None):
     super().__init__()
     self._predict = predict
+    self._litert_predict = litert_predict or predict
     self._variables = [v.value for v in variables]
     self.description = None
     self.token_ids = tf.function(predict, input_signature=[_IDS] * 3)
@@ -109,8 +114,9 @@ class ServingModule(tf.Module):
       self.score_settings = tf.function(
           lambda: {k: tf.constant(v) for k, v in settings.items()}, input_signature=[])
 
-  def _with_features(self, features: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
-    outputs = dict(self._predict(**features))
+  def _with_features(self, features: Dict[str, tf.Tensor],
+                     predict: Optional[Callable] = None) -> Dict[str, tf.Tensor]:
+    outputs = dict((predict or self._predict)(**features))
     outputs.update(features)
     return outputs
 
@@ -130,7 +136,8 @@ class ServingModule(tf.Module):
     if self._sentencepiece_model is not None:
       settings["tokenizer"] = "sentencepiece"
     return convert.write_tflite(
-        path, lambda *texts: self._with_features(featurizer.features(*texts)),
+        path, lambda *texts: self._with_features(featurizer.features(*texts),
+                                                 self._litert_predict),
         ["text", "text_b"] if text_pairs else ["text"], self._variables, settings, quantize,
         calibration_texts)
 
@@ -182,28 +189,47 @@ def discriminator_outputs(encoder, head) -> Callable[..., Dict[str, tf.Tensor]]:
   return predict
 
 
-def finetuned_outputs(model) -> Callable[..., Dict[str, tf.Tensor]]:
-  """Every head's outputs as `<task>_<output>`, plus `<task>_label` for classification.
+def finetuned_outputs(model, legacy: bool = True) -> Callable[..., Dict[str, tf.Tensor]]:
+  """Every head's outputs, named by electra_tf2/output_names.py: `logits`, `probabilities`,
+  `label` (classification), `score` (regression), `logits`, `labels` (tagging); with
+  several heads, `<task>_<name>`. With legacy, also the names before that rule (a
+  SavedModel's aliases): `<task>_<head output>` and `<task>_label`.
 
   A tagging head is asked for every position, so its predictions are per
   WordPiece (the official task reads the first WordPiece of each word).
   """
-  tagging = [spec["task"] for spec in model.head_specs if spec["kind"] == "tagging"]
-  labels = {spec["task"]: list(spec["label_list"]) for spec in model.head_specs
-            if spec["kind"] == "classification"}
+  specs = {spec["task"]: spec for spec in model.head_specs}
+  tagging = [task for task, spec in specs.items() if spec["kind"] == "tagging"]
 
   def predict(input_ids, input_mask, segment_ids):
     features = {"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids}
     positions = tf.broadcast_to(tf.range(tf.shape(input_ids)[1]), tf.shape(input_ids))
     features.update({f"{task}_labeled_positions": positions for task in tagging})
+    heads = model(features, training=False)
     outputs = {}
-    for task, task_outputs in model(features, training=False).items():
-      outputs.update({f"{task}_{name}": value for name, value in task_outputs.items()})
-      if task in labels:
-        outputs[f"{task}_label"] = tf.gather(tf.constant(labels[task]),
-                                             task_outputs["predictions"])
+    for task, head in heads.items():
+      named = _rule_outputs(specs[task], head)
+      if legacy:
+        outputs.update({f"{task}_{name}": value for name, value in head.items()})
+        if "label" in named:
+          outputs[f"{task}_label"] = named["label"]
+      outputs.update({output_names.output_name(task, name, len(heads)): value
+                      for name, value in named.items()})
     return outputs
   return predict
+
+
+def _rule_outputs(spec, head: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
+  """One head's outputs under their rule names (electra_tf2/output_names.py)."""
+  if spec["kind"] == "regression":
+    return {"score": head["predictions"]}
+  if spec["kind"] not in ("classification", "tagging"):
+    return dict(head)
+  strings = tf.gather(tf.constant(list(spec["label_list"])), head["predictions"])
+  if spec["kind"] == "tagging":
+    return {"logits": head["logits"], "labels": strings}
+  return {"logits": head["logits"], "probabilities": tf.nn.softmax(head["logits"]),
+          "label": strings}
 
 
 def float32_outputs(predict: Callable[..., Dict[str, tf.Tensor]]
@@ -237,7 +263,9 @@ def serving_module(model, kind: str, vocab_file: Optional[str] = None,
                  max_seq_length=max_seq_length)
   if kind == "finetuned":
     model = precision.with_dtype(model, dtype)
-    return ServingModule(float32_outputs(finetuned_outputs(model)), model.variables, **options)
+    return ServingModule(float32_outputs(finetuned_outputs(model)), model.variables,
+                         litert_predict=float32_outputs(finetuned_outputs(model, legacy=False)),
+                         **options)
   encoder = precision.with_dtype(encoder, dtype)
   if kind == "encoder":
     return ServingModule(float32_outputs(encoder_outputs(encoder)), encoder.variables,

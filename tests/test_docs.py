@@ -127,7 +127,24 @@ def defined_flags():
 
 @pytest.mark.parametrize("doc", DOCS)
 def test_docs_name_only_what_exists(doc):
-  text = read(doc)
+  assert missing_names(read(doc)) == []
+
+
+def test_quickstart_ends_saying_what_its_model_is():
+  """Its last lines: a smoke test; the command of a real model, with its time on a CPU
+  (measured, extrapolated) and on a GPU (docs/benchmarks.md#gpu); all of it exists."""
+  closing = " ".join(re.findall(r'^echo "(.*)"$', read("scripts/quickstart.sh"), re.M))
+  for phrase in ("smoke test of the pipeline", "--model-name electra_small", "s a step",
+                 "for 1M steps (extrapolated)", "--backend jax", "7.98 h",
+                 "docs/benchmarks.md#gpu"):
+    assert phrase in closing, phrase
+  assert re.search(r"^## GPU$", read("docs/benchmarks.md"), re.M)
+  assert missing_names(closing.replace('\\"', '"')) == []
+
+
+def missing_names(text):
+  """The files, `electra` subcommands, flags and `electra_tf2.` names `text` names that
+  do not exist."""
   missing = []
   for path in re.findall(r"`((?:electra_tf2|bench|scripts|tests|docs|data_prep|configs)/"
                          r"[^`\s:#]*)", text):
@@ -146,4 +163,4 @@ def test_docs_name_only_what_exists(doc):
       # Beam's own pipeline options (with underscores) pass through to Beam.
       missing += [f"flag {flag}" for flag in re.findall(r"(?<![\w-])(--[a-z][a-z0-9_-]*)", line)
                   if "_" not in flag and flag not in flags]
-  assert missing == []
+  return missing

@@ -206,19 +206,25 @@ def test_encoder_export(exported):
   assert sorted(os.listdir(exported["root"])) == before
 
 
-def test_finetuned_export(exported):
-  """A fine-tuned model directory (classification + tagging heads), auto-detected."""
+def finetuned_model_dir(exported, tasks, heads):
+  """(model, directory) of a random fine-tuned model with `heads` under DATA/models/tiny."""
   config = finetune_config.resolve_finetuning_config(
-      "tiny", exported["data_dir"], {"max_seq_length": MAX_LEN}, "mnli,chunk")
+      "tiny", exported["data_dir"], {"max_seq_length": MAX_LEN}, tasks)
   keras.utils.set_random_seed(4)
-  model = finetune_model.build_model(config, [
-      {"kind": "classification", "task": "mnli",
-       "label_list": ["contradiction", "entailment", "neutral"]},
-      {"kind": "tagging", "task": "chunk", "label_list": ["B-NP", "I-NP", "O"]}])
+  model = finetune_model.build_model(config, heads)
   model_dir = config.trial_model_dir(1)
   finetune_model.save_model_files(model, config, model_dir)
   tf.train.CheckpointManager(tf.train.Checkpoint(model=model), model_dir, max_to_keep=None,
                              checkpoint_name="ckpt").save(10)
+  return model, model_dir
+
+
+def test_finetuned_export(exported):
+  """A fine-tuned model directory (classification + tagging heads), auto-detected."""
+  model, model_dir = finetuned_model_dir(exported, "mnli,chunk", [
+      {"kind": "classification", "task": "mnli",
+       "label_list": ["contradiction", "entailment", "neutral"]},
+      {"kind": "tagging", "task": "chunk", "label_list": ["B-NP", "I-NP", "O"]}])
   path = str(exported["root"] / "finetuned")
   assert export.main(["--model-dir", model_dir, "--output-dir", path]) == 0
   loaded = tf.saved_model.load(path)
@@ -247,6 +253,73 @@ def test_finetuned_export(exported):
   assert export.main(["--model-dir", model_dir, "--format", "litert", "--output", lite]) == 0
   got = LiteRTModel(lite).predict(([a for a, _ in pairs], [b for _, b in pairs]))
   np.testing.assert_allclose(got["mnli_logits"], out["mnli_logits"].numpy(), atol=1e-5)
+  # several heads: the rule's names prefixed by the task; the old class ids stay in the
+  # SavedModel only (electra_tf2/output_names.py)
+  rule = {"mnli_logits", "mnli_probabilities", "mnli_label", "chunk_logits", "chunk_labels"}
+  assert rule | {"mnli_predictions", "chunk_predictions"} <= set(out)
+  assert rule <= set(got) and not {"mnli_predictions", "chunk_predictions"} & set(got)
+  np.testing.assert_allclose(got["mnli_probabilities"].sum(-1), 1.0, atol=1e-5)
+  chunk_tags = np.array(["B-NP", "I-NP", "O"])[expected["chunk"]["predictions"].numpy()]
+  assert (out["chunk_labels"].numpy().astype(str) == chunk_tags).all()
+
+
+def test_rule_aliases_docstring():
+  import doctest
+  from electra_tf2 import output_names
+  result = doctest.testmod(output_names)
+  assert result.attempted == 3 and result.failed == 0
+
+
+def test_every_export_path_names_outputs_as_keras_does(exported, tmp_path, capsys):
+  """One naming rule (electra_tf2/output_names.py): `electra export --kind finetuned` of a
+  one-head model, as a SavedModel and as a .tflite, has the Keras TextClassifier's output
+  names (`logits`, `probabilities`, `label`); the SavedModel keeps the old `sst_*` names
+  as aliases, and a .tflite written with the old names still loads and answers to both."""
+  from electra_tf2 import LiteRTModel, TextClassifier
+  labels = ["negative", "positive"]
+  model, model_dir = finetuned_model_dir(
+      exported, "sst", [{"kind": "classification", "task": "sst", "label_list": labels}])
+  texts = [TEXTS[0], TEXTS[2]]
+  features = {"input_ids", "input_mask", "segment_ids"}
+  keras_names = set(TextClassifier.from_pretrained(model_dir).serve(tf.constant(texts)))
+  assert keras_names - features == {"logits", "probabilities", "label"}
+  saved = str(tmp_path / "sst")
+  assert export.main(["--model-dir", model_dir, "--output-dir", saved]) == 0
+  out = tf.saved_model.load(saved).signatures["text"](text=tf.constant(texts))
+  assert set(out) - features == keras_names - features | {"sst_logits", "sst_predictions",
+                                                            "sst_label"}
+  np.testing.assert_allclose(out["sst_logits"].numpy(), out["logits"].numpy())
+  np.testing.assert_allclose(out["probabilities"].numpy(),
+                             tf.nn.softmax(out["logits"]).numpy(), atol=1e-6)
+  assert list(out["label"].numpy()) == list(out["sst_label"].numpy())
+  lite = str(tmp_path / "sst.tflite")
+  assert export.main(["--model-dir", model_dir, "--format", "litert", "--output", lite]) == 0
+  got = LiteRTModel(lite).predict(texts)
+  assert set(got) - features == keras_names - features
+  np.testing.assert_allclose(got["logits"], out["logits"].numpy(), atol=1e-5)
+  # a .tflite written before the rule (its outputs `sst_*` only): both names answer
+  old = str(tmp_path / "old.tflite")
+  legacy = export.finetuned_outputs(model)
+
+  def old_names(input_ids, input_mask, segment_ids):
+    return {k: v for k, v in legacy(input_ids, input_mask, segment_ids).items()
+            if k.startswith("sst_")}
+  export.ServingModule(old_names, model.variables, exported["vocab"],
+                       max_seq_length=MAX_LEN).write_litert(old)
+  got_old = LiteRTModel(old).predict(texts)
+  assert {"sst_logits", "sst_label", "logits", "label"} <= set(got_old)
+  assert "probabilities" not in got_old
+  np.testing.assert_allclose(got_old["logits"], got_old["sst_logits"])
+  np.testing.assert_allclose(got_old["logits"], out["logits"].numpy(), atol=1e-5)
+  (tmp_path / "texts.txt").write_text("\n".join(texts) + "\n")
+  for path in (lite, old, saved):
+    jsonl = str(tmp_path / "out.jsonl")
+    assert predict.main(["--model", path, "--input", str(tmp_path / "texts.txt"),
+                         "--output", jsonl]) == 0
+    with open(jsonl, encoding="utf-8") as f:
+      rows = [json.loads(line) for line in f]
+    assert [row["label"] for row in rows] == [x.decode() for x in out["label"].numpy()], path
+  capsys.readouterr()
 
 
 def test_export_errors(exported, tmp_path, capsys):

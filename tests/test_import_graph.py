@@ -96,7 +96,8 @@ def test_the_package_has_no_import_circles():
 LAYERS = [
     ("base", ["errors", "atomic_io", "hparams", "vocab", "config", "encoder_config",
               "checkpoint_files", "run_lock", "layers.activations", "batching", "precision",
-              "predictions", "inputs", "stateless_random", "backend_ops"]),
+              "predictions", "output_names", "inputs", "stateless_random",
+              "backend_ops"]),
     ("text", ["text"]),
     ("checkpoints", ["checkpoints"]),
     ("data and tasks", ["data_prep", "data_io", "input_pipeline", "finetune"]),

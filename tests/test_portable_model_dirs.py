@@ -2,8 +2,9 @@
 
 One tiny run (pre-training for 2 steps, fine-tuning SST-shaped data for a few) is made
 inside its own working directory with relative paths, as the quickstart does; the whole
-run is then moved, and from another working directory it is pre-trained further,
-fine-tuned, exported, scored, converted and read by `from_pretrained`.
+run is then moved, and from another working directory `test_new_user_path` takes it
+through what a new user does: pre-trained further, fine-tuned, read by `from_pretrained`,
+exported (SavedModel and .tflite), predicted, scored, asked questions and converted.
 """
 
 import json
@@ -12,7 +13,7 @@ import shutil
 
 import pytest
 
-from electra_tf2 import convert, export, hf_export
+from electra_tf2 import convert, hf_export
 from electra_tf2.checkpoints import directories
 from electra_tf2.config import resolve_pretraining_config
 from electra_tf2.finetune import runner
@@ -85,33 +86,56 @@ def test_directories_hold_their_vocab_and_relative_paths(moved):
       assert f.read() == g.read()
 
 
-def test_pretrain_further_resumes_with_its_input_position(moved, capsys):
-  config = resolve_pretraining_config("electra_small", moved["data"],
-                                      dict(PRETRAIN, num_train_steps=3))
-  summary = pretraining.run_pretraining(config)
-  out = capsys.readouterr().out
-  assert "resumed from" in out
-  assert summary["step"] == 3
-
-
-def test_finetune_score_and_from_pretrained(moved):
+def test_new_user_path(moved, tmp_path, capsys):
+  """The whole new-user path in the moved run, from another working directory (#44):
+  pre-train further, fine-tune, Keras from_pretrained, `electra export` (SavedModel and
+  .tflite), `electra predict` on both, `electra score`, question answering, conversions.
+  (`electra export` of a pre-trained directory: tests/test_export.py.)"""
   import numpy as np
   import electra_tf2
+  from electra_tf2 import commands
+  # pre-training resumes where the moved run stopped, its input position included
+  summary = pretraining.run_pretraining(resolve_pretraining_config(
+      "electra_small", moved["data"], dict(PRETRAIN, num_train_steps=3)))
+  assert "resumed from" in capsys.readouterr().out
+  assert summary["step"] == 3
   results = runner.run_finetuning(resolve_finetuning_config(
       "electra_small", moved["data"], FINETUNE, "sst"))
   assert "accuracy" in results[0]["sst"]
-  scores = electra_tf2.TextScorer.load(moved["model"]).score(["w1 w2 w3"])
-  assert len(scores[0].words) == 3
+  # Keras on the fine-tuned directory: the oracle of the exports' logits and labels
+  texts = ["w1 w2 w3", "w7 w9", "w40 w3 w3 w12 w0"]
   classifier = electra_tf2.TextClassifier.from_pretrained(moved["trial"])
-  assert np.asarray(classifier.predict(["w1 w2"], verbose=0)).shape == (1, 2)
+  logits = np.asarray(classifier.predict(texts, verbose=0))
+  assert logits.shape == (3, 2)
+  labels = [classifier.label_list[i] for i in logits.argmax(-1)]
+  # exports and electra predict, by the `electra` command
+  savedmodel, lite = str(tmp_path / "sst"), str(tmp_path / "sst.tflite")
+  assert commands.main(["export", "--model-dir", moved["trial"], "--output-dir",
+                        savedmodel]) == 0
+  assert commands.main(["export", "--model-dir", moved["trial"], "--format", "litert",
+                        "--output", lite]) == 0
+  write_lines(os.path.join(".", "texts.txt"), texts)  # relative to elsewhere/
+  for model in (savedmodel, lite):
+    assert commands.main(["predict", "--model", model, "--input", "texts.txt",
+                          "--output", "predictions.jsonl"]) == 0
+    rows = [json.loads(line) for line in open("predictions.jsonl", encoding="utf-8")]
+    assert [row["label"] for row in rows] == labels, model
+    np.testing.assert_allclose([row["logits"] for row in rows], logits, atol=1e-4)
+  # replaced-token scores of the pre-trained directory: a score per word of each text
+  assert commands.main(["score", "file", "--model-dir", moved["model"], "--input", "texts.txt",
+                        "--output", "scores.jsonl", "--quiet"]) == 0
+  rows = [json.loads(line) for line in open("scores.jsonl", encoding="utf-8")]
+  assert [[w["word"] for w in row["words"]] for row in rows] == [t.split() for t in texts]
   electra_tf2.Discriminator.from_pretrained(moved["model"])
-
-
-@pytest.mark.slow
-def test_export_and_convert(moved, tmp_path, capsys):
-  out = str(tmp_path / "export")
-  assert export.main(["--model-dir", moved["model"], "--output-dir", out + "_d"]) == 0
-  assert export.main(["--model-dir", moved["trial"], "--output-dir", out + "_f"]) == 0
+  # question answering on the pre-trained encoder (a fresh head): answers are context spans
+  answerer = electra_tf2.QuestionAnswerer.from_pretrained(
+      moved["model"], max_seq_length=32, max_query_length=8, doc_stride=8)
+  contexts = ["w1 w2 w3 w4 w5 w6", "w9 w8 w7"]
+  got = answerer.predict((["w2 w3", "w8"], contexts), verbose=0)
+  spans = [c[s:e] for c, s, e in zip(contexts, got["answer_start"], got["answer_end"])]
+  # (answer_text is "" for a question judged unanswerable; span_text is the span then)
+  assert [str(a) for a in got.get("span_text", got["answer_text"])] == spans and all(spans)
+  # official and Hugging Face conversions
   official = str(tmp_path / "official")
   assert convert.main(["to-official", "--model-dir", moved["model"], "--output-dir",
                        official]) == 0

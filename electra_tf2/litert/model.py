@@ -14,7 +14,7 @@ from typing import Dict, List, Optional, Sequence, Union
 
 import numpy as np
 
-from electra_tf2 import predictions
+from electra_tf2 import output_names, predictions
 from electra_tf2.errors import ElectraError
 
 Texts = Union[Sequence[str], Sequence[bytes]]
@@ -92,7 +92,10 @@ class LiteRTModel:
     else:
       # The documented order (question, context; text, text_b), as predict's tuple takes.
       self.input_names = predictions.column_order(signatures["serving_default"]["inputs"])
-    self.output_names: List[str] = sorted(signatures["serving_default"]["outputs"])
+    names = signatures["serving_default"]["outputs"]
+    # A file written before the output naming rule also answers to the rule's names.
+    self._aliases = output_names.rule_aliases(names)
+    self.output_names: List[str] = sorted([*names, *self._aliases])
 
   @property
   def do_lower_case(self) -> bool:
@@ -126,10 +129,17 @@ class LiteRTModel:
     if self._answerer is not None:
       return self.run_batch([], [])
     details = self._runner.get_output_details()
-    return {name: np.zeros([0] + [2 if d < 0 else d for d in detail["shape_signature"][1:]],
-                           object if detail["dtype"] in (np.bytes_, np.object_, np.str_)
-                           else detail["dtype"])
-            for name, detail in details.items()}
+    return self._with_aliases({
+        name: np.zeros([0] + [2 if d < 0 else d for d in detail["shape_signature"][1:]],
+                       object if detail["dtype"] in (np.bytes_, np.object_, np.str_)
+                       else detail["dtype"])
+        for name, detail in details.items()})
+
+  def _with_aliases(self, outputs: Dict[str, np.ndarray]) -> Dict[str, np.ndarray]:
+    """`outputs` and, for a file written before the naming rule, the same arrays under
+    the rule's names (electra_tf2/output_names.py)."""
+    outputs.update({name: outputs[old] for name, old in self._aliases.items()})
+    return outputs
 
   def run_batch(self, *columns: Texts) -> Dict[str, np.ndarray]:
     """One interpreter call on one batch (a list of texts per input); a question
@@ -141,4 +151,4 @@ class LiteRTModel:
     inputs = {name: np.array(prepare_texts(texts, self.do_lower_case, sentencepiece),
                              dtype=object)
               for name, texts in zip(self.input_names, columns)}
-    return dict(self._runner(**inputs))
+    return self._with_aliases(dict(self._runner(**inputs)))
