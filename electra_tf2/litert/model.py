@@ -81,7 +81,20 @@ class LiteRTModel:
       raise LiteRTModelError(f"{path} has no serving_default signature: give a .tflite written "
                              "by export_litert or `electra export --format litert`")
     self.path = path
-    self._runner = self._interpreter.get_signature_runner("serving_default")
+    runner = self._interpreter.get_signature_runner("serving_default")
+    inputs = runner.get_input_details()
+    self._output_details = runner.get_output_details()
+    self._input_index = {k: d["index"] for k, d in inputs.items()}
+    self._output_index = {k: d["index"] for k, d in self._output_details.items()}
+    # The signature runner allocates every tensor again on each call (its string inputs
+    # are dynamic tensors); `_invoke` does so only when the input shapes change. Only the
+    # main graph's tensors can be set that way (Interpreter.set_tensor: the signature's
+    # inputs are its inputs, same index and name), and the runner must not be kept then:
+    # Interpreter.invoke refuses while it holds the interpreter.
+    main = {(d["index"], d["name"]) for d in self._interpreter.get_input_details()}
+    self._call = (self._invoke if {(d["index"], d["name"]) for d in inputs.values()} == main
+                  else runner)
+    self._shapes: Dict[str, tuple] = {}
     with open(path, "rb") as f:
       self.settings = read_metadata(f.read())
     self._answerer = None
@@ -125,18 +138,31 @@ class LiteRTModel:
     [CLS] [SEP]), without running the interpreter: TFLite kernels refuse empty tensors."""
     if self._answerer is not None:
       return self.run_batch([], [])
-    details = self._runner.get_output_details()
     return {name: np.zeros([0] + [2 if d < 0 else d for d in detail["shape_signature"][1:]],
                            object if detail["dtype"] in (np.bytes_, np.object_, np.str_)
                            else detail["dtype"])
-            for name, detail in details.items()}
+            for name, detail in self._output_details.items()}
+
+  def _invoke(self, **inputs: np.ndarray) -> Dict[str, np.ndarray]:
+    """The serving_default signature on `inputs` {name: array}, as the signature runner
+    runs it, the tensors allocated again only when an input's shape changed."""
+    shapes = {name: value.shape for name, value in inputs.items()}
+    if shapes != self._shapes:
+      for name, shape in shapes.items():
+        self._interpreter.resize_tensor_input(self._input_index[name], shape)
+      self._interpreter.allocate_tensors()
+      self._shapes = shapes
+    for name, value in inputs.items():
+      self._interpreter.set_tensor(self._input_index[name], value)
+    self._interpreter.invoke()
+    return {name: self._interpreter.get_tensor(i) for name, i in self._output_index.items()}
 
   def run_batch(self, *columns: Texts) -> Dict[str, np.ndarray]:
     """One interpreter call on one batch (a list of texts per input); a question
     answerer's: its windows, one call on them, the answers (electra_tf2/litert/qa.py)."""
     if self._answerer is not None:
-      return self._answerer.run(self._runner, *columns)
+      return self._answerer.run(self._call, *columns)
     from electra_tf2.text.litert_tokenizer import prepare_texts
     inputs = {name: np.array(prepare_texts(texts, self.do_lower_case), dtype=object)
               for name, texts in zip(self.input_names, columns)}
-    return dict(self._runner(**inputs))
+    return dict(self._call(**inputs))
