@@ -19,6 +19,10 @@ from electra_tf2.errors import ElectraError
 
 Texts = Union[Sequence[str], Sequence[bytes]]
 METADATA_NAME = "electra_tf2"  # the .tflite metadata entry of our settings (JSON)
+# Interpreter threads unless told: one was faster than two at batch 1 and 32 on the 2-core
+# host, dynamic-int8 and float32 (bench/profile_litert_predict.py,
+# docs/benchmarks.md#litert-tflite); ai-edge-litert's and tf.lite's own default is also 1.
+DEFAULT_THREADS = 1
 
 
 class LiteRTModelError(ElectraError, ValueError):
@@ -53,7 +57,7 @@ class LiteRTModel:
 
   Args:
     path: a `.tflite` file written by `export_litert` / `electra export --format litert`.
-    num_threads: the interpreter's threads (None: its default).
+    num_threads: the interpreter's threads (None: DEFAULT_THREADS, 1).
 
   >>> import os, tempfile
   >>> from electra_tf2 import BertConfig, TextClassifier, LiteRTModel
@@ -72,7 +76,8 @@ class LiteRTModel:
       raise LiteRTModelError(f"{path} is not a file: give a .tflite written by export_litert "
                              "or `electra export --format litert`")
     try:
-      self._interpreter = make_interpreter(model_path=path, num_threads=num_threads)
+      self._interpreter = make_interpreter(model_path=path,
+                                           num_threads=num_threads or DEFAULT_THREADS)
       signatures = self._interpreter.get_signature_list()
     except (ValueError, RuntimeError) as e:
       raise LiteRTModelError(f"{path} is not a .tflite model LiteRT can load: "
