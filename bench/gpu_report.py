@@ -197,10 +197,42 @@ def projection(results: Results) -> List[str]:
   return ["## Paper-small projection (JAX)", ""] + out + [""] if out else []
 
 
+def jax_profiles(prof: List[Dict[str, Any]]) -> List[str]:
+  """The JAX items' traced steps (bench/trace_summary.py summaries)."""
+  out = ["## Where the step goes (JAX, traced)", ""]
+  for p in prof:
+    summary, steps = p["profile"], p["profile_steps"]
+    out.append(f"- {model_label(p)} length {p['seq_len']} batch {p['batch']}, "
+               f"{p['precision']}: {p['step_seconds'] * 1e3:.2f} ms per step untraced, "
+               f"{summary['seconds'] / steps * 1e3:.2f} ms of {summary['source']} time per "
+               "traced step; by kind: " + ", ".join(
+                   f"{kind} {v['share']:.0%}" for kind, v in summary["kinds"].items()))
+    out.append("  - longest: " + ", ".join(
+        f"`{k['name'][:50]}` {k['seconds'] / steps * 1e3:.2f} ms ({k['kind']})"
+        for k in summary["kernels"][:8]))
+  return out + [""]
+
+
+def levers(results: Results) -> List[str]:
+  """The bf16 step re-measured with one change each, against the baseline of the call."""
+  found = {r["key"].split("/", 1)[1]: r for r in rows(results, "lever")}
+  if not found:
+    return []
+  base = found.get("baseline")
+  lines = [[name, str(r["batch"]), fmt(r["seq_per_s"]), fmt(r["step_seconds"] * 1e3, ".2f"),
+            fmt(r["seq_per_s"] / base["seq_per_s"], ".2f") if base else "-"]
+           for name, r in found.items()]
+  r = next(iter(found.values()))
+  return ([f"## Levers ({model_label(r)}, length {r['seq_len']}, bf16)", ""]
+          + table(["lever", "batch", "seq/s", "step ms", "x baseline"], lines) + [""])
+
+
 def profile(results: Results) -> List[str]:
   prof = rows(results, "profile")
   if not prof:
     return []
+  if "profile" in prof[0]:
+    return jax_profiles(prof)
   p = prof[0]
   out = ["## Where the step goes", "",
          f"{model_label(p)} length {p['seq_len']} batch {p['batch']}, {p['precision']}"
@@ -322,7 +354,8 @@ def write(out_dir: str, paths: List[str]) -> str:
   """Writes out_dir/results.md (and numerics.png) from the results files; returns the text."""
   results = load_results(paths)
   text = "\n".join(["# GPU run", ""] + machine(results) + pretraining(results)
-                   + jax_throughput(results) + profile(results) + finetuning(results)
+                   + jax_throughput(results) + profile(results) + levers(results)
+                   + finetuning(results)
                    + numerics(results, out_dir) + projection(results) + study(results)
                    + inference(results) + not_ok(results))
   write_text_atomic(os.path.join(out_dir, "results.md"), text)

@@ -105,6 +105,8 @@ class JaxSizes:
   rounds: int
   numerics: Dict[str, Any]  # model, hparams, seq_len, batch, steps, log_every
   projection: Dict[str, Any]  # model, hparams, seq_len, batch
+  profiles: List[tuple]  # bf16 steps traced (key, model, hparams, length, batch)
+  levers: tuple  # (model, length, batch): the bf16 step with each of LEVERS, and without
   late: List[tuple]  # throughput rows run last, if time remains (key, model, hparams, ...)
 
 
@@ -116,6 +118,10 @@ JAX_GPU = JaxSizes(
     numerics={"model": "electra_small", "hparams": {}, "seq_len": 128, "batch": 128,
               "steps": 300, "log_every": 10},
     projection={"model": "electra_small", "hparams": {}, "seq_len": 128, "batch": 128},
+    profiles=[("small1024", "electra_small", {}, 128, 1024),
+              ("small128", "electra_small", {}, 128, 128),
+              ("base512", "electra_base", {}, 128, 512)],
+    levers=("electra_small", 128, 1024),
     late=[("base512", "electra_base", {}, 512, 128)])
 DRY_JAX_MODEL = {"debug": True, "vocab_size": 1100}
 JAX_DRY = JaxSizes(
@@ -127,7 +133,19 @@ JAX_DRY = JaxSizes(
               "steps": 6, "log_every": 3},
     projection={"model": "electra_small", "hparams": DRY_JAX_MODEL, "seq_len": 32,
                 "batch": 4},
+    profiles=[("small4", "electra_small", DRY_JAX_MODEL, 32, 4)],
+    levers=("electra_small", 32, 4),
     late=[("base512", "electra_base", DRY_JAX_MODEL, 64, 2)])
+
+
+# What the JAX step's bf16 throughput is re-measured with, one at a time, against the
+# same step without it in the same call: (name, environment, hparams).
+LEVERS = (
+    ("baseline", {}, {}),
+    ("no_triton_gemm", {"XLA_FLAGS": "--xla_gpu_enable_triton_gemm=false"}, {}),
+    ("no_dropout", {}, {"model_hparam_overrides": {"hidden_dropout_prob": 0.0,
+                                                   "attention_probs_dropout_prob": 0.0}}),
+)
 
 
 @dataclasses.dataclass
@@ -145,6 +163,7 @@ class Item:
   ok_codes: tuple = (0,)
   needs: Optional[str] = None  # a file the item reads, made by `prepare`
   needs_module: Optional[str] = None  # a module it imports that may not be installed
+  env: Dict[str, str] = dataclasses.field(default_factory=dict)  # set for this item only
 
 
 def python(script: str, *flags: Any) -> List[str]:
@@ -230,7 +249,8 @@ def items(sizes: Sizes, data_dir: str, peak: Optional[float], dry: bool) -> List
 def jax_items(sizes: JaxSizes, peak: Optional[float]) -> List[Item]:
   """The JAX backend's items, most wanted first: env, throughput at length 128 (ours, then
   transformers' step under torch.compile at the same model, length and precision, each at
-  the largest batch that fits), numerics, the projection, then length 512."""
+  the largest batch that fits), numerics, the projection, the traced steps (where the
+  device time goes), then length 512."""
   peak_flags = ["--peak-tflops", peak] if peak else []
 
   def throughput(key, model, hparams, length, top, precisions):
@@ -255,18 +275,34 @@ def jax_items(sizes: JaxSizes, peak: Optional[float]) -> List[Item]:
       "--seq-len", p["seq_len"], "--batch-sizes", p["batch"], "--steps", sizes.steps,
       "--rounds", sizes.rounds, "--mixed-precision", "mixed_bfloat16", "--split",
       *peak_flags))
+  profiles = [Item(f"profile/{key}/bf16", python(
+      "jax_pretrain_step.py", "--model-name", model, "--hparams", json.dumps(hparams),
+      "--seq-len", length, "--batch-sizes", batch, "--steps", sizes.steps, "--rounds", 1,
+      "--mixed-precision", "mixed_bfloat16", "--profile", 3, *peak_flags), keep_output=True)
+      for key, model, hparams, length, batch in sizes.profiles]
+  model, length, batch = sizes.levers
+  base_hparams = DRY_JAX_MODEL if sizes is JAX_DRY else {}
+  levers = [Item(f"lever/{name}", python(
+      "jax_pretrain_step.py", "--model-name", model,
+      "--hparams", json.dumps({**base_hparams, **hparams}), "--seq-len", length,
+      "--batch-sizes", batch, "--steps", sizes.steps, "--rounds", sizes.rounds,
+      "--mixed-precision", "mixed_bfloat16", *peak_flags), env=env)
+      for name, env, hparams in LEVERS]
   early = [i for t in sizes.throughput for i in throughput(*t, sizes.precisions)]
   late = [i for t in sizes.late for i in throughput(*t, sizes.precisions[:1])]
   return ([Item("env", python("gpu_env.py", "--backend", "jax"), min_seconds=10)]
-          + early + numerics + [projection] + late)
+          + early + numerics + [projection] + profiles + levers + late)
 
 
 def selected(all_items: List[Item], selection: List[str]) -> List[Item]:
+  """The items named by `selection` (key prefixes), run in the selection's order."""
   if not selection:
     return all_items
   prefixes = [s.replace(":", "/") for s in selection]
-  chosen = [i for i in all_items if any(i.key == p or i.key.startswith(p + "/")
-                                        for p in prefixes)]
+  chosen: List[Item] = []
+  for p in prefixes:
+    chosen += [i for i in all_items if (i.key == p or i.key.startswith(p + "/"))
+               and i not in chosen]
   unknown = [p for p in prefixes if not any(i.key == p or i.key.startswith(p + "/")
                                             for i in all_items)]
   if unknown:
@@ -311,7 +347,7 @@ def run_item(item: Item, remaining: float, log_path: str, env: Dict[str, str]
     start = time.time()
     with open(output, "w", encoding="utf-8") as out:
       process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT,
-                                 cwd=common.REPO, env=env)
+                                 cwd=common.REPO, env=item_env(env, item))
       try:
         code = process.wait(timeout=remaining)
       except subprocess.TimeoutExpired:
@@ -328,6 +364,14 @@ def run_item(item: Item, remaining: float, log_path: str, env: Dict[str, str]
     if status != "ok" or not record["data"] or item.keep_output:
       record["output_tail"] = lines[-40:]
     return record
+
+
+def item_env(env: Dict[str, str], item: Item) -> Dict[str, str]:
+  """`env` with the item's variables; XLA_FLAGS are appended to, not replaced."""
+  merged = {**env, **item.env}
+  if item.env.get("XLA_FLAGS") and env.get("XLA_FLAGS"):
+    merged["XLA_FLAGS"] = f"{env['XLA_FLAGS']} {item.env['XLA_FLAGS']}"
+  return merged
 
 
 def item_data(item: Item, result_file: str) -> List[Dict[str, Any]]:

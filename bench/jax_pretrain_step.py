@@ -4,7 +4,7 @@ electra_tf2/jax_training/pretraining.py on in-memory batches.
     KERAS_BACKEND=jax python bench/jax_pretrain_step.py [--model-name electra_small]
         [--hparams JSON] [--seq-len 128] [--batch-sizes 8,32 | --max-batch 256]
         [--mixed-precision float32|mixed_bfloat16] [--steps 10] [--rounds 3]
-        [--peak-tflops 989.4] [--split] [--json FILE]
+        [--peak-tflops 989.4] [--split] [--profile 5] [--json FILE]
     ... --train-steps 300 --log-every 10 [--seed 0]     # numerics: a loss curve
 
 For each batch size it builds `JaxPretrainingRun` (the preset with `train_batch_size` the
@@ -22,7 +22,9 @@ forward pass alone and forward + backward (jit-compiled apart): the optimizer up
 the rest is the step less forward + backward. `--train-steps N` trains N steps instead,
 each on a fresh batch of Zipf-distributed tokens from `--seed` (the same batches for every
 precision), and records the mean losses of every `--log-every` steps (the numerics item
-of scripts/gpu_run.sh --backend jax).
+of scripts/gpu_run.sh --backend jax). `--profile N` traces N more steps with
+`jax.profiler` and adds where their device time goes (bench/trace_summary.py: the top
+kernels and the share of matmuls, scatters, random bits, reductions, copies) to the row.
 
 ELECTRA_BLOCK_TENSORFLOW=1 makes `import tensorflow` fail (the GPU machine has none).
 """
@@ -55,6 +57,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                       help="a datasheet peak in TFLOP/s: MFU against it")
   parser.add_argument("--split", action="store_true",
                       help="also time forward alone and forward + backward")
+  parser.add_argument("--profile", type=int, default=0, metavar="N",
+                      help="trace N more steps: where the device time goes")
   parser.add_argument("--train-steps", type=int, default=None,
                       help="numerics: train this many steps on fresh batches, log the losses")
   parser.add_argument("--log-every", type=int, default=10)
@@ -140,6 +144,18 @@ class Bench:
         best[name] = min(best[name], (time.perf_counter() - start) / steps)
     return best
 
+  def profile(self, steps: int) -> Dict[str, Any]:
+    """Traces `steps` steps with jax.profiler; bench/trace_summary.py's summary."""
+    import tempfile  # pylint: disable=g-import-not-at-top
+
+    import jax  # pylint: disable=g-import-not-at-top
+
+    import trace_summary  # pylint: disable=g-import-not-at-top
+    with tempfile.TemporaryDirectory() as log_dir:
+      with jax.profiler.trace(log_dir, create_perfetto_trace=True):
+        self.run_steps(steps)
+      return trace_summary.summarize(trace_summary.load_events(log_dir))
+
 
 def make_config(args: argparse.Namespace, batch: int):
   from electra_tf2.config import resolve_pretraining_config
@@ -195,6 +211,8 @@ def throughput_row(args: argparse.Namespace, bench: Bench) -> Dict[str, Any]:
          "steps": args.steps, "rounds": args.rounds, **environment()}
   if args.split:
     row.update(bench.split_seconds(args.rounds, args.steps))
+  if args.profile:
+    row.update(profile=bench.profile(args.profile), profile_steps=args.profile)
   return row
 
 
@@ -207,6 +225,9 @@ def print_row(r: Dict[str, Any]) -> None:
     print(f"      split: forward {f * 1e3:.1f} ms ({f / s:.0%}), backward "
           f"{(fb - f) * 1e3:.1f} ms ({(fb - f) / s:.0%}), optimizer and the rest "
           f"{(s - fb) * 1e3:.1f} ms ({(s - fb) / s:.0%}) of {s * 1e3:.1f} ms", flush=True)
+  if "profile" in r:
+    import trace_summary  # pylint: disable=g-import-not-at-top
+    trace_summary.print_summary(r["profile"], r["profile_steps"])
 
 
 def train_curve(args: argparse.Namespace) -> Dict[str, Any]:

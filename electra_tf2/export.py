@@ -84,12 +84,12 @@ class ServingModule(tf.Module):
     self.description = tokenizer_description.describe_vocab(vocab_file, do_lower_case)
     vocab = vocab_lib.load_vocab(vocab_file)
     self._vocab_tokens = sorted(vocab, key=vocab.get)
-    model = None
+    self._sentencepiece_model = None  # the .model's bytes, for a SentencePiece vocabulary
     if self.description.kind == "sentencepiece":
       with tf.io.gfile.GFile(vocab_file, "rb") as f:
-        model = f.read()
+        self._sentencepiece_model = f.read()
     self.featurizer = TextFeaturizer(self._vocab_tokens, do_lower_case, max_seq_length,
-                                     sentencepiece_model=model)
+                                     sentencepiece_model=self._sentencepiece_model)
     self.vocab_file = tf.saved_model.Asset(vocab_file)
     self.text = tf.function(lambda text: self._with_features(self.featurizer.single(text)),
                             input_signature=[_TEXT])
@@ -120,18 +120,19 @@ class ServingModule(tf.Module):
     """Writes the `text` signature (`text_pair` with text_pairs) as a `.tflite` file
     whose tokenizer runs on TFLite kernels (electra_tf2/litert/convert.py)."""
     from electra_tf2.litert import convert  # pylint: disable=g-import-not-at-top
-    from electra_tf2.text.litert_tokenizer import LiteRTFeaturizer
+    from electra_tf2.text.litert_tokenizer import litert_featurizer
     if self.featurizer is None:
       raise ExportError("a .tflite takes text: it needs the vocabulary (--vocab-file)")
-    if self.description.kind == "sentencepiece":
-      raise ExportError("--format litert takes WordPiece models only for now: export a "
-                        "SentencePiece model as a SavedModel (--format savedmodel)")
-    lower, length = self.featurizer.tokenizer.do_lower_case, self.featurizer.max_seq_length
-    featurizer = LiteRTFeaturizer(self._vocab_tokens, lower, max_seq_length=length)
+    length = self.featurizer.max_seq_length
+    featurizer = litert_featurizer(self._vocab_tokens, self.description.do_lower_case, length,
+                                   self._sentencepiece_model)
+    settings = {"do_lower_case": featurizer.do_lower_case, "max_seq_length": length}
+    if self._sentencepiece_model is not None:
+      settings["tokenizer"] = "sentencepiece"
     return convert.write_tflite(
         path, lambda *texts: self._with_features(featurizer.features(*texts)),
-        ["text", "text_b"] if text_pairs else ["text"], self._variables,
-        {"do_lower_case": lower, "max_seq_length": length}, quantize, calibration_texts)
+        ["text", "text_b"] if text_pairs else ["text"], self._variables, settings, quantize,
+        calibration_texts)
 
   def signatures(self) -> Dict[str, tf.types.experimental.ConcreteFunction]:
     functions = {"token_ids": self.token_ids.get_concrete_function()}

@@ -167,6 +167,33 @@ def test_jax_items_pair_each_of_our_rows_with_the_transformers_step():
       by_key["numerics/bf16_xla_seed0"].index("--train-steps") + 1] == "300"
   assert [i.key for i in gpu_suite.selected(items, ["numerics"])] == [
       "numerics/f32_seed0", "numerics/bf16_xla_seed0", "numerics/f32_seed1"]
+  # The selection's order is the run order: the profile first when it is named first.
+  assert [i.key for i in gpu_suite.selected(items, ["profile", "env", "profile:base512"])] == [
+      "profile/small1024/bf16", "profile/small128/bf16", "profile/base512/bf16", "env"]
+  profile = by_key["profile/small1024/bf16"]
+  assert profile[profile.index("--batch-sizes") + 1] == "1024" and "--profile" in profile
+
+
+def test_levers_change_one_thing_each_against_a_baseline_of_the_same_call(tmp_path):
+  items = {i.key: i for i in gpu_suite.jax_items(gpu_suite.JAX_GPU, 989.4)
+           if i.key.startswith("lever/")}
+  assert list(items) == ["lever/baseline", "lever/no_triton_gemm", "lever/no_dropout"]
+  hparams = {k: json.loads(i.command[i.command.index("--hparams") + 1]) for k, i in items.items()}
+  assert hparams["lever/baseline"] == {} and items["lever/baseline"].env == {}
+  assert hparams["lever/no_dropout"]["model_hparam_overrides"] == {
+      "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0}
+  flags = gpu_suite.item_env({"XLA_FLAGS": "--a=1", "PATH": "/bin"},
+                             items["lever/no_triton_gemm"])
+  assert flags == {"XLA_FLAGS": "--a=1 --xla_gpu_enable_triton_gemm=false", "PATH": "/bin"}
+  # The report: each lever's throughput over the baseline's (hand-computed 1.25).
+  row = {"model": "electra_small", "hparams": {}, "seq_len": 128, "batch": 1024}
+  records = [{"key": f"lever/{name}", "status": "ok",
+              "data": [{**row, "seq_per_s": sps, "step_seconds": 1024 / sps}]}
+             for name, sps in (("baseline", 2000.0), ("no_dropout", 2500.0))]
+  path = tmp_path / "results.jsonl"
+  path.write_text("".join(json.dumps(r) + "\n" for r in records))
+  text = gpu_report.write(str(tmp_path), [str(path)])
+  assert "| no_dropout | 1024 | 2500.0 | 409.60 | 1.25 |" in text
   env = gpu_suite.child_env(dry=True, backend="jax")
   assert (env["KERAS_BACKEND"], env["ELECTRA_BLOCK_TENSORFLOW"], env["JAX_PLATFORMS"]) == (
       "jax", "1", "cpu")

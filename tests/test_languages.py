@@ -46,6 +46,19 @@ def spm_model(tmp_path_factory):
   return output
 
 
+@pytest.fixture(scope="module")
+def spm_model_elsewhere(tmp_path_factory):
+  """A model trained by the sentencepiece library with its own spellings, as models trained
+  elsewhere are: <unk>=0, <s>=1, </s>=2, <pad>=3, <mask>=4."""
+  import sentencepiece
+  root = tmp_path_factory.mktemp("spm_elsewhere")
+  corpus = write_corpus(str(root / "corpus"))
+  sentencepiece.SentencePieceTrainer.train(
+      input=corpus, model_prefix=str(root / "other"), vocab_size=60, pad_id=3,
+      user_defined_symbols=["<mask>"], minloglevel=2)
+  return str(root / "other.model")
+
+
 def write_tokens(path, tokens):
   with open(path, "w", encoding="utf-8") as f:
     f.write("\n".join(tokens) + "\n")
@@ -202,6 +215,21 @@ def test_build_data_with_sentencepiece_writes_the_description_and_library_ids(tm
   assert ids[0] == 2 and ids[1:1 + len(expected)] == expected  # [CLS], then the first line
 
 
+def test_build_data_on_a_corpus_empty_once_normalised_is_one_line(tmp_path, spm_model):
+  from electra_tf2.data_prep.builder import BuildConfig, build_pretraining_data
+  blank = str(tmp_path / "blank.txt")
+  with open(blank, "w", encoding="utf-8") as f:
+    f.write("\u200b\n\x01 \n\n\t\n")  # a zero-width space, a control character, blanks
+  with pytest.raises(DataPrepError) as error:
+    build_pretraining_data(BuildConfig(inputs=[blank], vocab_file=spm_model,
+                                       output_dir=str(tmp_path / "out"), max_seq_length=32,
+                                       num_shards=1, seed=0, progress=False),
+                           log=lambda s: None)
+  message = str(error.value)
+  assert "\n" not in message and blank in message and spm_model in message
+  assert "hold no token once normalised" in message and "one sentence per line" in message
+
+
 @pytest.fixture(scope="module")
 def spm_model_dir(tmp_path_factory, spm_model):
   """DATA with spm.model only, TFRecords built with it, and a tiny model pre-trained 2 steps."""
@@ -276,10 +304,14 @@ def test_keras_classifier_on_raw_text_with_sentencepiece(spm_model_dir, spm_mode
   np.testing.assert_allclose(again.predict(texts, verbose=0), logits, atol=1e-6)
   model.export_saved_model(str(tmp_path / "saved"))
   loaded = tf.saved_model.load(str(tmp_path / "saved"))
-  served = loaded.signatures["serving_default"](text=tf.constant(texts))["logits"].numpy()
-  np.testing.assert_allclose(served, logits, atol=1e-5)
-  with pytest.raises(electra_tf2.ElectraError, match="WordPiece models only"):
-    model.export_litert(str(tmp_path / "m.tflite"))
+  served = loaded.signatures["serving_default"](text=tf.constant(texts))
+  np.testing.assert_allclose(served["logits"].numpy(), logits, atol=1e-5)
+  # The .tflite tokenizes in FastSentencepieceTokenize's LiteRT kernel: the same outputs.
+  lite = electra_tf2.LiteRTModel(model.export_litert(str(tmp_path / "m.tflite")))
+  assert lite.settings["tokenizer"] == "sentencepiece"
+  out = lite.predict(texts)
+  np.testing.assert_allclose(out["logits"], logits, atol=1e-4)
+  assert out["label"].tolist() == served["label"].numpy().tolist()
 
 
 def test_hf_export_writes_a_tokenizer_transformers_loads_for_the_same_ids(spm_model_dir,
@@ -302,7 +334,9 @@ def test_hf_export_writes_a_tokenizer_transformers_loads_for_the_same_ids(spm_mo
     assert json.load(f)["vocab_file"] == "spm.model"
 
 
-def test_export_command_sentencepiece_savedmodel_on_raw_text(spm_model_dir, spm_model, tmp_path):
+def test_export_command_sentencepiece_savedmodel_and_tflite_on_raw_text(spm_model_dir, spm_model,
+                                                                       tmp_path):
+  import numpy as np
   import sentencepiece
   import tensorflow as tf
   from electra_tf2 import export
@@ -316,8 +350,26 @@ def test_export_command_sentencepiece_savedmodel_on_raw_text(spm_model_dir, spm_
   processor = sentencepiece.SentencePieceProcessor(model_file=spm_model)
   for row, mask, text in zip(outputs["input_ids"].numpy(), outputs["input_mask"].numpy(), texts):
     assert row[mask == 1].tolist() == [2] + processor.encode(text) + [3]
+  # The .tflite: the SavedModel's ids (the sentencepiece library's) and outputs, texts with
+  # normalised characters, a control character and invalid UTF-8 included.
+  from electra_tf2 import LiteRTModel
+  path = str(tmp_path / "m.tflite")
   assert export.main(["--model-dir", spm_model_dir, "--format", "litert", "--output",
-                      str(tmp_path / "m.tflite")]) == 2
+                      path]) == 0
+  texts = ["한국어 学校 老师", "über мир.", "ＡＢＣ x\x01y", b"Stra\xc3\x9fe \xff sch\xc3\xb6n", ""]
+  lite = LiteRTModel(path).predict(texts)
+  utf8 = [t.decode("utf-8", "replace") if isinstance(t, bytes) else t for t in texts]
+  saved = {k: v.numpy() for k, v in loaded.signatures["text"](
+      text=tf.constant([t.encode("utf-8") for t in utf8])).items()}
+  assert sorted(lite) == sorted(saved)
+  for row, mask, text in zip(lite["input_ids"], lite["input_mask"], utf8):
+    assert row[mask == 1].tolist() == [2] + processor.encode(text) + [3]
+  width = saved["input_ids"].shape[1]
+  for name, value in saved.items():
+    if value.ndim > 1 and value.shape[1] == width:  # per token: the .tflite pads as predict
+      np.testing.assert_allclose(lite[name][:, :width], value, atol=1e-4, err_msg=name)
+    else:
+      np.testing.assert_allclose(lite[name], value, atol=1e-4, err_msg=name)
 
 
 def test_classification_task_featurises_pairs_with_sentencepiece(tmp_path, spm_model):
@@ -354,3 +406,116 @@ def test_vocab_report_flags_jamo_and_names_the_option(tmp_path):
   from electra_tf2.data_prep import vocab_report
   assert [vocab_report.script_of(w) for w in ("über", "мир", "学校", "한", "١٢ب", "42")] == [
       "LATIN", "CYRILLIC", "CJK", "HANGUL", "ARABIC", "OTHER"]
+
+
+@pytest.mark.parametrize("trained_by", ["build-vocab", "elsewhere"])
+def test_chunking_labels_the_first_piece_of_each_word_with_sentencepiece(
+    tmp_path, request, trained_by):
+  import shutil
+  import sentencepiece
+  from fixtures import make_config, make_tasks, write_lines
+  spm_model = request.getfixturevalue("spm_model" if trained_by == "build-vocab"
+                                      else "spm_model_elsewhere")
+  shutil.copy(spm_model, tmp_path / "spm.model")
+  config = make_config(str(tmp_path), ["chunk"], max_seq_length=40, vocab_size=60,
+                       vocab_file=str(tmp_path / "spm.model"))
+  words = ["한국어", "学校", "Straße", "über", "Привет", "мир."]
+  write_lines(os.path.join(config.task_data_dir("chunk"), "train.txt"),
+              [f"{w} X {'B-NP' if i % 2 == 0 else 'I-NP'}" for i, w in enumerate(words)])
+  task, = make_tasks(config)
+  example, = task.get_examples("train")
+  task.prepare([example])
+  features, = task.featurize(example, True)
+  processor = sentencepiece.SentencePieceProcessor(model_file=spm_model)
+  pieces = [processor.encode(w) for w in words]  # every word tokenized alone
+  expected = [processor.bos_id()] + [i for p in pieces for i in p] + [processor.eos_id()]
+  assert processor.bos_id() == (2 if trained_by == "build-vocab" else 1)  # [CLS] or <s>
+  assert features["input_ids"][:len(expected)] == expected
+  positions = features["chunk_labeled_positions"][:len(words)]
+  assert positions == [1 + sum(len(p) for p in pieces[:k]) for k in range(len(words))]
+  assert [features["input_ids"][p] for p in positions] == [p[0] for p in pieces]
+  assert features["chunk_labels_mask"][:len(words) + 1] == [1.0] * len(words) + [0]
+
+
+def test_squad_answer_spans_round_trip_through_sentencepiece_offsets(tmp_path, spm_model):
+  import shutil
+  import numpy as np
+  from electra_tf2.finetune import qa_decoding
+  from fixtures import make_config, make_tasks
+  shutil.copy(spm_model, tmp_path / "spm.model")
+  # Full-width letters that the model's nmt_nfkc rule rewrites, a word with punctuation.
+  context = "Привет  ＡＢＣ мир学校, über schön.\nStraße 老师"
+  answers = ["ＡＢＣ мир学校", "schön", "über", "学校", "Straße 老师"]
+  qas = [{"id": f"q{i}", "question": "мир?",
+          "answers": [{"text": a, "answer_start": context.index(a)}]}
+         for i, a in enumerate(answers)]
+  directory = tmp_path / "finetuning_data" / "squadv1"
+  directory.mkdir(parents=True)
+  for split in ("train", "dev"):
+    with open(directory / f"{split}.json", "w", encoding="utf-8") as f:
+      json.dump({"data": [{"paragraphs": [{"context": context, "qas": qas}]}]}, f)
+  config = make_config(str(tmp_path), ["squadv1"], max_seq_length=64, vocab_size=60,
+                       vocab_file=str(tmp_path / "spm.model"), joint_prediction=False,
+                       max_query_length=8)
+  task, = make_tasks(config)
+  train, dev = task.get_examples("train"), task.get_examples("dev")
+  task.prepare(train + dev)
+  for example, eval_example, answer in zip(train, dev, answers):
+    window, = task.featurize(example, True)
+    start, end = window["squadv1_start_positions"], window["squadv1_end_positions"]
+    eval_window, = task.featurize(eval_example, False, for_eval=True)
+    spans = eval_window["squadv1_token_char_spans"]
+    begin = context.index(answer)
+    assert (spans[start][0], spans[end][1]) == (begin, begin + len(answer))
+    # The labelled span, decoded: the same characters of the context.
+    logits = np.full(64, -10.0)
+    results = {eval_window["squadv1_eid"]: {
+        "start_logits": np.where(np.arange(64) == start, 10.0, logits),
+        "end_logits": np.where(np.arange(64) == end, 10.0, logits)}}
+    nbest, _ = qa_decoding.decode_example(eval_example, [eval_window], results, "squadv1",
+                                          config, v2=False)
+    assert nbest[0].text == answer
+
+
+def test_score_command_and_scorer_with_sentencepiece(spm_model_dir, spm_model, tmp_path,
+                                                     capsys):
+  import sentencepiece
+  from electra_tf2 import export, scoring
+  from electra_tf2.scoring import cli as scoring_cli
+  processor = sentencepiece.SentencePieceProcessor(model_file=spm_model)
+  texts = ["한국어  学校 ＡＢＣ über", "Привет мир город книга " * 4]  # the second: 3 windows
+  path = str(tmp_path / "in.txt")
+  with open(path, "w", encoding="utf-8") as f:
+    f.write("\n".join(texts) + "\n")
+  out = str(tmp_path / "out.jsonl")
+  assert scoring_cli.main(["file", "--model-dir", spm_model_dir, "--input", path, "--output",
+                           out, "--max-seq-length", "16", "--quiet"]) == 0
+  with open(out, encoding="utf-8") as f:
+    records = [json.loads(line) for line in f]
+  saved = str(tmp_path / "saved")
+  assert export.main(["--model-dir", spm_model_dir, "--output-dir", saved,
+                      "--max-seq-length", "16"]) == 0
+  from_saved = scoring.TextScorer.load(saved).score(texts)
+  for text, record, result in zip(texts, records, from_saved):
+    assert record["tokens"] == [processor.id_to_piece(i) for i in processor.encode(text)]
+    # A word: a piece led by U+2581 and the pieces after it; here the whitespace words.
+    words = text.split()
+    starts = []
+    for word in words:
+      starts.append(text.index(word, starts[-1] + 1 if starts else 0))
+    assert [(w["word"], w["start"], w["end"]) for w in record["words"]] == [
+        (w, s, s + len(w)) for w, s in zip(words, starts)]
+    assert result.tokens == record["tokens"]
+    assert [w.text for w in result.words] == words
+    assert result.scores["mean_log_odds"] == pytest.approx(record["scores"]["mean_log_odds"],
+                                                           abs=1e-4)
+  assert records[1]["windows"] > 1
+
+
+def test_question_answerer_refuses_a_sentencepiece_vocabulary_in_one_line(spm_model_dir):
+  """Its answer text follows WordPiece's rules: with SentencePiece it would cut answers
+  wrongly without a word, so it refuses and names the runner that handles it."""
+  import electra_tf2
+  from electra_tf2.errors import ElectraError
+  with pytest.raises(ElectraError, match="SentencePiece vocabulary yet.*--task squad"):
+    electra_tf2.QuestionAnswerer.from_pretrained(spm_model_dir, max_seq_length=32)

@@ -8,7 +8,7 @@ import pytest
 from keras import ops
 from scipy.special import erf
 
-from backend_marks import float64, gradients, numpy, tensor
+from backend_marks import dtype_name, float64, gradients, numpy, tensor
 from electra_tf2.layers import gelu, layer_norm, LayerNorm, MaskedLMHead
 
 
@@ -122,3 +122,23 @@ def test_masked_lm_head_matches_numpy():
   want = x @ table.T + numpy(head.output_bias)
   assert got.shape == (batch, n, V)
   np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_embedding_lookup_sums_the_table_gradient_in_float32():
+  """Under mixed precision a frequent token's gradient keeps adding up: 512 repeats, each
+  with upstream gradient 1 + 1/64 (exact in bfloat16), give 520 exactly (hand-computed).
+  A bfloat16 scatter-add stalls: its spacing is 2 past 256 and 4 past 512."""
+  from electra_tf2.layers.embeddings import lookup
+  ids = np.full((64, 8), 3, np.int32)
+  table = np.random.default_rng(0).normal(size=(8, 4)).astype(np.float32)
+
+  def loss(t):
+    rows = lookup(t, tensor(ids), "bfloat16")
+    assert dtype_name(rows) == "bfloat16"
+    return ops.sum(ops.cast(rows, "float32") * (1.0 + 1.0 / 64.0))
+
+  (grad,) = gradients(loss, table)
+  np.testing.assert_array_equal(grad[3], np.full(4, 520.0, np.float32))
+  np.testing.assert_array_equal(np.delete(grad, 3, axis=0), 0.0)
+  rows = numpy(ops.cast(lookup(tensor(table), tensor(ids[:1]), "bfloat16"), "float32"))
+  np.testing.assert_array_equal(rows[0, 0], table[3].astype("bfloat16").astype(np.float32))

@@ -163,7 +163,12 @@ def require_examples(cfg: BuildConfig, stats: Stats, num_inputs: int) -> None:
   if stats.files_skipped:
     what.append(f"{stats.files_skipped} of {num_inputs} inputs were skipped "
                 f"({', '.join(sorted(stats.skipped))})")
-  if stats.files_read:
+  if stats.files_read and not stats.tokens:
+    named = ", ".join(cfg.inputs[:3]) + (", ..." if len(cfg.inputs) > 3 else "")
+    what.append(f"the {stats.files_read} file(s) read ({named}) hold no token once normalised "
+                f"by {cfg.vocab_file} (only blank lines, whitespace or characters it removes): "
+                "give UTF-8 text, one sentence per line")
+  elif stats.files_read:
     what.append(f"{stats.files_read} read with {stats.tokens:,} tokens in all")
   raise DataPrepError("no examples were produced: " + ("; ".join(what) or "the corpus is empty")
                       + f". Nothing in {cfg.output_dir} was changed")

@@ -23,6 +23,12 @@ labels: the answer's wordpiece span (refined by `improve_answer_span`) offset
 into the window, or 0/0 when it is outside the window or the question is
 impossible. eid = 1000 * example eid + window index.
 
+SentencePiece vocabularies (#42): every piece also gets its character span in the
+context (`SentencePieceTokenizer.char_spans` of its word); the training span is the
+pieces that overlap the answer's characters, and an answer is decoded as the context
+between its first piece's start and its last piece's end (`<task>_token_char_spans`),
+not through the WordPiece text rules of `get_final_text`.
+
 Head: `layers/task_heads.py` (`QAHead`, task_specific/<task>/...).
 """
 
@@ -37,6 +43,7 @@ from electra_tf2.finetune.config import FinetuningConfig
 from electra_tf2.finetune.task import (CachedTokenizer, Example, FeatureSpec,
                                        FinetuningDataError, Task, log_features, read_lines)
 from electra_tf2.text.packing import pack_tokens, padded_features
+from electra_tf2.text.sentencepiece import SentencePieceTokenizer
 from electra_tf2.text.windows import check_is_max_context, doc_spans_for, split_context
 
 @dataclasses.dataclass(eq=False)
@@ -68,6 +75,26 @@ def improve_answer_span(doc_tokens: Sequence[str], input_start: int, input_end: 
       if " ".join(doc_tokens[new_start:new_end + 1]) == tok_answer_text:
         return new_start, new_end
   return input_start, input_end
+
+
+def word_starts(context: str) -> List[int]:
+  """The first character of each word of `split_context(context)`."""
+  _, char_to_word_offset = split_context(context)
+  starts: List[int] = []
+  for index, word in enumerate(char_to_word_offset):
+    if word == len(starts):
+      starts.append(index)
+  return starts
+
+
+def pieces_of_answer(char_spans: Sequence[Tuple[int, int]], answer_start: int,
+                     answer_length: int) -> Tuple[int, int]:
+  """The first and last piece whose characters overlap `[answer_start, answer_start +
+  answer_length)`, pieces that span nothing left out."""
+  answer_end = answer_start + answer_length
+  inside = [i for i, (start, end) in enumerate(char_spans)
+            if start < end and start < answer_end and end > answer_start]
+  return inside[0], inside[-1]
 
 
 class QATask(Task):
@@ -182,11 +209,15 @@ class QATask(Task):
       for sub_token in self._tokenizer.tokenize(token):
         tok_to_orig_index.append(i)
         all_doc_tokens.append(sub_token)
+    char_spans = self._char_spans(example)  # SentencePiece: each piece's characters
 
     tok_start_position = tok_end_position = None
     if is_training and example.is_impossible:
       tok_start_position = tok_end_position = -1
-    if is_training and not example.is_impossible:
+    if is_training and not example.is_impossible and char_spans is not None:
+      tok_start_position, tok_end_position = pieces_of_answer(
+          char_spans, example.answer_start, len(example.orig_answer_text))
+    elif is_training and not example.is_impossible:
       tok_start_position = orig_to_tok_index[example.start_position]
       if example.end_position < len(example.doc_tokens) - 1:
         tok_end_position = orig_to_tok_index[example.end_position + 1] - 1
@@ -234,8 +265,22 @@ class QATask(Task):
                          self.name + "_tokens": tokens,
                          self.name + "_token_to_orig_map": token_to_orig_map,
                          self.name + "_token_is_max_context": token_is_max_context})
+        if char_spans is not None:
+          features[self.name + "_token_char_spans"] = {i + shift: char_spans[i]
+                                                       for i in window}
       all_features.append(features)
     return all_features
+
+  def _char_spans(self, example: QAExample) -> Optional[List[Tuple[int, int]]]:
+    """With a SentencePiece vocabulary, the `(start, end)` characters in the context of
+    every piece of the document (the words' pieces in order); None for WordPiece."""
+    tokenizer = self._tokenizer.tokenizer
+    if not isinstance(tokenizer, SentencePieceTokenizer):
+      return None
+    spans = []
+    for start, word in zip(word_starts(example.context), example.doc_tokens):
+      spans.extend((start + a, start + b) for a, b in tokenizer.char_spans(word))
+    return spans
 
   def head_spec(self) -> Dict[str, Any]:
     config = self.config

@@ -8,7 +8,8 @@ For every question (`decode_example`):
    not the max-context window of its start, ends before it starts, or is
    longer than max_answer_length wordpieces;
 2. score = start log-prob + end log-prob (or the two logits); candidates are
-   sorted by score, mapped back to the original text with `get_final_text`,
+   sorted by score, mapped back to the original text with `get_final_text`
+   (SentencePiece: the context between the pieces' character offsets),
    de-duplicated on that text and cut to n_best_size ("empty" if none);
 3. SQuAD 2.0: score_null = the minimum over windows of the answerability
    logit (or of start_logits[0] + end_logits[0] without the classifier); the
@@ -193,8 +194,12 @@ def decode_example(example, features: Sequence[Mapping[str, Any]],
   for _, start_logit, end_logit, window, start_index, end_index in prelim:
     if len(nbest) >= config.n_best_size:
       break
-    text = _candidate_text(features[window], task, example.doc_tokens, start_index, end_index,
-                           config.do_lower_case)
+    char_spans = features[window].get(task + "_token_char_spans")
+    if char_spans is not None:  # SentencePiece: the context between the pieces' characters
+      text = example.context[char_spans[start_index][0]:char_spans[end_index][1]]
+    else:
+      text = _candidate_text(features[window], task, example.doc_tokens, start_index,
+                             end_index, config.do_lower_case)
     if text in seen:
       continue
     seen.add(text)

@@ -10,9 +10,11 @@ map is the sorted set of BIOES tags over every split present, saved as
 pickle, as JSON).
 
 Features: `[CLS] words [SEP]`, every word tokenized on its own and tagged at
-its first wordpiece. Official quirks kept: segment id 1 for every real token
-(`[CLS]` included); words are always lowercased and accent-stripped, whatever
-do_lower_case says; the truncation test `n_words + 2 + len(ids) + 1 >
+its first wordpiece (with SentencePiece, its first piece: the word's U+2581-led
+piece, or a lone U+2581 before it). Official quirks kept: segment id 1 for every
+real token (`[CLS]` included); WordPiece words are always lowercased and
+accent-stripped, whatever do_lower_case says (a SentencePiece model normalizes by its
+own rule); the truncation test `n_words + 2 + len(ids) + 1 >
 max_seq_length` appends `[SEP]` and stops. Fixed: a sentence whose last word
 alone overflows is cut at max_seq_length (the official code fails an assert),
 and a file's last sentence counts without a trailing blank line.
@@ -146,10 +148,10 @@ class Chunking(Task):
   def featurize(self, example: TaggingExample, is_training: bool, log: bool = False
                 ) -> List[Dict[str, Any]]:
     max_len = self.config.max_seq_length
-    vocab = self._tokenizer.vocab
+    special = self._tokenizer.special_ids
     word_ids = [self._tokenizer.convert_tokens_to_ids(self._tokenizer.tokenize(word))
                 for word in example.words]
-    input_ids, tagged_positions = tagging_ids(word_ids, vocab["[CLS]"], vocab["[SEP]"], max_len)
+    input_ids, tagged_positions = tagging_ids(word_ids, special.cls, special.sep, max_len)
 
     def pad(values: List[Any]) -> List[Any]:
       return values + [0] * (max_len - len(values))

@@ -62,6 +62,7 @@ class CachedTokenizer:
   def __init__(self, tokenizer):
     self.tokenizer = tokenizer
     self.vocab = tokenizer.vocab
+    self.special_ids = tokenizer.special_ids  # found by role ([CLS] or <s>, ...)
     self._cache: Dict[str, List[str]] = {}
 
   def warm(self, texts: Iterable[str]) -> None:

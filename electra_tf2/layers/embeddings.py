@@ -17,6 +17,19 @@ from electra_tf2.layers import initializers
 from electra_tf2.layers.layer_norm import LayerNorm
 
 
+def lookup(table, ids, dtype: str):
+  """Rows of `table` `[vocab, E]` at `ids` `[batch, seq_len]` -> `[batch, seq_len, E]` in
+  `dtype` (the compute dtype).
+
+  port: gathered from the float32 table and cast afterwards, so that under mixed precision
+  the table's gradient is summed in float32. Casting the table first (the values are the
+  same) would scatter-add the gradient in bfloat16, where a frequent token's repeats stop
+  adding up (past 256 repeats of 1.0 a bfloat16 sum no longer grows). The official code
+  has float32 only (model/modeling.py:410-464).
+  """
+  return ops.cast(backend_ops.take_rows(ops.convert_to_tensor(table), ids), dtype)
+
+
 @keras.saving.register_keras_serializable(package="electra_tf2")
 class EmbeddingBlock(keras.layers.Layer):
   """Embeds token ids: `[batch, seq_len]` -> `[batch, seq_len, embedding_size]`.
@@ -64,7 +77,7 @@ class EmbeddingBlock(keras.layers.Layer):
     """input_ids, segment_ids: `[batch, seq_len]` int -> `[batch, seq_len, E]`."""
     seq_len = ops.shape(input_ids)[1]
     dtype = self.compute_dtype
-    embeddings = backend_ops.take_rows(ops.cast(self.word_embeddings, dtype), input_ids)
+    embeddings = lookup(self.word_embeddings, input_ids, dtype)
     # Token types by one-hot matmul in training, as the official code always
     # does: the table's gradient is then dense, as officially (a gather's would
     # be sparse, which changes the global norm that gradients are clipped by).

@@ -12,7 +12,8 @@ electra_tf2/text/litert_tokenizer.py), no Select TF ops. Signatures:
                    and the answers around the file).
 
 The file's metadata entry "electra_tf2" holds JSON settings (`do_lower_case`,
-`max_seq_length`, `quantize`), which electra_tf2.litert.model.LiteRTModel reads.
+`max_seq_length`, `quantize`, and `tokenizer`: "sentencepiece" for a SentencePiece
+model), which electra_tf2.litert.model.LiteRTModel reads.
 
 Quantization (`quantize`):
   none          float32, as the SavedModel;
@@ -90,7 +91,8 @@ def write_tflite(path: str, serve: Callable[..., Dict[str, tf.Tensor]],
     raise LiteRTError("quantize int8 calibrates on texts, which a .tflite on token ids does "
                       "not take: use dynamic-int8 or float16")
   lite = converter(serve, input_names, variables, quantize, calibration_texts,
-                   bool(settings.get("do_lower_case", True)))
+                   bool(settings.get("do_lower_case", True)),
+                   settings.get("tokenizer") == "sentencepiece")
   try:
     model = lite.convert()
     if quantize == "int8":
@@ -128,9 +130,11 @@ def _serving_default(serve: Callable[..., Dict[str, tf.Tensor]], input_names: Se
 
 def converter(serve: Callable[..., Dict[str, tf.Tensor]], input_names: Sequence[str],
               variables: Sequence, quantize: str = "none",
-              calibration_texts: Optional[Sequence[str]] = None, do_lower_case: bool = True):
+              calibration_texts: Optional[Sequence[str]] = None, do_lower_case: bool = True,
+              sentencepiece: bool = False):
   """The TFLiteConverter of `serve`, set for `quantize`; for "int8" its `convert()` gives
-  the calibrated float model, which `quantize_int8` quantizes."""
+  the calibrated float model, which `quantize_int8` quantizes (`do_lower_case`,
+  `sentencepiece`: how `prepare_texts` readies the calibration texts)."""
   import tensorflow_text as tft  # pylint: disable=g-import-not-at-top
   root = tf.Module()
   root.weights = list(variables)
@@ -148,7 +152,7 @@ def converter(serve: Callable[..., Dict[str, tf.Tensor]], input_names: Sequence[
     lite.target_spec._experimental_custom_op_registerers = list(  # pylint: disable=protected-access
         tft.tflite_registrar.SELECT_TFTEXT_OPS)
     lite.representative_dataset = _representative(calibration_texts, input_names,
-                                                  do_lower_case)
+                                                  do_lower_case, sentencepiece)
     lite._experimental_calibrate_only = True  # pylint: disable=protected-access
   return lite
 
@@ -171,14 +175,16 @@ def quantize_int8(calibrated: bytes, int8_ops: Sequence[str] = INT8_OPS) -> byte
   return lite_convert.mlir_quantize(calibrated, denylisted_ops=sorted(ops))
 
 
-def _representative(texts: Sequence[str], input_names: Sequence[str], do_lower_case: bool):
+def _representative(texts: Sequence[str], input_names: Sequence[str], do_lower_case: bool,
+                    sentencepiece: bool):
   """The converter's calibration inputs: one text (tab-separated pairs) per step."""
   from electra_tf2.text.litert_tokenizer import prepare_texts  # pylint: disable=g-import-not-at-top
 
   def generate():
     for text in list(texts)[:CALIBRATION_STEPS]:
       columns = text.split("\t", len(input_names) - 1) + [""] * (len(input_names) - 1)
-      yield {name: np.array(prepare_texts([column], do_lower_case), dtype=object)
+      yield {name: np.array(prepare_texts([column], do_lower_case, sentencepiece),
+                            dtype=object)
              for name, column in zip(input_names, columns)}
   return generate
 

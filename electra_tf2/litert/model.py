@@ -168,6 +168,8 @@ class LiteRTModel:
     if self._answerer is not None:
       return self._answerer.run(self._call, *columns)
     from electra_tf2.text.litert_tokenizer import prepare_texts
-    inputs = {name: np.array(prepare_texts(texts, self.do_lower_case), dtype=object)
+    sentencepiece = self.settings.get("tokenizer") == "sentencepiece"
+    inputs = {name: np.array(prepare_texts(texts, self.do_lower_case, sentencepiece),
+                             dtype=object)
               for name, texts in zip(self.input_names, columns)}
     return dict(self._call(**inputs))

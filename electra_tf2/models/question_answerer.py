@@ -118,6 +118,11 @@ class QuestionAnswerer(TextModel):
     kwargs.setdefault("name", "question_answerer")
     super().__init__(bert_config, embedding_size, vocab, do_lower_case, max_seq_length,
                      **kwargs)
+    if self.text_inputs.sentencepiece_model:
+      raise QuestionAnswererError(
+          "QuestionAnswerer maps answers back to text with WordPiece's rules and does not take "
+          "a SentencePiece vocabulary yet: fine-tune and predict SQuAD with `electra finetune "
+          "--task squad` (docs/languages.md)")
     if head not in HEADS:
       raise ValueError(f"head must be one of {', '.join(HEADS)}, got {head!r}")
     if max_seq_length - max_query_length - 3 < 1:

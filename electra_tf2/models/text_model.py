@@ -26,6 +26,7 @@ The last three run on the TensorFlow backend only (elsewhere one line says so).
 
 from __future__ import annotations
 
+import base64
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import keras
@@ -430,18 +431,19 @@ class TextModel(keras.Model):
     """
     require_tensorflow("export_litert", _EXPORT_ELSEWHERE)
     from electra_tf2.litert import convert  # pylint: disable=g-import-not-at-top
-    from electra_tf2.text.litert_tokenizer import LiteRTFeaturizer
-    if self.text_inputs.sentencepiece_model is not None:
-      raise convert.LiteRTError("export_litert takes WordPiece models only for now: a "
-                                "SentencePiece model exports as a SavedModel "
-                                "(export_saved_model)")
-    featurizer = LiteRTFeaturizer(self.text_inputs.vocab, self.text_inputs.do_lower_case,
-                                  max_seq_length=self.max_seq_length)
+    from electra_tf2.text.litert_tokenizer import litert_featurizer
+    sentencepiece = self.text_inputs.sentencepiece_model
+    featurizer = litert_featurizer(self.text_inputs.vocab, self.text_inputs.do_lower_case,
+                                   self.max_seq_length,
+                                   sentencepiece and base64.b64decode(sentencepiece))
+    settings = {"do_lower_case": featurizer.do_lower_case,
+                "max_seq_length": self.max_seq_length}
+    if sentencepiece:
+      settings["tokenizer"] = "sentencepiece"
     return convert.write_tflite(
         path, lambda *texts: self.serve_features(self.litert_features(featurizer, *texts)),
-        list(self.serving_inputs()), [v.value for v in self.variables],
-        {"do_lower_case": self.text_inputs.do_lower_case,
-         "max_seq_length": self.max_seq_length}, quantize, calibration_texts)
+        list(self.serving_inputs()), [v.value for v in self.variables], settings, quantize,
+        calibration_texts)
 
   def get_config(self) -> Dict[str, Any]:
     config = super().get_config()

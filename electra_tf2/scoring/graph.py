@@ -128,11 +128,16 @@ def check_stride(max_seq_length: int, window_stride: Optional[int]) -> int:
 def score_function(model, vocab_file: str, do_lower_case: bool, max_seq_length: int,
                    window_stride: Optional[int] = None):
   """`(tf.function text [batch] -> outputs, vocab tokens by id, stride)` of an
-  `ElectraPretrainer`."""
+  `ElectraPretrainer`; `vocab_file` a WordPiece vocab.txt or a SentencePiece .model."""
   vocab = vocab_lib.load_vocab(vocab_file)
   tokens = sorted(vocab, key=vocab.get)
   stride = check_stride(max_seq_length, window_stride)
-  featurizer = TextFeaturizer(tokens, do_lower_case, max_seq_length)
+  sentencepiece = None  # a SentencePiece vocabulary's .model bytes
+  if vocab_lib.vocab_kind(vocab_file) == "sentencepiece":
+    with tf.io.gfile.GFile(vocab_file, "rb") as f:
+      sentencepiece = f.read()
+  featurizer = TextFeaturizer(tokens, do_lower_case, max_seq_length,
+                              sentencepiece_model=sentencepiece)
   logits_fn = discriminator_logits(model)
   function = tf.function(lambda text: score_text_graph(featurizer, logits_fn, text, stride),
                          input_signature=[tf.TensorSpec([None], tf.string, name="text")])

@@ -7,6 +7,8 @@
 Each `SentenceScore` holds its WordPieces with their replaced probabilities and
 log-odds, its words (spans in the original text) and the sentence scores of
 `graph.SENTENCE_SCORES`; definitions and the windows of long texts: docs/scoring.md.
+With a SentencePiece model a word is a piece led by U+2581 and the pieces after it,
+its span the pieces' character offsets (`SentencePieceTokenizer.char_spans`).
 """
 
 from __future__ import annotations
@@ -21,9 +23,11 @@ import numpy as np
 import tensorflow as tf
 
 from electra_tf2 import batching, model_directory
+from electra_tf2 import vocab as vocab_lib
 from electra_tf2.checkpoints import describe as describe_lib
 from electra_tf2.scoring import graph
 from electra_tf2.scoring.graph import SENTENCE_SCORES, ScoringError
+from electra_tf2.text.sentencepiece import SentencePieceTokenizer
 
 DEFAULT_RANK_SCORE = "mean_log_odds"
 
@@ -146,12 +150,17 @@ class TextScorer:
 
   def __init__(self, score_fn: Callable[[tf.Tensor], Dict[str, tf.Tensor]],
                vocab_tokens: Sequence[str], do_lower_case: bool, max_seq_length: int,
-               window_stride: int, batch_size: int = 64):
+               window_stride: int, batch_size: int = 64,
+               sentencepiece_file: Optional[str] = None):
     if batch_size < 1:
       raise ScoringError(f"batch_size must be >= 1, got {batch_size}")
     self._score_fn = score_fn
     self.vocab_tokens = list(vocab_tokens)
-    self.unk_id = self.vocab_tokens.index("[UNK]")
+    self.unk_id = vocab_lib.special_token_ids(
+        {t: i for i, t in enumerate(self.vocab_tokens)}).unk
+    # The SentencePiece model the ids come from (its pieces' offsets give the words).
+    self._sentencepiece = (None if sentencepiece_file is None
+                           else SentencePieceTokenizer(sentencepiece_file))
     self.do_lower_case = bool(do_lower_case)
     self.max_seq_length = int(max_seq_length)
     self.window_stride = int(window_stride)
@@ -203,7 +212,9 @@ class TextScorer:
                          f"{model.discriminator.bert_config.max_position_embeddings}")
     function, tokens, stride = graph.score_function(model, vocab_file, do_lower_case,
                                                     max_seq_length, window_stride)
-    return cls(function, tokens, do_lower_case, max_seq_length, stride, batch_size)
+    sentencepiece = vocab_lib.vocab_kind(vocab_file) == "sentencepiece"
+    return cls(function, tokens, do_lower_case, max_seq_length, stride, batch_size,
+               vocab_file if sentencepiece else None)
 
   @classmethod
   def _from_saved_model(cls, path, batch_size):
@@ -213,12 +224,14 @@ class TextScorer:
       raise ScoringError(f"{path} has no score signature: export the discriminator again with "
                          "electra export --kind discriminator")
     settings = {k: v.numpy() for k, v in loaded.score_settings().items()}
-    with tf.io.gfile.GFile(loaded.vocab_file.asset_path.numpy().decode(), "r") as f:
-      tokens = f.read().split("\n")
+    vocab_file = loaded.vocab_file.asset_path.numpy().decode()
+    vocab = vocab_lib.load_vocab(vocab_file)
     score = loaded.signatures["score"]
-    return cls(lambda text: score(text=text), tokens[:-1] if tokens[-1] == "" else tokens,
+    sentencepiece = vocab_lib.vocab_kind(vocab_file) == "sentencepiece"
+    return cls(lambda text: score(text=text), sorted(vocab, key=vocab.get),
                bool(settings["do_lower_case"]), int(settings["max_seq_length"]),
-               int(settings["window_stride"]), batch_size)
+               int(settings["window_stride"]), batch_size,
+               vocab_file if sentencepiece else None)
 
   # -- scoring ---------------------------------------------------------------
 
@@ -253,8 +266,11 @@ class TextScorer:
         words.append(WordScore(None if ids[a] == self.unk_id else joined,
                                float(probabilities[a:b].max()), float(log_odds[a:b].max()),
                                int(a), int(b - a)))
-      for word, span in zip(words, word_spans(text, [w.text for w in words],
-                                              self.do_lower_case)):
+      if self._sentencepiece is not None:
+        spans = self._sentencepiece_spans(text, ids, starts)
+      else:
+        spans = word_spans(text, [w.text for w in words], self.do_lower_case)
+      for word, span in zip(words, spans):
         if span is not None:
           word.start, word.end = span
           word.text = text[span[0]:span[1]]
@@ -263,6 +279,20 @@ class TextScorer:
       yield SentenceScore(text, tokens, probabilities.tolist(), log_odds.tolist(), words,
                           {name: float(raw[name][i]) for name in SENTENCE_SCORES},
                           int(raw["num_windows"][i]))
+
+  def _sentencepiece_spans(self, text: str, ids: np.ndarray, starts: Sequence[int]
+                           ) -> List[Optional[Tuple[int, int]]]:
+    """The character span of each word (its pieces `ids[starts[k]:starts[k + 1]]`) from
+    the pieces' offsets; None for a word of no characters (or every word, should the
+    library's pieces differ from the graph's)."""
+    pieces = self._sentencepiece.char_spans(text)
+    if len(pieces) != len(ids):
+      return [None] * (len(starts) - 1)
+    spans: List[Optional[Tuple[int, int]]] = []
+    for a, b in zip(starts[:-1], starts[1:]):
+      inside = [span for span in pieces[a:b] if span[0] < span[1]]
+      spans.append((inside[0][0], inside[-1][1]) if inside else None)
+    return spans
 
   def rank(self, candidates: Sequence[str], by: str = DEFAULT_RANK_SCORE
            ) -> List[Tuple[int, SentenceScore]]:

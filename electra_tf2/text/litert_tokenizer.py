@@ -18,6 +18,9 @@ plus the tensorflow-text ops of `tensorflow_text.tflite_registrar`
 4. `[CLS] a [SEP] (b [SEP])` with BERT's pair truncation, padded to the batch's
    longest row, with gathers on the flat ids (no ragged ops without kernels).
 
+`LiteRTSentencePieceFeaturizer` does the same for a SentencePiece model, with
+`FastSentencepieceTokenize` in place of steps 1-3 (`litert_featurizer` picks one).
+
 `prepare_texts` is the part done in Python before the interpreter: the rules a
 per-character map cannot hold (docs/design.md#litert-tokenizer).
 """
@@ -33,7 +36,7 @@ from electra_tf2.text import litert_normalizer
 from electra_tf2.text.packing import truncated_pair_lengths
 from electra_tf2.text.tokenizer import (MAX_CHARS_PER_WORD, is_control, resolve_strip_accents,
                                         to_utf8)
-from electra_tf2.vocab import VocabError
+from electra_tf2.vocab import VocabError, special_tokens
 
 Features = Dict[str, tf.Tensor]
 Segment = Tuple[tf.Tensor, tf.Tensor, tf.Tensor]  # (flat ids, row splits, lengths kept)
@@ -43,54 +46,25 @@ _ASCII_SPACE_CONFIG = bytes(
     sum(1 << (c % 8) for c in b" \t\n\v\f\r" if c // 8 == i) for i in range(5))
 
 
-class LiteRTFeaturizer(tf.Module):
-  """tf.string `[batch]` -> WordPiece ids and BERT features, with TFLite kernels only.
+class LiteRTPacking(tf.Module):
+  """The features of `token_ids` (a subclass's), with TFLite kernels only: `single`,
+  `pair` and `word_features`, as TextFeaturizer's and text/tagging.py's.
 
-  Args:
-    vocab_tokens: the WordPiece tokens in id order.
-    do_lower_case, strip_accents: as electra_tf2.text.tokenizer.TokenizerModule.
-    max_seq_length: WordPieces per row of `features`, [CLS] and [SEP] included.
+  Subclasses set `max_seq_length`, `cls_id`, `sep_id` and define `token_ids`.
   """
 
-  def __init__(self, vocab_tokens: Sequence[str], do_lower_case: bool = True,
-               strip_accents: Optional[bool] = None, max_seq_length: int = 128,
-               name: Optional[str] = None):
+  max_seq_length: int
+  cls_id: int
+  sep_id: int
+
+  def __init__(self, name: Optional[str] = None):
     super().__init__(name=name)
-    vocab_tokens = list(vocab_tokens)
-    for token in ("[UNK]", "[CLS]", "[SEP]"):
-      if token not in vocab_tokens:
-        raise VocabError(f"the vocabulary lacks {token}")
-    self.do_lower_case = bool(do_lower_case)
-    self.max_seq_length = max_seq_length
-    self._normalizer = tft.FastBertNormalizer(model_buffer=litert_normalizer.normalizer_model(
-        vocab_tokens, self.do_lower_case, resolve_strip_accents(do_lower_case, strip_accents)))
-    self._wordpiece = tft.FastWordpieceTokenizer(
-        vocab=vocab_tokens, suffix_indicator="##", max_bytes_per_word=4 * MAX_CHARS_PER_WORD,
-        token_out_type=tf.int32, unknown_token="[UNK]", no_pretokenization=False)
     self._words = tft.WhitespaceTokenizer()
     self._words._config = _ASCII_SPACE_CONFIG  # pylint: disable=protected-access
-    self._is_suffix = tf.constant([len(t) > 2 and t.startswith("##") for t in vocab_tokens])
-    self.unk_id, self.cls_id, self.sep_id = (vocab_tokens.index(t)
-                                             for t in ("[UNK]", "[CLS]", "[SEP]"))
-
-  # -- ids --------------------------------------------------------------------
 
   def token_ids(self, text: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
     """[batch] UTF-8 strings -> (int32 ids `[tokens]`, int32 row splits `[batch + 1]`)."""
-    text = self._normalizer.normalize(text)
-    pieces, starts, ends = self._wordpiece.tokenize_with_offsets(text)
-    ids, splits = pieces.flat_values, tf.cast(pieces.row_splits, tf.int32)
-    rows = _row_ids(splits, tf.size(ids))
-    is_start = tf.logical_not(tf.gather(self._is_suffix, ids))
-    is_last = tf.concat([is_start[1:], tf.ones_like(is_start[:1])], 0)  # [] if no tokens
-    word_rows = tf.boolean_mask(rows, is_start)
-    lengths = _char_counts(text, word_rows, tf.boolean_mask(starts.flat_values, is_start),
-                           tf.boolean_mask(ends.flat_values, is_last))
-    word_of_token = tf.cumsum(tf.cast(is_start, tf.int32)) - 1
-    in_long_word = tf.gather(lengths > MAX_CHARS_PER_WORD, word_of_token)
-    keep = tf.logical_or(is_start, tf.logical_not(in_long_word))
-    ids = tf.boolean_mask(tf.where(in_long_word, self.unk_id, ids), keep)
-    return ids, _row_splits(tf.boolean_mask(rows, keep), tf.size(splits) - 1)
+    raise NotImplementedError(f"{type(self).__name__} defines no token_ids")
 
   # -- features ----------------------------------------------------------------
 
@@ -169,6 +143,91 @@ class LiteRTFeaturizer(tf.Module):
     return {"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids}
 
 
+class LiteRTFeaturizer(LiteRTPacking):
+  """tf.string `[batch]` -> WordPiece ids and BERT features, with TFLite kernels only.
+
+  Args:
+    vocab_tokens: the WordPiece tokens in id order.
+    do_lower_case, strip_accents: as electra_tf2.text.tokenizer.TokenizerModule.
+    max_seq_length: WordPieces per row of `features`, [CLS] and [SEP] included.
+  """
+
+  def __init__(self, vocab_tokens: Sequence[str], do_lower_case: bool = True,
+               strip_accents: Optional[bool] = None, max_seq_length: int = 128,
+               name: Optional[str] = None):
+    super().__init__(name=name)
+    vocab_tokens = list(vocab_tokens)
+    for token in ("[UNK]", "[CLS]", "[SEP]"):
+      if token not in vocab_tokens:
+        raise VocabError(f"the vocabulary lacks {token}")
+    self.do_lower_case = bool(do_lower_case)
+    self.max_seq_length = max_seq_length
+    self._normalizer = tft.FastBertNormalizer(model_buffer=litert_normalizer.normalizer_model(
+        vocab_tokens, self.do_lower_case, resolve_strip_accents(do_lower_case, strip_accents)))
+    self._wordpiece = tft.FastWordpieceTokenizer(
+        vocab=vocab_tokens, suffix_indicator="##", max_bytes_per_word=4 * MAX_CHARS_PER_WORD,
+        token_out_type=tf.int32, unknown_token="[UNK]", no_pretokenization=False)
+    self._is_suffix = tf.constant([len(t) > 2 and t.startswith("##") for t in vocab_tokens])
+    self.unk_id, self.cls_id, self.sep_id = (vocab_tokens.index(t)
+                                             for t in ("[UNK]", "[CLS]", "[SEP]"))
+
+  # -- ids --------------------------------------------------------------------
+
+  def token_ids(self, text: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
+    """[batch] UTF-8 strings -> (int32 ids `[tokens]`, int32 row splits `[batch + 1]`)."""
+    text = self._normalizer.normalize(text)
+    pieces, starts, ends = self._wordpiece.tokenize_with_offsets(text)
+    ids, splits = pieces.flat_values, tf.cast(pieces.row_splits, tf.int32)
+    rows = _row_ids(splits, tf.size(ids))
+    is_start = tf.logical_not(tf.gather(self._is_suffix, ids))
+    is_last = tf.concat([is_start[1:], tf.ones_like(is_start[:1])], 0)  # [] if no tokens
+    word_rows = tf.boolean_mask(rows, is_start)
+    lengths = _char_counts(text, word_rows, tf.boolean_mask(starts.flat_values, is_start),
+                           tf.boolean_mask(ends.flat_values, is_last))
+    word_of_token = tf.cumsum(tf.cast(is_start, tf.int32)) - 1
+    in_long_word = tf.gather(lengths > MAX_CHARS_PER_WORD, word_of_token)
+    keep = tf.logical_or(is_start, tf.logical_not(in_long_word))
+    ids = tf.boolean_mask(tf.where(in_long_word, self.unk_id, ids), keep)
+    return ids, _row_splits(tf.boolean_mask(rows, keep), tf.size(splits) - 1)
+
+
+class LiteRTSentencePieceFeaturizer(LiteRTPacking):
+  """tf.string `[batch]` -> SentencePiece ids and BERT features, with TFLite kernels only:
+  tensorflow-text's `FastSentencepieceTokenize` (the SavedModel's tokenizer,
+  text/sentencepiece.py), then the packing of `LiteRTPacking`. The texts must be valid
+  UTF-8 (`prepare_texts(..., sentencepiece=True)`: the SavedModel's U+FFFD replacement).
+
+  Args:
+    model: the SentencePiece model (the bytes of its `.model` file).
+    vocab_tokens: its pieces in id order (the special tokens found by role).
+    max_seq_length: pieces per row of `features`, [CLS] and [SEP] included.
+  """
+
+  do_lower_case = False
+
+  def __init__(self, model: bytes, vocab_tokens: Sequence[str], max_seq_length: int = 128,
+               name: Optional[str] = None):
+    super().__init__(name=name)
+    vocab_tokens = list(vocab_tokens)
+    special = special_tokens({t: i for i, t in enumerate(vocab_tokens)})
+    self.cls_id, self.sep_id = vocab_tokens.index(special[2]), vocab_tokens.index(special[3])
+    self.max_seq_length = max_seq_length
+    self._sentencepiece = tft.FastSentencepieceTokenizer(model)
+
+  def token_ids(self, text: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
+    """[batch] UTF-8 strings -> (int32 ids `[tokens]`, int32 row splits `[batch + 1]`)."""
+    pieces = self._sentencepiece.tokenize(text)
+    return tf.cast(pieces.flat_values, tf.int32), tf.cast(pieces.row_splits, tf.int32)
+
+
+def litert_featurizer(vocab_tokens: Sequence[str], do_lower_case: bool, max_seq_length: int,
+                      sentencepiece_model: Optional[bytes] = None) -> LiteRTPacking:
+  """The LiteRT featurizer of a vocabulary: WordPiece, or the SentencePiece model given."""
+  if sentencepiece_model is not None:
+    return LiteRTSentencePieceFeaturizer(sentencepiece_model, vocab_tokens, max_seq_length)
+  return LiteRTFeaturizer(vocab_tokens, do_lower_case, max_seq_length=max_seq_length)
+
+
 def _row_ids(splits: tf.Tensor, size: tf.Tensor) -> tf.Tensor:
   """The row of each of `size` values, from int32 row splits (no RaggedTensor ops)."""
   starts = tf.math.unsorted_segment_sum(tf.ones_like(splits[:-1]), splits[:-1], size + 1)
@@ -193,8 +252,12 @@ def _char_counts(text: tf.Tensor, rows: tf.Tensor, begins: tf.Tensor,
           - tf.gather(before, base + tf.cast(begins, tf.int32)))
 
 
-def prepare_texts(texts: Sequence[Union[str, bytes]], do_lower_case: bool) -> List[bytes]:
+def prepare_texts(texts: Sequence[Union[str, bytes]], do_lower_case: bool,
+                  sentencepiece: bool = False) -> List[bytes]:
   """The texts as the .tflite should get them: what the per-character map cannot do.
+
+  With `sentencepiece` only the first two rules apply (valid UTF-8, as the SavedModel's
+  `unicode_transcode`); the model's own normalization runs in the kernel.
 
   - invalid UTF-8 in bytes becomes U+FFFD, which the map removes: the official
     `convert_to_unicode` drops it ("ignore"), while the kernel would make each
@@ -213,7 +276,7 @@ def prepare_texts(texts: Sequence[Union[str, bytes]], do_lower_case: bool) -> Li
   for text in texts:
     data = (text.decode("utf-8", "replace").encode("utf-8") if isinstance(text, bytes)
             else to_utf8(text))
-    if not data.isascii():
+    if not data.isascii() and not sentencepiece:
       chars = data.decode("utf-8")
       if do_lower_case and "Σ" in chars:
         chars = "".join(c for c in chars if c not in "\0\ufffd" and not is_control(c)).lower()

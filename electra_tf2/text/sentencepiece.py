@@ -52,10 +52,11 @@ class SentencePieceModule(tf.Module):
     self._sentencepiece = tft.FastSentencepieceTokenizer(model)
     self._is_word_start = tf.constant(
         [processor.id_to_piece(i).startswith(WORD_START) or processor.is_control(i)
-         or processor.is_unknown(i) for i in range(self.vocab_size)], dtype=tf.bool)
+         for i in range(self.vocab_size)], dtype=tf.bool)
 
   def is_word_start(self, ids):
-    """Bool, same shape as `ids`: the piece begins a word (it starts with U+2581)."""
+    """Bool, same shape as `ids`: the piece begins a word (it starts with U+2581; an
+    unknown piece does not: it follows a U+2581 piece or sits inside a word)."""
     return tf.gather(self._is_word_start, ids)
 
   def eager_ids_from_valid_utf8(self, text):
@@ -96,6 +97,7 @@ class SentencePieceTokenizer:
     # BERT's spelling of each role names it too (the tasks pack "[CLS]" by name).
     self._aliases = dict(zip(SPECIAL_TOKENS, self.special_ids))
     self.model = read_model(vocab_file)
+    self._processor = None  # the sentencepiece library's, for char_spans (made on first use)
     try:
       self.module = SentencePieceModule(self.model)
     except Exception as e:  # pylint: disable=broad-except
@@ -122,6 +124,31 @@ class SentencePieceTokenizer:
   def convert_ids_to_tokens(self, ids: Iterable[int]) -> List[str]:
     inv = self.inv_vocab
     return [inv[int(i)] for i in ids]
+
+  def char_spans(self, text: str) -> List[Tuple[int, int]]:
+    """Where each piece of `encode(text)` came from: `(start, end)` character offsets in
+    `text` (the sentencepiece library's byte offsets, which survive the model's
+    normalization), without the whitespace a U+2581 stands for: a lone U+2581 spans
+    nothing (start == end)."""
+    if self._processor is None:
+      import sentencepiece  # pylint: disable=g-import-not-at-top
+      self._processor = sentencepiece.SentencePieceProcessor(model_proto=self.model)
+    data = text.encode("utf-8")
+    char_of_byte = [0] * (len(data) + 1)
+    position = 0
+    for index, char in enumerate(text):
+      width = len(char.encode("utf-8"))
+      char_of_byte[position:position + width] = [index] * width
+      position += width
+    char_of_byte[len(data)] = len(text)
+    pieces = self._processor.encode(text, return_type="proto").pieces
+    spans = []
+    for piece in pieces:
+      start, end = char_of_byte[piece.begin], char_of_byte[piece.end]
+      while start < end and text[start].isspace():
+        start += 1
+      spans.append((start, end))
+    return spans
 
   def encode(self, text: Union[str, bytes]) -> List[int]:
     return self.encode_batch([text])[0]
