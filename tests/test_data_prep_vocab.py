@@ -1,6 +1,8 @@
 """Vocabulary learning (data_prep/build_vocab.py) and the embedded default corpus."""
 
+import collections
 import os
+import random
 import re
 import shutil
 import subprocess
@@ -70,10 +72,114 @@ def test_small_corpus_is_padded_with_unused_tokens():
   vocab = learn_vocab({"hello": 5, "world": 3}, 60)
   assert len(vocab) == 60 and vocab[:5] == list(SPECIAL_TOKENS)
   assert vocab[-1].startswith("[unused") and len(set(vocab)) == 60
+  # 20 tokens hold the 5 special ones and 7 characters alone and as ##c: the 7 most
+  # frequent (z 8, y 7, x 6, then a-d of the 5s), said in one line; then the learned "zy".
+  notes = []
+  vocab = learn_vocab({"abcdefghijklmnopqrstuvwxyz": 5, "zy": 2, "xz": 1}, 20,
+                      log=notes.append)
+  assert vocab[5:] == list("abcdxyz") + ["##" + c for c in "abcdxyz"] + ["zy"]
+  assert [n for n in notes if "note" in n] == [
+      "  note: --vocab-size 20 holds 7 of the 26 characters above --character-coverage 1.0 "
+      "(each alone and as ##c); the rarest 19 become [UNK]: raise --vocab-size or lower "
+      "--character-coverage"]
   with pytest.raises(DataPrepError, match="too small"):
-    learn_vocab({"abcdefghijklmnopqrstuvwxyz": 5}, 20)
+    learn_vocab({"abcdefghijklmnopqrstuvwxyz": 5}, 6)
   with pytest.raises(DataPrepError, match="no words"):
     learn_vocab({}, 100)
+
+
+def _mixed_lines(seed: int, n: int):
+  """n lines of 8 words: Latin words (1-3 syllables), Hangul words (1-3 syllables) and CJK
+  runs (2-4 characters), each drawn Zipf-like (P(i) ~ 1/(i+1)) from 150 words, 400
+  syllables and 1500 characters: many characters are seen once or never."""
+  rng, pick = random.Random(seed), random.Random(seed + 1)
+
+  def zipf(k):
+    return min(k - 1, int(k ** rng.random()) - 1)
+
+  latin = ["".join(rng.choice("bdfgklmnprstvz") + rng.choice("aeiou")
+                   for _ in range(rng.randint(1, 3))) for _ in range(150)]
+  lines = []
+  for _ in range(n):
+    words = []
+    for _ in range(8):
+      kind = pick.randrange(3)
+      if kind == 0:
+        words.append(latin[zipf(150)])
+      elif kind == 1:
+        words.append("".join(chr(0xAC00 + zipf(400)) for _ in range(pick.randint(1, 3))))
+      else:
+        words.append("".join(chr(0x4E00 + zipf(1500)) for _ in range(pick.randint(2, 4))))
+    lines.append(" ".join(words))
+  return lines
+
+
+def _words(line):
+  """The words BasicTokenizer (cased) makes of a _mixed_lines line: CJK characters alone."""
+  out = []
+  for w in line.split():
+    out.extend(list(w) if "\u4e00" <= w[0] <= "\u9fff" else [w])
+  return out
+
+
+@pytest.fixture(scope="module")
+def mixed(tmp_path_factory):
+  """A 400-line Hangul/CJK/Latin corpus, its characters and its multi-character words."""
+  train = _mixed_lines(1, 400)
+  path = tmp_path_factory.mktemp("mixed") / "train.txt"
+  path.write_text("\n".join(train) + "\n", encoding="utf-8")
+  chars = collections.Counter(c for line in train for c in line if not c.isspace())
+  multi = {w for line in train for w in _words(line) if len(w) > 1}
+  return {"path": str(path), "train": train, "chars": chars, "multi": multi}
+
+
+def test_wordpiece_fills_the_size_and_says_when_the_corpus_cannot(mixed, tmp_path):
+  # At count threshold 1 every distinct word is a piece of its own, so the corpus gives
+  # 5 special + each character alone and as ##c + its multi-character words: exactly
+  # that size fills with learned tokens. The old floor of threshold 2 padded ~900.
+  size = 5 + 2 * len(mixed["chars"]) + len(mixed["multi"])
+  assert size == 3048
+  out = tmp_path / "v.txt"
+  summary = learn_vocab_from_files([mixed["path"]], size, str(out), do_lower_case=False,
+                                   log=None)
+  tokens = out.read_text(encoding="utf-8").split("\n")[:-1]
+  assert summary["padding"] == 0 and len(tokens) == len(set(tokens)) == size
+  assert not [t for t in tokens if t.startswith("[unused")]
+  assert mixed["multi"] <= set(tokens)
+  # 50 more than the corpus holds: 50 [unused] entries and one line that says so.
+  logs = []
+  summary = learn_vocab_from_files([mixed["path"]], size + 50, str(tmp_path / "w.txt"),
+                                   do_lower_case=False, log=logs.append)
+  assert summary["padding"] == 50
+  assert [l for l in logs if "note" in l] == [
+      f"  note: the corpus gives only {size} tokens even keeping every piece seen once; "
+      f"50 are [unused] padding: give more text or --vocab-size {size}"]
+
+
+def test_wordpiece_keeps_rare_characters_and_has_fewer_unknowns(mixed, tmp_path):
+  out = tmp_path / "v.txt"
+  learn_vocab_from_files([mixed["path"]], 3000, str(out), do_lower_case=False, log=None)
+  vocab = load_vocab(str(out))
+  chars = mixed["chars"]
+  once = sorted(c for c, n in chars.items() if n == 1)
+  assert len(chars) > 1000 and len(once) > 100  # beyond tensorflow-text's 1000 characters
+  assert all(c in vocab and "##" + c in vocab for c in chars)
+  tok = FullTokenizer(str(out), do_lower_case=False)
+  hangul_once = [c for c in once if "\uac00" <= c <= "\ud7a3"][0]
+  assert tok.tokenize("\uac00" + hangul_once) == ["\uac00", "##" + hangul_once]
+  # Held-out lines: a word is [UNK] only when it has a character the corpus never showed.
+  # tensorflow-text's rule (the 1000 most frequent characters) also lost the rare ones.
+  held = [w for line in _mixed_lines(2, 100) for w in _words(line)]
+  unseen = sum(1 for w in held if any(c not in chars for c in w))
+  top = {c for c, _ in sorted(chars.items(), key=lambda x: (-x[1], x[0]))[:1000]}
+  old_rule = sum(1 for w in held if any(c not in top for c in w))
+  unknown = sum(1 for line in _mixed_lines(2, 100) for t in tok.tokenize(line) if t == "[UNK]")
+  assert unknown == unseen < old_rule
+  # --character-coverage below 1 drops the rarest: the characters seen once here.
+  covered = learn_vocab(dict(collections.Counter(w for line in mixed["train"]
+                                                 for w in _words(line))),
+                        3000, character_coverage=1 - len(once) / sum(chars.values()))
+  assert not [c for c in once if c in covered] and set(chars) - set(once) <= set(covered)
 
 
 def test_binary_search_option_uses_the_library_learner():

@@ -106,7 +106,9 @@ def test_the_kind_is_recognised_from_the_file_and_the_other_kind_refused(tmp_pat
   for argv, expected in ((["--output", str(tmp_path / "v.model")],
                           "a .model file is a SentencePiece model; pass --kind sentencepiece"),
                          (["--kind", "sentencepiece", "--output", str(tmp_path / "v.txt")],
-                          "a SentencePiece model is written as NAME.model")):
+                          "a SentencePiece model is written as NAME.model"),
+                         (["--output", str(tmp_path / "v.txt"), "--character-coverage", "0"],
+                          "--character-coverage 0.0: must be in (0, 1]")):
     assert build_vocab.main(["--corpus-dir", corpus, "--vocab-size", "60", *argv]) == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and expected in err and argv[-1] in err

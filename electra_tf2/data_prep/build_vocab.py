@@ -19,10 +19,13 @@ WordPiece vocabulary learner (`tensorflow_text.tools.wordpiece_vocab`).
 
 The vocab starts with the special tokens at fixed ids: [PAD]=0, [UNK]=1,
 [CLS]=2, [SEP]=3, [MASK]=4, then --num-unused [unusedN] tokens (room for
-tokens you add later), then the learned tokens (every character kept, alone and
-as "##c", then the word pieces by frequency). When the corpus yields fewer
-tokens than --vocab-size, [unusedN] tokens fill the rest, so the file always has
-exactly --vocab-size lines: set the model config's vocab_size to that.
+tokens you add later), then every character that --character-coverage keeps
+(default 1.0: all of them, a character seen once included) alone and as "##c",
+then the learned word pieces by frequency: the count threshold is lowered, down
+to 1, until they fill --vocab-size. Only when even threshold 1 gives too few
+(a corpus too small for the size; a note says so) do [unusedN] tokens fill the
+rest, so the file always has exactly --vocab-size lines: set the model config's
+vocab_size to that.
 """
 
 from __future__ import annotations
@@ -99,32 +102,67 @@ def count_words(files: Sequence[str], do_lower_case: bool = True,
   return stats
 
 
+def covered_chars(word_counts: Dict[str, int], coverage: float,
+                  skip: Sequence[str] = ()) -> List[str]:
+  """The characters of the words, most frequent first, that cover `coverage` of all
+  character occurrences (SentencePiece's --character_coverage rule); 1.0 keeps every one.
+
+  A character is counted once per occurrence in each word, times the word's count; ties
+  are broken by the character, so the result is deterministic.
+  """
+  skip = set(skip)
+  char_counts: collections.Counter = collections.Counter()
+  for word, n in word_counts.items():
+    if word not in skip:
+      for c in word:
+        char_counts[c] += n
+  ranked = sorted(char_counts.items(), key=lambda x: (-x[1], x[0]))
+  total = sum(char_counts.values())
+  kept: List[str] = []
+  covered = 0
+  for c, n in ranked:
+    if kept and covered >= coverage * total:
+      break
+    kept.append(c)
+    covered += n
+  return kept
+
+
 def learn_vocab(word_counts: Dict[str, int], vocab_size: int, num_unused: int = 0,
                 binary_search: bool = False, learn_params: Optional[Dict[str, object]] = None,
+                character_coverage: float = 1.0,
                 log: Callable[[str], None] = lambda s: None) -> List[str]:
   """The vocabulary (exactly vocab_size tokens) learned from word counts.
 
-  Reserved first: SPECIAL_TOKENS at ids 0..4, then [unused0..num_unused-1];
-  then tensorflow-text's learned tokens; then [unusedN] padding if needed.
+  Reserved first: SPECIAL_TOKENS at ids 0..4, then [unused0..num_unused-1]; then
+  every character covering `character_coverage` of the corpus (`covered_chars`), alone
+  and as "##c" (the most frequent that fit when the size cannot hold them all); then
+  tensorflow-text's learned pieces, most frequent first, up to vocab_size; then
+  [unusedN] padding only when even count threshold 1 (every piece seen once) gives too few.
 
   tensorflow-text's `learn()` binary-searches the count threshold that gives
   about vocab_size tokens, running the whole learner (4 passes over all words)
-  at each of ~15 thresholds. By default this runs the same learner
-  (`learn_with_thresh`, same preprocessing and parameters) at one threshold
-  chosen from the word counts -- lowered a few times if it gives too few
-  tokens -- and keeps every character (alone and as "##c") plus the most
-  frequent pieces: about 10x faster. binary_search=True runs `learn()` itself.
+  at each of ~15 thresholds (its default floor is 2). By default this runs the
+  same learner (`learn_with_thresh`, same preprocessing and parameters) at one
+  threshold chosen from the word counts -- lowered, down to 1, while it gives fewer
+  pieces than there is room for -- and keeps the most frequent pieces: about 10x
+  faster. binary_search=True runs `learn()` itself (it stops within slack_ratio under
+  the size; its character rule keeps the `max_unique_chars` most frequent, here as many
+  as are covered).
   """
   from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner  # pylint: disable=g-import-not-at-top
   reserved = list(SPECIAL_TOKENS) + [f"[unused{i}]" for i in range(num_unused)]
   if vocab_size < len(reserved) + 1:
     raise DataPrepError(f"--vocab-size {vocab_size}: must exceed the {len(reserved)} reserved "
                         "tokens")
+  _check_coverage(character_coverage)
   if not word_counts:
     raise DataPrepError("the corpus has no words to learn a vocabulary from")
-  params = {"upper_thresh": 10_000_000, "lower_thresh": 2, "num_iterations": 4,
-            "max_input_tokens": 5_000_000, "max_token_length": 50, "max_unique_chars": 1000,
-            "slack_ratio": 0.05, "include_joiner_token": True, "joiner": "##"}
+  chars = covered_chars(word_counts, character_coverage, reserved)
+  params = {"upper_thresh": 10_000_000, "lower_thresh": 1, "num_iterations": 4,
+            "max_input_tokens": 5_000_000, "max_token_length": 50,
+            "max_unique_chars": len(chars), "slack_ratio": 0.05,
+            "include_joiner_token": True, "joiner": "##"}
   params.update(learn_params or {})
   items = sorted(word_counts.items())
   if binary_search:
@@ -134,31 +172,36 @@ def learn_vocab(word_counts: Dict[str, int], vocab_size: int, num_unused: int = 
                        params["max_input_tokens"], params["max_token_length"],
                        params["max_unique_chars"], vocab_size, params["slack_ratio"],
                        params["include_joiner_token"], params["joiner"], reserved)
-    upper, lower = learner.get_search_threshs(items, p.upper_thresh, p.lower_thresh)
-    all_counts = learner.get_input_words(items, reserved, p.max_token_length)
-    allowed = learner.get_allowed_chars(all_counts, p.max_unique_chars)
-    filtered = learner.filter_input_words(all_counts, allowed, p.max_input_tokens)
-    if not filtered:
-      raise DataPrepError("the corpus has no usable words to learn a vocabulary from")
-    counts = sorted((c for _, c in filtered), reverse=True)
-    # Pieces outnumber words: start where about vocab_size/2 distinct words remain.
-    thresh = counts[min(len(counts), max(1, vocab_size // 2)) - 1]
-    thresh = max(lower, min(upper, thresh))
-    while True:
-      vocab = learner.learn_with_thresh(filtered, thresh, p)
-      log(f"  threshold {thresh}: {len(vocab)} tokens")
-      if len(vocab) >= vocab_size or thresh <= lower:
-        break
-      thresh = max(lower, thresh // 3)
-    chars = set(learner.extract_char_tokens(filtered))
-    mandatory = set(reserved) | chars | {p.joiner + c for c in chars}
+    fit = (vocab_size - len(reserved)) // 2
+    if fit < 1:
+      raise DataPrepError(f"--vocab-size {vocab_size} is too small: no room for a single "
+                          "character (alone and as ##c) after the reserved tokens")
+    if len(chars) > fit:
+      log(f"  note: --vocab-size {vocab_size} holds {fit} of the {len(chars)} characters above "
+          f"--character-coverage {character_coverage} (each alone and as ##c); the rarest "
+          f"{len(chars) - fit} become [UNK]: raise --vocab-size or lower --character-coverage")
+      chars = chars[:fit]
+    mandatory = reserved + sorted(chars) + [p.joiner + c for c in sorted(chars)]
+    mandatory_set = set(mandatory)
     room = vocab_size - len(mandatory)
-    if room < 0:
-      raise DataPrepError(f"--vocab-size {vocab_size} is too small: the corpus alphabet alone "
-                          f"needs {len(mandatory)} tokens (each character alone and as ##c)")
-    optional = [t for t in vocab if t not in mandatory][:room]
-    keep = mandatory | set(optional)
-    vocab = [t for t in vocab if t in keep]
+    all_counts = learner.get_input_words(items, reserved, p.max_token_length)
+    filtered = learner.filter_input_words(all_counts, set(chars), p.max_input_tokens)
+    learned: List[str] = []
+    if filtered and room:
+      upper, lower = learner.get_search_threshs(items, p.upper_thresh, p.lower_thresh)
+      counts = sorted((c for _, c in filtered), reverse=True)
+      # Pieces outnumber words: start where about vocab_size/2 distinct words remain.
+      thresh = counts[min(len(counts), max(1, vocab_size // 2)) - 1]
+      thresh = max(lower, min(upper, thresh))
+      while True:
+        vocab = learner.learn_with_thresh(filtered, thresh, p)
+        learned = [t for t in vocab if t not in mandatory_set and t
+                   and not any(c.isspace() for c in t)]
+        log(f"  threshold {thresh}: {len(vocab)} tokens, {len(learned)} beyond the characters")
+        if len(learned) >= room or thresh <= lower:
+          break
+        thresh = max(lower, thresh // 3)
+    vocab = mandatory + learned[:room]
   vocab = [t for t in vocab if t and not any(c.isspace() for c in t)]
   seen = set()
   unique = []
@@ -179,7 +222,7 @@ def learn_vocab(word_counts: Dict[str, int], vocab_size: int, num_unused: int = 
 def learn_vocab_from_files(files: Sequence[str], vocab_size: int, output: str,
                            do_lower_case: bool = True, strip_accents: Optional[bool] = None,
                            num_unused: int = 0, max_bytes: Optional[int] = None,
-                           binary_search: bool = False,
+                           binary_search: bool = False, character_coverage: float = 1.0,
                            log: Optional[Callable[[str], None]] = print,
                            warn: Optional[Callable[[str], None]] = None) -> Dict[str, object]:
   """Counts words, learns the vocab, writes it atomically to `output`; returns a summary."""
@@ -187,6 +230,7 @@ def learn_vocab_from_files(files: Sequence[str], vocab_size: int, output: str,
   warn = warn or (lambda s: print(f"warning: {s}", file=sys.stderr))
   start = time.time()
   _check_output(output)
+  _check_coverage(character_coverage)
   stats = count_words(files, do_lower_case, strip_accents, max_bytes, warn)
   counts = stats["counts"]
   if not counts:
@@ -194,7 +238,8 @@ def learn_vocab_from_files(files: Sequence[str], vocab_size: int, output: str,
                         f"({stats['skipped']} skipped) once normalised (control characters "
                         "removed): nothing to learn a vocabulary from")
   t_count = time.time() - start
-  vocab = learn_vocab(counts, vocab_size, num_unused, binary_search=binary_search, log=say)
+  vocab = learn_vocab(counts, vocab_size, num_unused, binary_search=binary_search,
+                      character_coverage=character_coverage, log=say)
   n_padding = sum(1 for t in vocab if t.startswith("[unused")) - num_unused
   try:
     write_text_atomic(output, "\n".join(vocab) + "\n")
@@ -211,9 +256,10 @@ def learn_vocab_from_files(files: Sequence[str], vocab_size: int, output: str,
   say(f"  from {stats['files']} files ({human_bytes(stats['bytes'])}, {stats['lines']:,} lines, "
       f"{len(counts):,} distinct words; counted in {t_count:.1f} s)"
       + (f"; skipped {stats['skipped']} files" if stats["skipped"] else ""))
-  if n_padding > vocab_size // 10:
-    say(f"  note: the corpus gave only {vocab_size - n_padding} tokens; {n_padding} are [unused] "
-        "padding. A larger corpus or a smaller --vocab-size gives a better vocabulary")
+  if n_padding:
+    say(f"  note: the corpus gives only {vocab_size - n_padding} tokens even keeping every piece "
+        f"seen once; {n_padding} are [unused] padding: give more text or --vocab-size "
+        f"{vocab_size - n_padding}")
   from electra_tf2.data_prep import vocab_report  # pylint: disable=g-import-not-at-top
   from electra_tf2.text.tokenizer import FullTokenizer  # pylint: disable=g-import-not-at-top
   sample = read_corpus_lines(files, _REPORT_BYTES)["lines"]
@@ -284,8 +330,7 @@ def learn_sentencepiece_from_files(files: Sequence[str], vocab_size: int, output
   if normalization_rule not in NORMALIZATION_RULES:
     raise DataPrepError(f"--normalization-rule {normalization_rule}: use one of "
                         f"{', '.join(NORMALIZATION_RULES)}")
-  if not 0 < character_coverage <= 1:
-    raise DataPrepError(f"--character-coverage {character_coverage}: must be in (0, 1]")
+  _check_coverage(character_coverage)
   stats = read_corpus_lines(files, max_bytes, warn)
   lines = stats["lines"]
   normalizer = sentencepiece.SentencePieceNormalizer(rule_name=normalization_rule)
@@ -335,6 +380,12 @@ def _check_output(output: str) -> None:
                           ) from None
 
 
+def _check_coverage(character_coverage: float) -> None:
+  """One line when --character-coverage is not a share."""
+  if not 0 < character_coverage <= 1:
+    raise DataPrepError(f"--character-coverage {character_coverage}: must be in (0, 1]")
+
+
 def _check_output_kind(output: str, kind: str) -> None:
   """One line when the --output name says the other kind (.model is SentencePiece's)."""
   if kind == "wordpiece" and output.endswith(".model"):
@@ -364,9 +415,10 @@ def main(argv=None) -> int:
                       help="WordPiece vocab.txt (default) or a SentencePiece .model.")
   parser.add_argument("--model-type", choices=("unigram", "bpe"), default="unigram",
                       help="SentencePiece: the model (default unigram).")
-  parser.add_argument("--character-coverage", type=float, default=0.9995,
-                      help="SentencePiece: share of the characters covered (default 0.9995; "
-                           "1.0 for small alphabets).")
+  parser.add_argument("--character-coverage", type=float, default=None,
+                      help="Share of the character occurrences whose characters are kept "
+                           "(WordPiece: alone and as ##c; default 1.0, every character; "
+                           "SentencePiece: default 0.9995, 1.0 for small alphabets).")
   parser.add_argument("--normalization-rule", default="nmt_nfkc", choices=NORMALIZATION_RULES,
                       help="SentencePiece: the text normalization (default nmt_nfkc).")
   parser.add_argument("--user-symbols", default="",
@@ -389,11 +441,13 @@ def main(argv=None) -> int:
     files = corpus_files(args)
     if args.kind == "sentencepiece":
       learn_sentencepiece_from_files(
-          files, args.vocab_size, args.output, args.model_type, args.character_coverage,
+          files, args.vocab_size, args.output, args.model_type,
+          0.9995 if args.character_coverage is None else args.character_coverage,
           args.normalization_rule, [s for s in args.user_symbols.split(",") if s],
           args.num_unused, args.max_corpus_bytes)
       return
     learn_vocab_from_files(files, args.vocab_size, args.output, args.do_lower_case,
                            args.strip_accents, args.num_unused, args.max_corpus_bytes,
-                           args.binary_search)
+                           args.binary_search,
+                           1.0 if args.character_coverage is None else args.character_coverage)
   return run_script(work, f"{args.output} was not written")
