@@ -155,6 +155,8 @@ def predict_rows(run: Callable[..., Outputs], rows: Sequence[Sequence[str]], bat
 def concatenate_padded(arrays: List[np.ndarray]) -> np.ndarray:
   """Batches concatenated; per-token outputs padded to the longest batch (0, or b"" for
   strings)."""
+  if len(arrays) == 1:
+    return arrays[0]
   if arrays[0].ndim > 1:
     length = max(a.shape[1] for a in arrays)
     arrays = [np.pad(a, [(0, 0), (0, length - a.shape[1])] + [(0, 0)] * (a.ndim - 2),

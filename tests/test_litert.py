@@ -95,6 +95,42 @@ def test_bad_input_behaves_as_the_savedmodel(discriminator):
   assert lite.predict([])["logits"].shape == (0, 2)
 
 
+def test_calls_of_changing_shapes_are_the_savedmodel_s(discriminator):
+  """LiteRTModel allocates the interpreter's tensors again only when a batch's shape
+  changes: batches of 1, 3, 1, 2 and 2 texts of other lengths, one after the other."""
+  model, lite = discriminator
+  for begin, end in [(0, 1), (1, 2), (2, 5), (4, 5), (0, 1), (5, 7), (3, 5)]:
+    assert_same_outputs(lite.run_batch(TEXTS[begin:end]), served(model, TEXTS[begin:end]))
+
+
+def test_serving_default_beside_another_signature_runs(tmp_path):
+  """A file whose serving_default is not its main graph (another signature's is) runs
+  serving_default: its tensors cannot be set through the main graph's."""
+  from electra_tf2.litert.model import make_interpreter
+
+  class Two(tf.Module):  # the converter orders the graphs by function name: a, then b
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+    def a(self, text):
+      return {"y": tf.fill(tf.shape(text), 2)}
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+    def b(self, text):
+      return {"z": tf.fill(tf.shape(text), 7)}
+  two = Two()
+  tf.saved_model.save(two, str(tmp_path / "two"), signatures={
+      "other": two.a.get_concrete_function(), "serving_default": two.b.get_concrete_function()})
+  path = str(tmp_path / "two.tflite")
+  with open(path, "wb") as f:
+    f.write(tf.lite.TFLiteConverter.from_saved_model(
+        str(tmp_path / "two"), signature_keys=["other", "serving_default"]).convert())
+  assert make_interpreter(model_path=path).get_input_details()[0]["name"] == "other_text:0"
+  lite = LiteRTModel(path)
+  for texts in (["a", "bb", "c"], ["d"]):
+    got = lite.predict(texts)
+    assert list(got) == ["z"]
+    np.testing.assert_array_equal(got["z"], [7] * len(texts))
+
+
 def test_pair_classifier_outputs_are_the_savedmodel_s(classifier):
   model, paths = classifier
   lite = LiteRTModel(paths["none"])

@@ -19,6 +19,10 @@ from electra_tf2.errors import ElectraError
 
 Texts = Union[Sequence[str], Sequence[bytes]]
 METADATA_NAME = "electra_tf2"  # the .tflite metadata entry of our settings (JSON)
+# Interpreter threads unless told: one was faster than two at batch 1 and 32 on the 2-core
+# host, dynamic-int8 and float32 (bench/profile_litert_predict.py,
+# docs/benchmarks.md#litert-tflite); ai-edge-litert's and tf.lite's own default is also 1.
+DEFAULT_THREADS = 1
 
 
 class LiteRTModelError(ElectraError, ValueError):
@@ -53,7 +57,7 @@ class LiteRTModel:
 
   Args:
     path: a `.tflite` file written by `export_litert` / `electra export --format litert`.
-    num_threads: the interpreter's threads (None: its default).
+    num_threads: the interpreter's threads (None: DEFAULT_THREADS, 1).
 
   >>> import os, tempfile
   >>> from electra_tf2 import BertConfig, TextClassifier, LiteRTModel
@@ -72,7 +76,8 @@ class LiteRTModel:
       raise LiteRTModelError(f"{path} is not a file: give a .tflite written by export_litert "
                              "or `electra export --format litert`")
     try:
-      self._interpreter = make_interpreter(model_path=path, num_threads=num_threads)
+      self._interpreter = make_interpreter(model_path=path,
+                                           num_threads=num_threads or DEFAULT_THREADS)
       signatures = self._interpreter.get_signature_list()
     except (ValueError, RuntimeError) as e:
       raise LiteRTModelError(f"{path} is not a .tflite model LiteRT can load: "
@@ -81,7 +86,20 @@ class LiteRTModel:
       raise LiteRTModelError(f"{path} has no serving_default signature: give a .tflite written "
                              "by export_litert or `electra export --format litert`")
     self.path = path
-    self._runner = self._interpreter.get_signature_runner("serving_default")
+    runner = self._interpreter.get_signature_runner("serving_default")
+    inputs = runner.get_input_details()
+    self._output_details = runner.get_output_details()
+    self._input_index = {k: d["index"] for k, d in inputs.items()}
+    self._output_index = {k: d["index"] for k, d in self._output_details.items()}
+    # The signature runner allocates every tensor again on each call (its string inputs
+    # are dynamic tensors); `_invoke` does so only when the input shapes change. Only the
+    # main graph's tensors can be set that way (Interpreter.set_tensor: the signature's
+    # inputs are its inputs, same index and name), and the runner must not be kept then:
+    # Interpreter.invoke refuses while it holds the interpreter.
+    main = {(d["index"], d["name"]) for d in self._interpreter.get_input_details()}
+    self._call = (self._invoke if {(d["index"], d["name"]) for d in inputs.values()} == main
+                  else runner)
+    self._shapes: Dict[str, tuple] = {}
     with open(path, "rb") as f:
       self.settings = read_metadata(f.read())
     self._answerer = None
@@ -128,12 +146,11 @@ class LiteRTModel:
     [CLS] [SEP]), without running the interpreter: TFLite kernels refuse empty tensors."""
     if self._answerer is not None:
       return self.run_batch([], [])
-    details = self._runner.get_output_details()
     return self._with_aliases({
         name: np.zeros([0] + [2 if d < 0 else d for d in detail["shape_signature"][1:]],
                        object if detail["dtype"] in (np.bytes_, np.object_, np.str_)
                        else detail["dtype"])
-        for name, detail in details.items()})
+        for name, detail in self._output_details.items()})
 
   def _with_aliases(self, outputs: Dict[str, np.ndarray]) -> Dict[str, np.ndarray]:
     """`outputs` and, for a file written before the naming rule, the same arrays under
@@ -141,14 +158,28 @@ class LiteRTModel:
     outputs.update({name: outputs[old] for name, old in self._aliases.items()})
     return outputs
 
+  def _invoke(self, **inputs: np.ndarray) -> Dict[str, np.ndarray]:
+    """The serving_default signature on `inputs` {name: array}, as the signature runner
+    runs it, the tensors allocated again only when an input's shape changed."""
+    shapes = {name: value.shape for name, value in inputs.items()}
+    if shapes != self._shapes:
+      for name, shape in shapes.items():
+        self._interpreter.resize_tensor_input(self._input_index[name], shape)
+      self._interpreter.allocate_tensors()
+      self._shapes = shapes
+    for name, value in inputs.items():
+      self._interpreter.set_tensor(self._input_index[name], value)
+    self._interpreter.invoke()
+    return {name: self._interpreter.get_tensor(i) for name, i in self._output_index.items()}
+
   def run_batch(self, *columns: Texts) -> Dict[str, np.ndarray]:
     """One interpreter call on one batch (a list of texts per input); a question
     answerer's: its windows, one call on them, the answers (electra_tf2/litert/qa.py)."""
     if self._answerer is not None:
-      return self._answerer.run(self._runner, *columns)
+      return self._answerer.run(self._call, *columns)
     from electra_tf2.text.litert_tokenizer import prepare_texts
     sentencepiece = self.settings.get("tokenizer") == "sentencepiece"
     inputs = {name: np.array(prepare_texts(texts, self.do_lower_case, sentencepiece),
                              dtype=object)
               for name, texts in zip(self.input_names, columns)}
-    return self._with_aliases(dict(self._runner(**inputs)))
+    return self._with_aliases(dict(self._call(**inputs)))
