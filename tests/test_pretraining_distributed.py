@@ -13,6 +13,7 @@ import sys
 import numpy as np
 import pytest
 
+from electra_tf2 import run_lock
 from tests.conftest import REPO_ROOT
 from tests.test_pretraining import (NO_DROPOUT, TINY, checkpoint_weights, env, run_script,
                                     tiny_data)
