@@ -106,7 +106,7 @@ class JaxSizes:
   numerics: Dict[str, Any]  # model, hparams, seq_len, batch, steps, log_every
   projection: Dict[str, Any]  # model, hparams, seq_len, batch
   profiles: List[tuple]  # bf16 steps traced (key, model, hparams, length, batch)
-  levers: tuple  # (model, length, batch): the bf16 step with each of LEVERS, and without
+  levers: tuple  # (model, hparams, length, batch): the bf16 step with each of LEVERS
   late: List[tuple]  # throughput rows run last, if time remains (key, model, hparams, ...)
 
 
@@ -121,7 +121,7 @@ JAX_GPU = JaxSizes(
     profiles=[("small1024", "electra_small", {}, 128, 1024),
               ("small128", "electra_small", {}, 128, 128),
               ("base512", "electra_base", {}, 128, 512)],
-    levers=("electra_small", 128, 1024),
+    levers=("electra_small", {}, 128, 1024),
     late=[("base512", "electra_base", {}, 512, 128)])
 DRY_JAX_MODEL = {"debug": True, "vocab_size": 1100}
 JAX_DRY = JaxSizes(
@@ -134,7 +134,7 @@ JAX_DRY = JaxSizes(
     projection={"model": "electra_small", "hparams": DRY_JAX_MODEL, "seq_len": 32,
                 "batch": 4},
     profiles=[("small4", "electra_small", DRY_JAX_MODEL, 32, 4)],
-    levers=("electra_small", 32, 4),
+    levers=("electra_small", DRY_JAX_MODEL, 32, 4),
     late=[("base512", "electra_base", DRY_JAX_MODEL, 64, 2)])
 
 
@@ -280,8 +280,7 @@ def jax_items(sizes: JaxSizes, peak: Optional[float]) -> List[Item]:
       "--seq-len", length, "--batch-sizes", batch, "--steps", sizes.steps, "--rounds", 1,
       "--mixed-precision", "mixed_bfloat16", "--profile", 3, *peak_flags), keep_output=True)
       for key, model, hparams, length, batch in sizes.profiles]
-  model, length, batch = sizes.levers
-  base_hparams = DRY_JAX_MODEL if sizes is JAX_DRY else {}
+  model, base_hparams, length, batch = sizes.levers
   levers = [Item(f"lever/{name}", python(
       "jax_pretrain_step.py", "--model-name", model,
       "--hparams", json.dumps({**base_hparams, **hparams}), "--seq-len", length,
