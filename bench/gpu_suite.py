@@ -246,7 +246,7 @@ def items(sizes: Sizes, data_dir: str, peak: Optional[float], dry: bool) -> List
           + [inference, study_item(sizes, data_dir, dry)])
 
 
-def jax_items(sizes: JaxSizes, peak: Optional[float]) -> List[Item]:
+def jax_items(sizes: JaxSizes, peak: Optional[float], out: str = "gpu_out") -> List[Item]:
   """The JAX backend's items, most wanted first: env, throughput at length 128 (ours, then
   transformers' step under torch.compile at the same model, length and precision, each at
   the largest batch that fits), numerics, the projection, the traced steps (where the
@@ -278,7 +278,8 @@ def jax_items(sizes: JaxSizes, peak: Optional[float]) -> List[Item]:
   profiles = [Item(f"profile/{key}/bf16", python(
       "jax_pretrain_step.py", "--model-name", model, "--hparams", json.dumps(hparams),
       "--seq-len", length, "--batch-sizes", batch, "--steps", sizes.steps, "--rounds", 1,
-      "--mixed-precision", "mixed_bfloat16", "--profile", 3, *peak_flags), keep_output=True)
+      "--mixed-precision", "mixed_bfloat16", "--profile", 3, "--profile-dir",
+      os.path.join(out, "traces", key), *peak_flags), keep_output=True)
       for key, model, hparams, length, batch in sizes.profiles]
   model, base_hparams, length, batch = sizes.levers
   levers = [Item(f"lever/{name}", python(
@@ -418,7 +419,8 @@ def run(args) -> int:
   done = gpu_report.load_results([p for p in (args.resume, results_path) if p])
   peak = None if args.dry else dense_bf16_peak(gpu_name())
   if args.backend == "jax":
-    todo = selected(jax_items(JAX_DRY if args.dry else JAX_GPU, peak), args.selection)
+    todo = selected(jax_items(JAX_DRY if args.dry else JAX_GPU, peak, args.out),
+                    args.selection)
   else:
     data_dir = args.data_dir or args.work_dir or tempfile.mkdtemp(prefix="gpu_dry_")
     todo = selected(items(DRY if args.dry else GPU, data_dir, peak, args.dry), args.selection)

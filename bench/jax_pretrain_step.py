@@ -59,6 +59,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                       help="also time forward alone and forward + backward")
   parser.add_argument("--profile", type=int, default=0, metavar="N",
                       help="trace N more steps: where the device time goes")
+  parser.add_argument("--profile-dir", default=None,
+                      help="with --profile: keep the trace and the compiled step's HLO here")
   parser.add_argument("--train-steps", type=int, default=None,
                       help="numerics: train this many steps on fresh batches, log the losses")
   parser.add_argument("--log-every", type=int, default=10)
@@ -144,8 +146,11 @@ class Bench:
         best[name] = min(best[name], (time.perf_counter() - start) / steps)
     return best
 
-  def profile(self, steps: int) -> Dict[str, Any]:
-    """Traces `steps` steps with jax.profiler; bench/trace_summary.py's summary."""
+  def profile(self, steps: int, keep_dir: Optional[str] = None) -> Dict[str, Any]:
+    """Traces `steps` steps with jax.profiler; bench/trace_summary.py's summary (top 60
+    kernels). `keep_dir` keeps the perfetto trace and the compiled step's HLO (gzipped)."""
+    import gzip  # pylint: disable=g-import-not-at-top
+    import shutil  # pylint: disable=g-import-not-at-top
     import tempfile  # pylint: disable=g-import-not-at-top
 
     import jax  # pylint: disable=g-import-not-at-top
@@ -154,7 +159,13 @@ class Bench:
     with tempfile.TemporaryDirectory() as log_dir:
       with jax.profiler.trace(log_dir, create_perfetto_trace=True):
         self.run_steps(steps)
-      return trace_summary.summarize(trace_summary.load_events(log_dir))
+      if keep_dir:
+        os.makedirs(keep_dir, exist_ok=True)
+        shutil.copy(trace_summary.trace_file(log_dir),
+                    os.path.join(keep_dir, "perfetto_trace.json.gz"))
+        with gzip.open(os.path.join(keep_dir, "step_hlo.txt.gz"), "wt") as f:
+          f.write(self.step_function.as_text())
+      return trace_summary.summarize(trace_summary.load_events(log_dir), top=60)
 
 
 def make_config(args: argparse.Namespace, batch: int):
@@ -212,7 +223,8 @@ def throughput_row(args: argparse.Namespace, bench: Bench) -> Dict[str, Any]:
   if args.split:
     row.update(bench.split_seconds(args.rounds, args.steps))
   if args.profile:
-    row.update(profile=bench.profile(args.profile), profile_steps=args.profile)
+    row.update(profile=bench.profile(args.profile, args.profile_dir),
+               profile_steps=args.profile)
   return row
 
 
