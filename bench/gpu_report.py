@@ -227,6 +227,18 @@ def levers(results: Results) -> List[str]:
           + table(["lever", "batch", "seq/s", "step ms", "x baseline"], lines) + [""])
 
 
+def embedding_gradients(results: Results) -> List[str]:
+  """bench/embedding_grad.py's rows: each way of summing the word-embedding gradient."""
+  found = rows(results, "embgrad")
+  if not found:
+    return []
+  lines = [[f"{r['batch']}x{r['seq_len']}, E {r['width']}", r["way"], fmt(r["ms"], ".3f"),
+            fmt(r["max_abs_error"], ".3g"), ", ".join(r["scatter_types"]) or "none"]
+           for r in found]
+  return (["## The word-embedding gradient alone (bench/embedding_grad.py)", ""]
+          + table(["ids", "way", "ms", "max abs error", "scatter types"], lines) + [""])
+
+
 def profile(results: Results) -> List[str]:
   prof = rows(results, "profile")
   if not prof:
@@ -354,7 +366,8 @@ def write(out_dir: str, paths: List[str]) -> str:
   """Writes out_dir/results.md (and numerics.png) from the results files; returns the text."""
   results = load_results(paths)
   text = "\n".join(["# GPU run", ""] + machine(results) + pretraining(results)
-                   + jax_throughput(results) + profile(results) + levers(results)
+                   + jax_throughput(results) + embedding_gradients(results) + profile(results)
+                   + levers(results)
                    + finetuning(results)
                    + numerics(results, out_dir) + projection(results) + study(results)
                    + inference(results) + not_ok(results))

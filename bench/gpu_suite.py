@@ -108,6 +108,7 @@ class JaxSizes:
   profiles: List[tuple]  # bf16 steps traced (key, model, hparams, length, batch)
   levers: tuple  # (model, hparams, length, batch): the bf16 step with each of LEVERS
   late: List[tuple]  # throughput rows run last, if time remains (key, model, hparams, ...)
+  embgrad: List[tuple]  # the word-embedding gradient alone (key, batch, length, width)
 
 
 JAX_GPU = JaxSizes(
@@ -122,7 +123,8 @@ JAX_GPU = JaxSizes(
               ("small128", "electra_small", {}, 128, 128),
               ("base512", "electra_base", {}, 128, 512)],
     levers=("electra_small", {}, 128, 1024),
-    late=[("base512", "electra_base", {}, 512, 128)])
+    late=[("base512", "electra_base", {}, 512, 128)],
+    embgrad=[("small1024", 1024, 128, 128), ("base512", 512, 128, 768)])
 DRY_JAX_MODEL = {"debug": True, "vocab_size": 1100}
 JAX_DRY = JaxSizes(
     throughput=[("base128", "electra_base", DRY_JAX_MODEL, 32, 4),
@@ -135,7 +137,8 @@ JAX_DRY = JaxSizes(
                 "batch": 4},
     profiles=[("small4", "electra_small", DRY_JAX_MODEL, 32, 4)],
     levers=("electra_small", DRY_JAX_MODEL, 32, 4),
-    late=[("base512", "electra_base", DRY_JAX_MODEL, 64, 2)])
+    late=[("base512", "electra_base", DRY_JAX_MODEL, 64, 2)],
+    embgrad=[("small4", 4, 32, 16)])
 
 
 # What the JAX step's bf16 throughput is re-measured with, one at a time, against the
@@ -288,10 +291,13 @@ def jax_items(sizes: JaxSizes, peak: Optional[float], out: str = "gpu_out") -> L
       "--batch-sizes", batch, "--steps", sizes.steps, "--rounds", sizes.rounds,
       "--mixed-precision", "mixed_bfloat16", *peak_flags), env=env)
       for name, env, hparams in LEVERS]
+  embgrad = [Item(f"embgrad/{key}", python(
+      "embedding_grad.py", "--batch", batch, "--seq-len", length, "--width", width),
+      keep_output=True, min_seconds=30) for key, batch, length, width in sizes.embgrad]
   early = [i for t in sizes.throughput for i in throughput(*t, sizes.precisions)]
   late = [i for t in sizes.late for i in throughput(*t, sizes.precisions[:1])]
   return ([Item("env", python("gpu_env.py", "--backend", "jax"), min_seconds=10)]
-          + early + numerics + [projection] + profiles + levers + late)
+          + early + numerics + [projection] + profiles + levers + late + embgrad)
 
 
 def selected(all_items: List[Item], selection: List[str]) -> List[Item]:

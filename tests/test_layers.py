@@ -8,7 +8,7 @@ import pytest
 from keras import ops
 from scipy.special import erf
 
-from backend_marks import dtype_name, float64, gradients, numpy, tensor
+from backend_marks import dtype_name, float64, gradients, jax_only, numpy, tensor
 from electra_tf2.layers import gelu, layer_norm, LayerNorm, MaskedLMHead
 
 
@@ -142,3 +142,50 @@ def test_embedding_lookup_sums_the_table_gradient_in_float32():
   np.testing.assert_array_equal(np.delete(grad, 3, axis=0), 0.0)
   rows = numpy(ops.cast(lookup(tensor(table), tensor(ids[:1]), "bfloat16"), "float32"))
   np.testing.assert_array_equal(rows[0, 0], table[3].astype("bfloat16").astype(np.float32))
+
+
+@jax_only
+@pytest.mark.parametrize("chunk_elements", [2**27, 7 * 11])
+def test_one_hot_row_sums_match_a_numpy_scatter_add(monkeypatch, chunk_elements):
+  """The GPU/TPU embedding gradient (one-hot products over row chunks; 7 rows of an 11-word
+  vocabulary per chunk leaves a padded last chunk) against numpy's float64 `add.at`, with
+  bfloat16 rows, many repeats of one id, and the 520 of the test above."""
+  import jax.numpy as jnp
+  from electra_tf2 import backend_ops
+  monkeypatch.setattr(backend_ops, "ONE_HOT_CHUNK_ELEMENTS", chunk_elements)
+  rng = np.random.default_rng(0)
+  ids = np.where(rng.random(45) < 0.4, 3, rng.integers(0, 11, 45)).astype(np.int32)
+  rows = rng.normal(size=(45, 5)).astype("bfloat16")
+  want = np.zeros((11, 5))
+  np.add.at(want, ids, rows.astype(np.float64))
+  got = np.asarray(backend_ops.one_hot_row_sums(jnp.asarray(ids), jnp.asarray(rows), 11))
+  assert got.dtype == np.float32
+  np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+  repeats = jnp.full((512, 4), 1 + 1 / 64, jnp.bfloat16)
+  got = np.asarray(backend_ops.one_hot_row_sums(jnp.full((512,), 2), repeats, 11))
+  np.testing.assert_array_equal(got[2], 520.0)
+  np.testing.assert_array_equal(np.delete(got, 2, axis=0), 0.0)
+
+
+@jax_only
+def test_jax_lookup_gradient_under_jit_is_the_float32_gather_gradient():
+  """Our JAX rule (under jit, on this CPU a float32 scatter-add) gives autodiff's gradient of
+  a float32 gather cast afterwards, and the same rows."""
+  import jax
+  import jax.numpy as jnp
+  from electra_tf2.layers.embeddings import lookup
+  rng = np.random.default_rng(1)
+  table = jnp.asarray(rng.normal(size=(13, 6)).astype(np.float32))
+  ids = jnp.asarray(rng.integers(0, 13, (4, 9)).astype(np.int32))
+  weights = jnp.asarray(rng.normal(size=(4, 9, 6)).astype(np.float32))
+
+  def ours(t):
+    return jnp.sum(lookup(t, ids, "bfloat16").astype(jnp.float32) * weights)
+
+  def autodiff(t):
+    return jnp.sum(jnp.take(t, ids, axis=0).astype(jnp.bfloat16).astype(jnp.float32) * weights)
+
+  np.testing.assert_array_equal(np.asarray(jax.jit(jax.grad(ours))(table)),
+                                np.asarray(jax.jit(jax.grad(autodiff))(table)))
+  np.testing.assert_array_equal(np.asarray(lookup(table, ids, "bfloat16")),
+                                np.asarray(jnp.take(table, ids, axis=0).astype(jnp.bfloat16)))

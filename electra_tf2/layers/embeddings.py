@@ -22,12 +22,12 @@ def lookup(table, ids, dtype: str):
   `dtype` (the compute dtype).
 
   port: gathered from the float32 table and cast afterwards, so that under mixed precision
-  the table's gradient is summed in float32. Casting the table first (the values are the
-  same) would scatter-add the gradient in bfloat16, where a frequent token's repeats stop
-  adding up (past 256 repeats of 1.0 a bfloat16 sum no longer grows). The official code
-  has float32 only (model/modeling.py:410-464).
+  the table's gradient is summed in float32 (`backend_ops.take_rows_as`). Casting the
+  table first (the values are the same) would scatter-add the gradient in bfloat16, where
+  a frequent token's repeats stop adding up (past 256 repeats of 1.0 a bfloat16 sum no
+  longer grows). The official code has float32 only (model/modeling.py:410-464).
   """
-  return ops.cast(backend_ops.take_rows(ops.convert_to_tensor(table), ids), dtype)
+  return backend_ops.take_rows_as(ops.convert_to_tensor(table), ids, dtype)
 
 
 @keras.saving.register_keras_serializable(package="electra_tf2")
