@@ -297,7 +297,7 @@ def jax_items(sizes: JaxSizes, peak: Optional[float], out: str = "gpu_out") -> L
   early = [i for t in sizes.throughput for i in throughput(*t, sizes.precisions)]
   late = [i for t in sizes.late for i in throughput(*t, sizes.precisions[:1])]
   return ([Item("env", python("gpu_env.py", "--backend", "jax"), min_seconds=10)]
-          + early + numerics + [projection] + profiles + levers + late + embgrad)
+          + early + numerics + [projection] + profiles + levers + embgrad + late)
 
 
 def selected(all_items: List[Item], selection: List[str]) -> List[Item]:
