@@ -164,7 +164,8 @@ def kind_dir(args, kind: str) -> str:
 
 
 def stage_vocab(args, kind: str) -> None:
-  """The vocabulary and the length-64 TFRecords of one kind (1000 shards, as officially, so batches mix the corpus)."""
+  """The vocabulary and the length-64 TFRecords of one kind (1000 shards, as officially,
+  so that batches mix the corpus)."""
   data = kind_dir(args, kind)
   vocab = os.path.join(data, VOCAB_FILES[kind])
   corpus = os.path.join(args.work_dir, "corpus")
