@@ -99,12 +99,12 @@ def tflite_model(serve: Callable[..., Dict[str, tf.Tensor]], input_names: Sequen
                  calibration_texts: Optional[Sequence[str]] = None) -> bytes:
   """The `.tflite` of `write_tflite`, as bytes; for MEDIAPIPE_IDS, on int32
   `[1, max_seq_length]` token ids (electra_tf2/litert/mediapipe.py)."""
-  check_quantize(quantize, calibration_texts)
-  check_size(variables, quantize)
   token_ids = tuple(input_names) in (TOKEN_IDS, MEDIAPIPE_IDS)
   if token_ids and quantize == "int8":
     raise LiteRTError("quantize int8 calibrates on texts, which a .tflite on token ids does "
                       "not take: use dynamic-int8 or float16")
+  check_quantize(quantize, calibration_texts)
+  check_size(variables, quantize)
   lite = converter(serve, input_names, variables, quantize, calibration_texts,
                    bool(settings.get("do_lower_case", True)),
                    settings.get("tokenizer") == "sentencepiece",

@@ -192,17 +192,19 @@ def check_model(vocab: Sequence[str], labels: Sequence[str], do_lower_case: bool
 
 def write_mediapipe(path: str, probabilities: Callable[..., tf.Tensor], variables: Sequence,
                     vocab: Sequence[str], labels: Sequence[str], max_seq_length: int,
-                    quantize: str = "none", name: str = "ELECTRA text classifier") -> str:
+                    quantize: str = "none", calibration_texts: Optional[Sequence[str]] = None,
+                    name: str = "ELECTRA text classifier") -> str:
   """Writes the `.tflite` of `probabilities(input_ids, input_mask, segment_ids)` (int32
   `[1, max_seq_length]` each -> `[1, len(labels)]`) for MediaPipe's TextClassifier to
   `path` (atomically); returns `path`. `variables`: the TensorFlow variables it reads.
 
-  quantize: "none", "float16" or "dynamic-int8" (convert.write_tflite's).
+  quantize: "none", "float16" or "dynamic-int8" (convert.write_tflite's; "int8" and
+  `calibration_texts` are refused there: the file takes no texts).
   """
   def serve(input_ids, input_mask, segment_ids):
     return {OUTPUT: probabilities(input_ids, input_mask, segment_ids)}
   settings = {"do_lower_case": True, "max_seq_length": max_seq_length, "target": "mediapipe"}
-  model = convert.tflite_model(serve, INPUTS, variables, settings, quantize)
+  model = convert.tflite_model(serve, INPUTS, variables, settings, quantize, calibration_texts)
   return convert.write_file(path, populate(model, vocab, labels, name))
 
 
@@ -218,7 +220,6 @@ def export_keras(model, path: str, quantize: str = "none",
   if not isinstance(model, TextClassifier):
     raise MediaPipeError(f"target mediapipe writes a file for MediaPipe's TextClassifier; a "
                          f"{what} is no text classifier: export it with target litert")
-  convert.check_quantize(quantize, calibration_texts)
   inputs = model.text_inputs
   check_model(inputs.vocab, model.label_list, inputs.do_lower_case,
               bool(inputs.sentencepiece_model), model.text_pairs, f"this {what}")
@@ -227,4 +228,5 @@ def export_keras(model, path: str, quantize: str = "none",
     return model.serve_features({"input_ids": input_ids, "input_mask": input_mask,
                                  "segment_ids": segment_ids})[OUTPUT]
   return write_mediapipe(path, probabilities, [v.value for v in model.variables],
-                         inputs.vocab, model.label_list, model.max_seq_length, quantize)
+                         inputs.vocab, model.label_list, model.max_seq_length, quantize,
+                         calibration_texts)
