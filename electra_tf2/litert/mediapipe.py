@@ -53,6 +53,8 @@ MIN_PARSER_VERSION = "1.1.0"
 # The tokens MediaPipe's BERT preprocessing adds or falls back to, by these spellings.
 SPECIAL_TOKENS = ("[CLS]", "[SEP]", "[UNK]")
 
+# What each refusal says to do instead.
+_INSTEAD = "export it with target litert (--target litert), for LiteRTModel"
 # Enum and union values of the schema.
 _FEATURE_PROPERTIES = 1  # ContentProperties
 _BERT_TOKENIZER_OPTIONS = 4  # ProcessUnitOptions
@@ -139,13 +141,13 @@ def metadata_buffer(input_order: Sequence[int], name: str, description: str) -> 
 
 def input_order(model: bytes) -> List[int]:
   """The index in INPUTS of each input of `model`'s graph, in its order."""
-  from tensorflow.lite.python import schema_py_generated as schema  # pylint: disable=g-import-not-at-top
+  from tensorflow.lite.python import schema_py_generated as schema
   graph = schema.Model.GetRootAsModel(model, 0).Subgraphs(0)
   names = [graph.Tensors(graph.Inputs(i)).Name().decode("utf-8")
            for i in range(graph.InputsLength())]
   order = [next((j for j, want in enumerate(INPUTS) if name.endswith(f"_{want}:0")), None)
            for name in names]
-  if sorted(o for o in order if o is not None) != [0, 1, 2] or len(order) != 3:
+  if None in order or sorted(order) != [0, 1, 2]:
     raise MediaPipeError(f"the converted model's inputs are {', '.join(names)}, not "
                          f"{', '.join(INPUTS)}")
   return order
@@ -159,8 +161,8 @@ def populate(model: bytes, vocab: Sequence[str], labels: Sequence[str], name: st
   with zipfile.ZipFile(archive, "w", zipfile.ZIP_STORED) as zf:
     zf.writestr(VOCAB_FILE, "\n".join(vocab) + "\n")
     zf.writestr(LABELS_FILE, "\n".join(labels))
-  # A zip's offsets count from the archive's start; zipfile and MediaPipe's reader (minizip)
-  # find the archive from its end, after the flatbuffer, as metadata.py's appended zip.
+  # As the zip metadata.py's populator appends: offsets from the archive's own start;
+  # readers (zipfile, MediaPipe's) find it from the file's end.
   return convert.add_metadata(model, {METADATA_FIELD: metadata}) + archive.getvalue()
 
 
@@ -170,20 +172,20 @@ def check_model(vocab: Sequence[str], labels: Sequence[str], do_lower_case: bool
   names the model (and the option to use instead)."""
   if text_pairs:
     raise MediaPipeError(f"{what} takes text pairs; MediaPipe's TextClassifier takes one "
-                         "text: export it with target litert")
+                         f"text: {_INSTEAD}")
   if sentencepiece:
     raise MediaPipeError(f"{what} has a SentencePiece tokenizer; target mediapipe writes "
-                         "WordPiece metadata only: export it with target litert")
+                         f"WordPiece metadata only: {_INSTEAD}")
   if not do_lower_case:
     raise MediaPipeError(f"{what} is cased (do_lower_case false); MediaPipe's TextClassifier "
-                         "lowercases every text: export it with target litert")
+                         f"lowercases every text: {_INSTEAD}")
   missing = [t for t in SPECIAL_TOKENS if t not in vocab]
   if missing:
     raise MediaPipeError(f"{what}'s vocabulary lacks {', '.join(missing)}, which MediaPipe's "
-                         "BERT tokenizer adds: export it with target litert")
+                         f"BERT tokenizer adds: {_INSTEAD}")
   if len(labels) < 2:
     raise MediaPipeError(f"{what} gives a score (regression); MediaPipe's TextClassifier "
-                         "takes class probabilities: export it with target litert")
+                         f"takes class probabilities: {_INSTEAD}")
   bad = [label for label in labels if "\n" in label or "\r" in label]
   if bad:
     raise MediaPipeError(f"{what}'s label {bad[0]!r} holds a line break, which labels.txt "
@@ -213,13 +215,13 @@ def export_keras(model, path: str, quantize: str = "none",
                  target: str = "mediapipe") -> str:
   """`TextModel.export_litert(path, quantize, target=...)` for a target other than
   "litert": a Keras `TextClassifier`'s file for MediaPipe (its `serve`'s probabilities)."""
-  from electra_tf2.models.text_classifier import TextClassifier  # pylint: disable=g-import-not-at-top
+  from electra_tf2.models.text_classifier import TextClassifier
   if target not in TARGETS:
     raise convert.LiteRTError(f"target must be one of {', '.join(TARGETS)}, got {target!r}")
   what = type(model).__name__
   if not isinstance(model, TextClassifier):
     raise MediaPipeError(f"target mediapipe writes a file for MediaPipe's TextClassifier; a "
-                         f"{what} is no text classifier: export it with target litert")
+                         f"{what} is no text classifier: {_INSTEAD}")
   inputs = model.text_inputs
   check_model(inputs.vocab, model.label_list, inputs.do_lower_case,
               bool(inputs.sentencepiece_model), model.text_pairs, f"this {what}")
