@@ -108,7 +108,7 @@ def tflite_model(serve: Callable[..., Dict[str, tf.Tensor]], input_names: Sequen
   lite = converter(serve, input_names, variables, quantize, calibration_texts,
                    bool(settings.get("do_lower_case", True)),
                    settings.get("tokenizer") == "sentencepiece",
-                   int(settings["max_seq_length"]))
+                   settings.get("max_seq_length"))
   try:
     model = lite.convert()
     if quantize == "int8":
@@ -131,7 +131,7 @@ def write_file(path: str, model: bytes) -> str:
 
 
 def _serving_default(serve: Callable[..., Dict[str, tf.Tensor]], input_names: Sequence[str],
-                     max_seq_length: int):
+                     max_seq_length: Optional[int]):
   """`serve` as a concrete function named serving_default (the converter names signatures
   after functions) on tf.string `[batch]` inputs named `input_names`, on int32
   `[batch, seq_len]` TOKEN_IDS, or on int32 `[1, max_seq_length]` MEDIAPIPE_IDS."""
@@ -158,7 +158,7 @@ def _serving_default(serve: Callable[..., Dict[str, tf.Tensor]], input_names: Se
 def converter(serve: Callable[..., Dict[str, tf.Tensor]], input_names: Sequence[str],
               variables: Sequence, quantize: str = "none",
               calibration_texts: Optional[Sequence[str]] = None, do_lower_case: bool = True,
-              sentencepiece: bool = False, max_seq_length: int = 128):
+              sentencepiece: bool = False, max_seq_length: Optional[int] = None):
   """The TFLiteConverter of `serve`, set for `quantize`; for "int8" its `convert()` gives
   the calibrated float model, which `quantize_int8` quantizes (`do_lower_case`,
   `sentencepiece`: how `prepare_texts` readies the calibration texts; `max_seq_length`:
