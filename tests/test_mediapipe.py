@@ -172,8 +172,11 @@ def test_what_mediapipe_cannot_run_as_trained_is_refused_in_one_line(exported, t
   cased = electra_tf2.TextClassifier(bert_config(), None, WORD_VOCAB, do_lower_case=False)
   regression = electra_tf2.TextClassifier(bert_config(), None, WORD_VOCAB, num_classes=1)
   tagger = electra_tf2.TokenClassifier(bert_config(), None, WORD_VOCAB, num_classes=2)
+  reader = electra_tf2.QuestionAnswerer(bert_config(), None, WORD_VOCAB)
   cases = [(pairs, {}, "takes text pairs"), (cased, {}, "is cased"),
            (regression, {}, "regression"), (tagger, {}, "is no text classifier"),
+           (reader, {}, "a QuestionAnswerer is no text classifier"),
+           (reader, {"target": "android"}, "target must be one of litert, mediapipe"),
            (model, {"quantize": "int8", "calibration_texts": TEXTS}, "does not take"),
            (model, {"target": "android"}, "target must be one of litert, mediapipe")]
   for which, options, words in cases:
