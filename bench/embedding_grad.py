@@ -8,29 +8,27 @@ bfloat16 is the sum of the bfloat16 upstream rows landing on each id. The ids ar
 generator input: [CLS] and two [SEP] per sequence, 15% [MASK] (103), the rest uniform, so
 one id repeats thousands of times, as in pre-training. Each way, timed (best of --rounds,
 each of 10 calls) and checked against numpy's float64 `add.at`:
-  autodiff_f32_gather   jax.grad of a float32 gather cast to bfloat16 (before issue 41's fix)
-  autodiff_bf16_table   jax.grad of a gather from the table cast to bfloat16 first
-  scatter_f32           a float32 scatter-add of the rows (our CPU rule)
+  autodiff_f32_gather   jax.grad of a float32 gather cast to bfloat16: what the model runs
+                        (layers/embeddings.lookup on a table made with autocast=False)
+  autodiff_bf16_table   jax.grad of a gather from a bfloat16 copy of the table: what the
+                        model ran before (Keras autocasts a variable read in a call)
+  scatter_f32           a float32 scatter-add of the rows
   sorted_scatter_f32    the same after sorting the ids (indices_are_sorted)
-  one_hot               backend_ops.one_hot_row_sums (our GPU/TPU rule)
-  ours                  jax.grad of layers.embeddings.lookup (what the model runs)
-With each: the element type of every scatter in XLA's optimized program (whether the
-compiler kept float32).
+  one_hot               one_hot(ids)^T @ rows in chunks of 4,096 ids: no atomics (what the
+                        official code does on TPU for the lookup, model/modeling.py:410-464)
+With each: the element type of every scatter in XLA's optimized program.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import time
 from typing import Any, Callable, Dict, List, Optional
 
-os.environ.setdefault("KERAS_BACKEND", "jax")
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-import common  # noqa: E402
+import common
 
 
 def masked_ids(batch: int, seq_len: int, vocab: int, seed: int = 0) -> np.ndarray:
@@ -46,9 +44,6 @@ def ways(vocab: int) -> Dict[str, Callable]:
   """name -> f(table f32 [V, E], ids [B, L], upstream bf16 [B, L, E]) -> float32 [V, E]."""
   import jax
   import jax.numpy as jnp
-
-  from electra_tf2 import backend_ops
-  from electra_tf2.layers.embeddings import lookup
 
   def grad_of(gather):
     def f(table, ids, upstream):
@@ -69,8 +64,17 @@ def ways(vocab: int) -> Dict[str, Callable]:
     return jax.ops.segment_sum(rows[order].astype(jnp.float32), ids[order], table.shape[0],
                                indices_are_sorted=True)
 
-  def one_hot(table, ids, upstream):
-    return backend_ops.one_hot_row_sums(*flat(ids, upstream), vocab)
+  def one_hot(table, ids, upstream, chunk=4096):
+    ids, rows = flat(ids, upstream)
+    pad = -ids.shape[0] % chunk  # id -1: an all-zero one-hot row
+    ids = jnp.pad(ids, (0, pad), constant_values=-1).reshape(-1, chunk)
+    rows = jnp.pad(rows, ((0, pad), (0, 0))).reshape(-1, chunk, rows.shape[1])
+
+    def add(total, part):
+      hot = jax.nn.one_hot(part[0], vocab, dtype=part[1].dtype)
+      return total + jnp.einsum("nv,ne->ve", hot, part[1],
+                                preferred_element_type=jnp.float32), None
+    return jax.lax.scan(add, jnp.zeros(table.shape, jnp.float32), (ids, rows))[0]
 
   return {
       "autodiff_f32_gather": grad_of(
@@ -80,7 +84,6 @@ def ways(vocab: int) -> Dict[str, Callable]:
       "scatter_f32": scatter,
       "sorted_scatter_f32": sorted_scatter,
       "one_hot": one_hot,
-      "ours": grad_of(lambda t, i: lookup(t, i, "bfloat16")),
   }
 
 

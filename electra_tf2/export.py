@@ -15,6 +15,12 @@ outputs and truncation rules: docs/design.md#savedmodels.
 a `.tflite` file instead, tokenizer included (docs/deploy.md):
 
   electra export --model-dir DIR --format litert --quantize dynamic-int8 --output model.tflite
+
+`--target mediapipe` writes a fine-tuned classifier's `.tflite` for MediaPipe Tasks'
+TextClassifier instead: token ids in, probabilities out, the WordPiece vocabulary and the
+labels in its metadata (electra_tf2/litert/mediapipe.py):
+
+  electra export --model-dir DIR --format litert --target mediapipe --output model.tflite
 """
 
 from __future__ import annotations
@@ -35,7 +41,8 @@ from electra_tf2.scoring import graph as scoring_graph
 from electra_tf2.atomic_io import atomic_directory
 from electra_tf2.errors import ElectraError, command
 from electra_tf2.finetune import task_builder
-from electra_tf2.litert.convert import QUANTIZE, check_quantize
+from electra_tf2.litert.convert import MEDIAPIPE_IDS, QUANTIZE, check_quantize
+from electra_tf2.litert.mediapipe import TARGETS
 from electra_tf2.run_lock import hold
 from electra_tf2.text.packing import TextFeaturizer
 
@@ -140,6 +147,19 @@ class ServingModule(tf.Module):
                                                  self._litert_predict),
         ["text", "text_b"] if text_pairs else ["text"], self._variables, settings, quantize,
         calibration_texts)
+
+  def write_mediapipe(self, path: str, quantize: str, labels: Sequence[str],
+                      text_pairs: bool, what: str) -> str:
+    """Writes the `probabilities` of a one-head classifier as a `.tflite` for MediaPipe's
+    TextClassifier (electra_tf2/litert/mediapipe.py); `what` names the model."""
+    from electra_tf2.litert import mediapipe  # pylint: disable=g-import-not-at-top
+    if self.featurizer is None:
+      raise ExportError("a .tflite for MediaPipe carries the vocabulary: pass --vocab-file")
+    mediapipe.check_model(self._vocab_tokens, labels, self.description.do_lower_case,
+                          self._sentencepiece_model is not None, text_pairs, what)
+    return mediapipe.write_mediapipe(
+        path, lambda *ids: self._litert_predict(*ids)[mediapipe.OUTPUT], self._variables,
+        self._vocab_tokens, labels, self.featurizer.max_seq_length, quantize)
 
   def signatures(self) -> Dict[str, tf.types.experimental.ConcreteFunction]:
     functions = {"token_ids": self.token_ids.get_concrete_function()}
@@ -332,6 +352,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                       help="a SavedModel directory (default) or a .tflite file (LiteRT)")
   parser.add_argument("--output-dir", default=None, help="SavedModel directory to write")
   parser.add_argument("--output", default=None, help="--format litert: the .tflite file to write")
+  parser.add_argument("--target", choices=TARGETS, default="litert",
+                      help="--format litert: litert (the tokenizer inside; LiteRTModel, "
+                           "electra predict) or mediapipe (token ids in, probabilities out, "
+                           "for MediaPipe Tasks' TextClassifier: a fine-tuned model with one "
+                           "classification head on single texts)")
   parser.add_argument("--quantize", choices=QUANTIZE, default="none",
                       help="--format litert: float32 weights (none), float16, int8 weights "
                            "(dynamic-int8) or int8 weights and activations (int8, calibrated "
@@ -369,6 +394,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   lower = lower if args.do_lower_case is None else args.do_lower_case
   qa = kind == "finetuned" and any(spec["kind"] == "qa" for spec in model.head_specs)
   _check_window_stride(args, kind, qa)
+  if args.target == "mediapipe":
+    return _write_mediapipe(args, model, kind, vocab_file, lower, max_seq_length)
   if qa and args.text:
     answerer = _question_answerer(finetuned, model, vocab_file, lower, args.max_seq_length,
                                   args.window_stride)
@@ -398,6 +425,26 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   return 0
 
 
+def _write_mediapipe(args, model, kind: str, vocab_file: str, lower: bool,
+                     max_seq_length: int) -> int:
+  """--target mediapipe: a fine-tuned model with one classification head."""
+  heads = [f"{spec['task']} ({spec['kind']})" for spec in model.head_specs] \
+      if kind == "finetuned" else []
+  if len(heads) != 1 or model.head_specs[0]["kind"] != "classification":
+    has = f"kind {kind}" if kind != "finetuned" else f"heads {', '.join(heads)}"
+    raise ExportError(f"--target mediapipe writes a text classifier: give a fine-tuned model "
+                      f"with one classification head ({args.model_dir} has {has})")
+  spec = model.head_specs[0]
+  module = serving_module(model, kind, vocab_file, lower, args.max_seq_length or max_seq_length)
+  module.write_mediapipe(args.output, args.quantize, list(spec["label_list"]),
+                         args.text_pairs or task_builder.takes_pairs(spec["task"]),
+                         f"--model-dir {args.model_dir}")
+  print(f"wrote {args.output} ({spec['task']} classifier for MediaPipe, quantize "
+        f"{args.quantize}; inputs: {', '.join(MEDIAPIPE_IDS)} [1, "
+        f"{module.featurizer.max_seq_length}]; metadata: vocab.txt, labels.txt)")
+  return 0
+
+
 def _check_window_stride(args, kind: str, qa: bool) -> None:
   """--window-stride is the score signature's stride (discriminator SavedModels) or the
   stride of a QA model's windows over long contexts; refused where nothing has windows."""
@@ -422,6 +469,8 @@ def _check_format_flags(args) -> Optional[Sequence[str]]:
                    ("output", "calibration_file", "text_pairs") if getattr(args, name)]
     if args.quantize != "none":
       litert_only.append("--quantize")
+    if args.target != "litert":
+      litert_only.append("--target")
     if litert_only:
       raise ExportError(f"{', '.join(litert_only)} only apply to --format litert")
     return None

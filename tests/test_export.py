@@ -456,6 +456,39 @@ def test_litert_flags_and_predict_inputs_are_checked_in_one_line(exported, tmp_p
   assert not os.path.exists(tmp_path / "o.jsonl")
 
 
+def test_mediapipe_target_writes_the_classifier_s_probabilities_on_token_ids(exported, tmp_path,
+                                                                            capsys):
+  """`--target mediapipe`: the one classification head's probabilities on MediaPipe's
+  inputs ([CLS] WordPieces [SEP], zero-padded, int32 [1, max_seq_length]); refused in one
+  line for a model that is no one-head classifier, and outside --format litert."""
+  labels = ["negative", "positive"]
+  model, model_dir = finetuned_model_dir(exported, "sst", [
+      {"kind": "classification", "task": "sst", "label_list": labels}])
+  lite = str(tmp_path / "sst.tflite")
+  assert export.main(["--model-dir", model_dir, "--format", "litert", "--target", "mediapipe",
+                      "--output", lite]) == 0
+  assert "inputs: input_word_ids, input_mask, input_type_ids [1, 16]" in capsys.readouterr().out
+  runner = tf.lite.Interpreter(model_path=lite).get_signature_runner("serving_default")
+  tokenizer = exported["tokenizer"]
+  for text in TEXTS[:2]:
+    ids = tokenizer.convert_tokens_to_ids(["[CLS]", *tokenizer.tokenize(text), "[SEP]"])
+    features = {name: np.zeros([1, MAX_LEN], np.int32) for name in
+                ("input_ids", "input_mask", "segment_ids")}
+    features["input_ids"][0, :len(ids)], features["input_mask"][0, :len(ids)] = ids, 1
+    got = runner(input_word_ids=features["input_ids"], input_mask=features["input_mask"],
+                 input_type_ids=features["segment_ids"])["probabilities"]
+    expected = tf.nn.softmax(model({k: tf.constant(v) for k, v in features.items()})
+                             ["sst"]["logits"]).numpy()
+    np.testing.assert_allclose(got, expected, atol=1e-4)
+  for args, words in ((["--output-dir", str(tmp_path / "x"), "--target", "mediapipe"],
+                       "--target only apply to --format litert"),
+                      (["--format", "litert", "--output", lite, "--target", "mediapipe"],
+                       "give a fine-tuned model with one classification head")):
+    assert export.main(["--model-dir", exported["model_dir"], *args]) == 2
+    err = capsys.readouterr().err
+    assert words in err and err.count("\n") == 1, err
+
+
 def test_predict_reads_json_lines_of_the_signature_s_fields(exported, tmp_path, capsys):
   """JSON lines: a "text" field per line, ids carried; the same outputs as the text file."""
   lines = tmp_path / "texts.txt"

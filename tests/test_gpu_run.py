@@ -199,6 +199,33 @@ def test_levers_change_one_thing_each_against_a_baseline_of_the_same_call(tmp_pa
       "jax", "1", "cpu")
 
 
+def test_embedding_gradient_items_read_scatter_types_and_report(tmp_path):
+  """bench/embedding_grad.py's pieces: the items' sizes, the element types read off HLO
+  text (two hand-written scatters and a gather), the [MASK] share of its ids, the table."""
+  import embedding_grad  # pylint: disable=g-import-not-at-top
+  items = {i.key: i.command for i in gpu_suite.jax_items(gpu_suite.JAX_GPU, 989.4)
+           if i.key.startswith("embgrad/")}
+  assert list(items) == ["embgrad/small1024", "embgrad/base512"]
+  assert items["embgrad/base512"][-6:] == ["--batch", "512", "--seq-len", "128", "--width",
+                                           "768"]
+  hlo = ("  %s.1 = bf16[30522,128]{1,0} scatter(%a, %b, %c), update_window_dims={1}\n"
+         "  ROOT %s.2 = f32[8,4]{1,0} scatter(%d, %e, %f), to_apply=%add\n"
+         "  %g = s32[4]{0} gather(%h, %i)\n")
+  assert embedding_grad.scatter_types(hlo) == ["bf16", "f32"]
+  ids = embedding_grad.masked_ids(64, 128, 30522)
+  assert (ids[:, 0] == 101).all() and (ids[:, 64] == 102).all() and (ids[:, -1] == 102).all()
+  assert 0.13 < (ids == 103).mean() < 0.17
+  records = [{"key": "embgrad/small1024", "status": "ok", "data": [
+      {"way": way, "ms": ms, "max_abs_error": 1e-4, "scatter_types": types, "batch": 1024,
+       "seq_len": 128, "width": 128} for way, ms, types in (
+           ("autodiff_f32_gather", 0.145, ["f32"]), ("one_hot", 15.98, []))]}]
+  path = tmp_path / "results.jsonl"
+  path.write_text("".join(json.dumps(r) + "\n" for r in records))
+  text = gpu_report.write(str(tmp_path), [str(path)])
+  assert "| 1024x128, E 128 | autodiff_f32_gather | 0.145 | 0.0001 | f32 |" in text
+  assert "| 1024x128, E 128 | one_hot | 15.980 | 0.0001 | none |" in text
+
+
 def _row(side, seq_per_s, **extra):
   return {"model": "electra_base", "hparams": {}, "seq_len": 128,
           "precision": "mixed_bfloat16", "batch": 256, "seq_per_s": seq_per_s,

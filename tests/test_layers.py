@@ -8,7 +8,7 @@ import pytest
 from keras import ops
 from scipy.special import erf
 
-from backend_marks import dtype_name, float64, gradients, jax_only, numpy, tensor
+from backend_marks import dtype_name, float64, gradients, numpy, tensor
 from electra_tf2.layers import gelu, layer_norm, LayerNorm, MaskedLMHead
 
 
@@ -144,48 +144,42 @@ def test_embedding_lookup_sums_the_table_gradient_in_float32():
   np.testing.assert_array_equal(rows[0, 0], table[3].astype("bfloat16").astype(np.float32))
 
 
-@jax_only
-@pytest.mark.parametrize("chunk_elements", [2**27, 7 * 11])
-def test_one_hot_row_sums_match_a_numpy_scatter_add(monkeypatch, chunk_elements):
-  """The GPU/TPU embedding gradient (one-hot products over row chunks; 7 rows of an 11-word
-  vocabulary per chunk leaves a padded last chunk) against numpy's float64 `add.at`, with
-  bfloat16 rows, many repeats of one id, and the 520 of the test above."""
-  import jax.numpy as jnp
-  from electra_tf2 import backend_ops
-  monkeypatch.setattr(backend_ops, "ONE_HOT_CHUNK_ELEMENTS", chunk_elements)
-  rng = np.random.default_rng(0)
-  ids = np.where(rng.random(45) < 0.4, 3, rng.integers(0, 11, 45)).astype(np.int32)
-  rows = rng.normal(size=(45, 5)).astype("bfloat16")
-  want = np.zeros((11, 5))
-  np.add.at(want, ids, rows.astype(np.float64))
-  got = np.asarray(backend_ops.one_hot_row_sums(jnp.asarray(ids), jnp.asarray(rows), 11))
-  assert got.dtype == np.float32
-  np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
-  repeats = jnp.full((512, 4), 1 + 1 / 64, jnp.bfloat16)
-  got = np.asarray(backend_ops.one_hot_row_sums(jnp.full((512,), 2), repeats, 11))
-  np.testing.assert_array_equal(got[2], 520.0)
-  np.testing.assert_array_equal(np.delete(got, 2, axis=0), 0.0)
+def test_embedding_block_table_gradient_sums_in_float32_inside_a_mixed_precision_call():
+  """Through EmbeddingBlock's own variable, read inside a mixed_bfloat16 layer call (where
+  Keras autocasts variables), 257 repeats of gradient 1 give 257 (hand-computed; not a
+  bfloat16 number, so the test fails wherever the gradient is summed into a bfloat16
+  table, even where the CPU compiler adds in float32 and rounds once). A bfloat16 copy of
+  the table also made the GPU scatter ~4,000x slower (bench/embedding_grad.py)."""
+  from electra_tf2.layers.embeddings import EmbeddingBlock, lookup
 
+  class Rows(EmbeddingBlock):  # the block's own variable, read in its own call
+    def call(self, ids):  # pylint: disable=arguments-differ
+      return lookup(self.word_embeddings, ids, self.compute_dtype)
 
-@jax_only
-def test_jax_lookup_gradient_under_jit_is_the_float32_gather_gradient():
-  """Our JAX rule (under jit, on this CPU a float32 scatter-add) gives autodiff's gradient of
-  a float32 gather cast afterwards, and the same rows."""
-  import jax
-  import jax.numpy as jnp
-  from electra_tf2.layers.embeddings import lookup
-  rng = np.random.default_rng(1)
-  table = jnp.asarray(rng.normal(size=(13, 6)).astype(np.float32))
-  ids = jnp.asarray(rng.integers(0, 13, (4, 9)).astype(np.int32))
-  weights = jnp.asarray(rng.normal(size=(4, 9, 6)).astype(np.float32))
+  class Model(keras.layers.Layer):  # as in training: the block called inside a model
+    def __init__(self):
+      super().__init__(dtype="mixed_bfloat16")
+      self.block = Rows(8, 4, max_position_embeddings=16, dtype="mixed_bfloat16")
 
-  def ours(t):
-    return jnp.sum(lookup(t, ids, "bfloat16").astype(jnp.float32) * weights)
+    def build(self, input_shape):
+      self.block.build(input_shape)
 
-  def autodiff(t):
-    return jnp.sum(jnp.take(t, ids, axis=0).astype(jnp.bfloat16).astype(jnp.float32) * weights)
+    def call(self, ids):
+      return self.block(ids)
 
-  np.testing.assert_array_equal(np.asarray(jax.jit(jax.grad(ours))(table)),
-                                np.asarray(jax.jit(jax.grad(autodiff))(table)))
-  np.testing.assert_array_equal(np.asarray(lookup(table, ids, "bfloat16")),
-                                np.asarray(jnp.take(table, ids, axis=0).astype(jnp.bfloat16)))
+  ids = np.full((1, 257), 3, np.int32)
+  layer = Model()
+  layer.build(ids.shape)
+  names = [v.path for v in layer.trainable_variables]
+  values = [numpy(v) for v in layer.trainable_variables]
+  word = next(i for i, name in enumerate(names) if name.endswith("word_embeddings"))
+  fixed = [tensor(numpy(v)) for v in layer.non_trainable_variables]
+
+  def loss(table):
+    trainable = [table if i == word else tensor(v) for i, v in enumerate(values)]
+    rows, _ = layer.stateless_call(trainable, fixed, tensor(ids))
+    assert dtype_name(rows) == "bfloat16"
+    return ops.sum(ops.cast(rows, "float32"))
+
+  (grad,) = gradients(loss, values[word])
+  np.testing.assert_array_equal(grad[3], np.full(4, 257.0, np.float32))

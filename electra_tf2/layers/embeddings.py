@@ -22,12 +22,15 @@ def lookup(table, ids, dtype: str):
   `dtype` (the compute dtype).
 
   port: gathered from the float32 table and cast afterwards, so that under mixed precision
-  the table's gradient is summed in float32 (`backend_ops.take_rows_as`). Casting the
-  table first (the values are the same) would scatter-add the gradient in bfloat16, where
-  a frequent token's repeats stop adding up (past 256 repeats of 1.0 a bfloat16 sum no
-  longer grows). The official code has float32 only (model/modeling.py:410-464).
+  the table's gradient is summed in float32. Casting the table first (the values are the
+  same) would scatter-add the gradient in bfloat16, where a frequent token's repeats stop
+  adding up (past 256 repeats of 1.0 a bfloat16 sum no longer grows), and where a GPU has
+  no native atomic add: on an H200 (JAX 0.11.2) that scatter took 85% of electra_small's
+  step (docs/benchmarks.md#gpu). The official code has float32 only
+  (model/modeling.py:410-464). `table` must be float32 here: a Keras variable read
+  inside a mixed-precision `call` is a bfloat16 copy unless made with `autocast=False`.
   """
-  return backend_ops.take_rows_as(ops.convert_to_tensor(table), ids, dtype)
+  return ops.cast(backend_ops.take_rows(ops.convert_to_tensor(table), ids), dtype)
 
 
 @keras.saving.register_keras_serializable(package="electra_tf2")
@@ -57,8 +60,12 @@ class EmbeddingBlock(keras.layers.Layer):
     # sharing one would make every table a copy of the first rows of another.
     def init():
       return initializers.truncated_normal(self.initializer_range)
+    # autocast=False: read inside `call` under mixed precision, the table stays float32,
+    # so that `lookup` gathers from it and its gradient is summed in float32 (Keras
+    # would otherwise hand `call` a bfloat16 copy). The MLM heads cast it themselves.
     self.word_embeddings = self.add_weight(
-        name="word_embeddings", shape=(self.vocab_size, self.embedding_size), initializer=init())
+        name="word_embeddings", shape=(self.vocab_size, self.embedding_size), initializer=init(),
+        autocast=False)
     self.token_type_embeddings = self.add_weight(
         name="token_type_embeddings", shape=(self.type_vocab_size, self.embedding_size),
         initializer=init())

@@ -9,7 +9,9 @@ electra_tf2/text/litert_tokenizer.py), no Select TF ops. Signatures:
                    outputs the SavedModel's, under the same names; or, for a
                    QuestionAnswerer, TOKEN_IDS int32 [windows, max_seq_length] and
                    the QA head's outputs (electra_tf2/litert/qa.py builds the windows
-                   and the answers around the file).
+                   and the answers around the file); or, for MediaPipe Tasks'
+                   TextClassifier, MEDIAPIPE_IDS int32 [1, max_seq_length] and
+                   `probabilities` (electra_tf2/litert/mediapipe.py adds its metadata).
 
 The file's metadata entry "electra_tf2" holds JSON settings (`do_lower_case`,
 `max_seq_length`, `quantize`, and `tokenizer`: "sentencepiece" for a SentencePiece
@@ -46,6 +48,9 @@ MAX_FLATBUFFER_BYTES = 2 ** 31  # a flatbuffer's offsets are 32-bit
 CALIBRATION_STEPS = 100
 # The inputs of a .tflite on token ids (a QuestionAnswerer's: windows built in Python).
 TOKEN_IDS = ("input_ids", "input_mask", "segment_ids")
+# The inputs of a .tflite for MediaPipe Tasks' TextClassifier, int32 [1, max_seq_length]
+# (the same three, as BERT's TF Hub models name them; electra_tf2/litert/mediapipe.py).
+MEDIAPIPE_IDS = ("input_word_ids", "input_mask", "input_type_ids")
 # The ops `quantize="int8"` runs in int8; every other op stays float32.
 INT8_OPS = ("FULLY_CONNECTED", "BATCH_MATMUL", "GELU", "MEAN", "GATHER", "RESHAPE",
             "TRANSPOSE")
@@ -85,14 +90,25 @@ def write_tflite(path: str, serve: Callable[..., Dict[str, tf.Tensor]],
   `variables`: the TensorFlow variables `serve` reads (under Keras ones: `v.value`);
   `settings`: JSON values for the metadata (do_lower_case, max_seq_length).
   """
-  check_quantize(quantize, calibration_texts)
-  check_size(variables, quantize)
-  if tuple(input_names) == TOKEN_IDS and quantize == "int8":
+  return write_file(path, tflite_model(serve, input_names, variables, settings, quantize,
+                                       calibration_texts))
+
+
+def tflite_model(serve: Callable[..., Dict[str, tf.Tensor]], input_names: Sequence[str],
+                 variables: Sequence, settings: Dict[str, object], quantize: str = "none",
+                 calibration_texts: Optional[Sequence[str]] = None) -> bytes:
+  """The `.tflite` of `write_tflite`, as bytes; for MEDIAPIPE_IDS, on int32
+  `[1, max_seq_length]` token ids (electra_tf2/litert/mediapipe.py)."""
+  token_ids = tuple(input_names) in (TOKEN_IDS, MEDIAPIPE_IDS)
+  if token_ids and quantize == "int8":
     raise LiteRTError("quantize int8 calibrates on texts, which a .tflite on token ids does "
                       "not take: use dynamic-int8 or float16")
+  check_quantize(quantize, calibration_texts)
+  check_size(variables, quantize)
   lite = converter(serve, input_names, variables, quantize, calibration_texts,
                    bool(settings.get("do_lower_case", True)),
-                   settings.get("tokenizer") == "sentencepiece")
+                   settings.get("tokenizer") == "sentencepiece",
+                   settings.get("max_seq_length"))
   try:
     model = lite.convert()
     if quantize == "int8":
@@ -101,22 +117,33 @@ def write_tflite(path: str, serve: Callable[..., Dict[str, tf.Tensor]],
     raise LiteRTError(_conversion_error(e)) from None
   model = with_metadata(model, dict(settings, quantize=quantize))
   sample = (np.ones([1, int(settings["max_seq_length"])], np.int32)  # a full window
-            if tuple(input_names) == TOKEN_IDS else np.array([b"a"], dtype=object))
+            if token_ids else np.array([b"a"], dtype=object))
   check_kernels(model, [sample] * len(input_names))
+  return model
+
+
+def write_file(path: str, model: bytes) -> str:
+  """Writes `model` to `path` atomically; returns `path`."""
   with atomic_path(path) as tmp:
     with open(tmp, "wb") as f:
       f.write(model)
   return path
 
 
-def _serving_default(serve: Callable[..., Dict[str, tf.Tensor]], input_names: Sequence[str]):
+def _serving_default(serve: Callable[..., Dict[str, tf.Tensor]], input_names: Sequence[str],
+                     max_seq_length: Optional[int]):
   """`serve` as a concrete function named serving_default (the converter names signatures
-  after functions) on tf.string `[batch]` inputs named `input_names`, or on int32
-  `[batch, seq_len]` TOKEN_IDS."""
+  after functions) on tf.string `[batch]` inputs named `input_names`, on int32
+  `[batch, seq_len]` TOKEN_IDS, or on int32 `[1, max_seq_length]` MEDIAPIPE_IDS."""
   if tuple(input_names) == TOKEN_IDS:
     def serving_default(input_ids, input_mask, segment_ids):  # pylint: disable=function-redefined
       return serve(input_ids, input_mask, segment_ids)
     specs = [tf.TensorSpec([None, None], tf.int32, name) for name in TOKEN_IDS]
+    return tf.function(serving_default, input_signature=specs).get_concrete_function()
+  if tuple(input_names) == MEDIAPIPE_IDS:
+    def serving_default(input_word_ids, input_mask, input_type_ids):  # pylint: disable=function-redefined
+      return serve(input_word_ids, input_mask, input_type_ids)
+    specs = [tf.TensorSpec([1, max_seq_length], tf.int32, name) for name in MEDIAPIPE_IDS]
     return tf.function(serving_default, input_signature=specs).get_concrete_function()
   specs = [tf.TensorSpec([None], tf.string, name) for name in input_names]
   if len(input_names) == 1:
@@ -131,15 +158,16 @@ def _serving_default(serve: Callable[..., Dict[str, tf.Tensor]], input_names: Se
 def converter(serve: Callable[..., Dict[str, tf.Tensor]], input_names: Sequence[str],
               variables: Sequence, quantize: str = "none",
               calibration_texts: Optional[Sequence[str]] = None, do_lower_case: bool = True,
-              sentencepiece: bool = False):
+              sentencepiece: bool = False, max_seq_length: Optional[int] = None):
   """The TFLiteConverter of `serve`, set for `quantize`; for "int8" its `convert()` gives
   the calibrated float model, which `quantize_int8` quantizes (`do_lower_case`,
-  `sentencepiece`: how `prepare_texts` readies the calibration texts)."""
+  `sentencepiece`: how `prepare_texts` readies the calibration texts; `max_seq_length`:
+  the MEDIAPIPE_IDS' length)."""
   import tensorflow_text as tft  # pylint: disable=g-import-not-at-top
   root = tf.Module()
   root.weights = list(variables)
   lite = tf.lite.TFLiteConverter.from_concrete_functions(
-      [_serving_default(serve, input_names)], root)
+      [_serving_default(serve, input_names, max_seq_length)], root)
   lite.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
   lite.allow_custom_ops = True  # the tensorflow-text ops, with kernels in the registrar
   if quantize == "none":
@@ -203,16 +231,22 @@ def _conversion_error(error: Exception) -> str:
 
 def with_metadata(model: bytes, settings: Dict[str, object]) -> bytes:
   """`model` with the metadata entry METADATA_NAME: `settings` as JSON."""
+  return add_metadata(model, {METADATA_NAME: json.dumps(settings).encode("utf-8")})
+
+
+def add_metadata(model: bytes, entries: Dict[str, bytes]) -> bytes:
+  """`model` with a metadata entry (a buffer) per name of `entries`."""
   from tensorflow.lite.python import schema_py_generated as schema
   from tensorflow.lite.tools import flatbuffer_utils  # pylint: disable=g-import-not-at-top
   model_object = flatbuffer_utils.convert_bytearray_to_object(model)
-  buffer = schema.BufferT()
-  buffer.data = np.frombuffer(json.dumps(settings).encode("utf-8"), np.uint8)
-  model_object.buffers.append(buffer)
-  entry = schema.MetadataT()
-  entry.name, entry.buffer = METADATA_NAME.encode("utf-8"), len(model_object.buffers) - 1
-  model_object.metadata = (model_object.metadata or []) + [entry]
-  return flatbuffer_utils.convert_object_to_bytearray(model_object)
+  for name, data in entries.items():
+    buffer = schema.BufferT()
+    buffer.data = np.frombuffer(data, np.uint8)
+    model_object.buffers.append(buffer)
+    entry = schema.MetadataT()
+    entry.name, entry.buffer = name.encode("utf-8"), len(model_object.buffers) - 1
+    model_object.metadata = (model_object.metadata or []) + [entry]
+  return bytes(flatbuffer_utils.convert_object_to_bytearray(model_object))
 
 
 def check_kernels(model: bytes, inputs: Sequence[np.ndarray]) -> None:

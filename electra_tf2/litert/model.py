@@ -102,6 +102,10 @@ class LiteRTModel:
     self._shapes: Dict[str, tuple] = {}
     with open(path, "rb") as f:
       self.settings = read_metadata(f.read())
+    if self.settings.get("target") == "mediapipe":
+      raise LiteRTModelError(f"{path} is for MediaPipe Tasks' TextClassifier (token ids in): "
+                             "run it there (docs/deploy.md), or export with target litert "
+                             "for LiteRTModel")
     self._answerer = None
     from electra_tf2.litert import qa  # pylint: disable=g-import-not-at-top
     if qa.QA_KEY in self.settings:  # windows and answers around the file

@@ -255,7 +255,8 @@ class QuestionAnswerer(TextModel):
     return self((question, context), training=False)
 
   def export_litert(self, path: str, quantize: str = "none",
-                    calibration_texts: Optional[List[str]] = None) -> str:
+                    calibration_texts: Optional[List[str]] = None,
+                    target: str = "litert") -> str:
     """Writes a `.tflite` (LiteRT) file of the encoder and head on windows of token ids;
     returns `path`. `LiteRTModel(path).predict((questions, contexts))` builds the windows
     and finds the answers around it with the SavedModel's TensorFlow code, so its outputs
@@ -263,9 +264,13 @@ class QuestionAnswerer(TextModel):
     text need ops LiteRT has no kernels for.
 
     quantize: "none", "float16" or "dynamic-int8" ("int8" calibrates on texts, which a
-    file on token ids does not take).
+    file on token ids does not take). target: "litert" only (MediaPipe's TextClassifier
+    is for text classifiers; it is refused in one line).
     """
     from electra_tf2.litert import convert, qa  # pylint: disable=g-import-not-at-top
+    if target != "litert":
+      from electra_tf2.litert import mediapipe  # pylint: disable=g-import-not-at-top
+      mediapipe.export_keras(self, path, quantize, calibration_texts, target)
 
     def serve(input_ids, input_mask, segment_ids):
       features = {"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids}

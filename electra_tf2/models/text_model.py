@@ -416,7 +416,8 @@ class TextModel(keras.Model):
     return outputs
 
   def export_litert(self, path: str, quantize: str = "none",
-                    calibration_texts: Optional[List[str]] = None) -> str:
+                    calibration_texts: Optional[List[str]] = None,
+                    target: str = "litert") -> str:
     """Writes a `.tflite` (LiteRT) file that takes raw strings; returns `path`.
 
     Its `serving_default` signature has the inputs and outputs of
@@ -427,10 +428,15 @@ class TextModel(keras.Model):
     Args:
       quantize: "none" (float32), "float16", "dynamic-int8" or "int8" (int8
         activations too, calibrated on `calibration_texts`; pairs tab-separated).
+      target: "litert" (the above), or "mediapipe" for a TextClassifier: a file for
+        MediaPipe Tasks' TextClassifier, on token ids, its tokenizer in the metadata
+        (electra_tf2/litert/mediapipe.py; docs/deploy.md).
     TensorFlow backend only.
     """
     require_tensorflow("export_litert", _EXPORT_ELSEWHERE)
-    from electra_tf2.litert import convert  # pylint: disable=g-import-not-at-top
+    from electra_tf2.litert import convert, mediapipe  # pylint: disable=g-import-not-at-top
+    if target != "litert":
+      return mediapipe.export_keras(self, path, quantize, calibration_texts, target)
     from electra_tf2.text.litert_tokenizer import litert_featurizer
     sentencepiece = self.text_inputs.sentencepiece_model
     featurizer = litert_featurizer(self.text_inputs.vocab, self.text_inputs.do_lower_case,
