@@ -27,7 +27,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import zipfile
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, NoReturn, Optional, Sequence
 
 import flatbuffers
 import tensorflow as tf
@@ -210,18 +210,25 @@ def write_mediapipe(path: str, probabilities: Callable[..., tf.Tensor], variable
   return convert.write_file(path, populate(model, vocab, labels, name))
 
 
-def export_keras(model, path: str, quantize: str = "none",
-                 calibration_texts: Optional[Sequence[str]] = None,
-                 target: str = "mediapipe") -> str:
-  """`TextModel.export_litert(path, quantize, target=...)` for a target other than
-  "litert": a Keras `TextClassifier`'s file for MediaPipe (its `serve`'s probabilities)."""
-  from electra_tf2.models.text_classifier import TextClassifier
+def check_target(target: str) -> None:
+  """Refuses an unknown `export_litert` target in one line."""
   if target not in TARGETS:
     raise convert.LiteRTError(f"target must be one of {', '.join(TARGETS)}, got {target!r}")
+
+
+def refuse_non_classifier(target: str, what: str) -> NoReturn:
+  """`export_litert(target=...)`, other than "litert", of a model (`what`, its class name)
+  that is no text classifier: refused in one line."""
+  check_target(target)
+  raise MediaPipeError(f"target mediapipe writes a file for MediaPipe's TextClassifier; a "
+                       f"{what} is no text classifier: {_INSTEAD}")
+
+
+def export_classifier(model, path: str, quantize: str = "none",
+                      calibration_texts: Optional[Sequence[str]] = None) -> str:
+  """`TextClassifier.export_litert(path, quantize, target="mediapipe")`: the Keras text
+  classifier `model`'s file for MediaPipe (its `serve`'s probabilities)."""
   what = type(model).__name__
-  if not isinstance(model, TextClassifier):
-    raise MediaPipeError(f"target mediapipe writes a file for MediaPipe's TextClassifier; a "
-                         f"{what} is no text classifier: {_INSTEAD}")
   inputs = model.text_inputs
   check_model(inputs.vocab, model.label_list, inputs.do_lower_case,
               bool(inputs.sentencepiece_model), model.text_pairs, f"this {what}")

@@ -270,7 +270,7 @@ class QuestionAnswerer(TextModel):
     from electra_tf2.litert import convert, qa  # pylint: disable=g-import-not-at-top
     if target != "litert":
       from electra_tf2.litert import mediapipe  # pylint: disable=g-import-not-at-top
-      mediapipe.export_keras(self, path, quantize, calibration_texts, target)
+      mediapipe.refuse_non_classifier(target, type(self).__name__)
 
     def serve(input_ids, input_mask, segment_ids):
       features = {"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids}

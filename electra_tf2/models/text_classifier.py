@@ -153,6 +153,13 @@ class TextClassifier(TextModel):
             "with num_classes set to the number of classes")
     return labels
 
+  def _export_for_target(self, target: str, path: str, quantize: str,
+                         calibration_texts: Optional[List[str]]) -> str:
+    """`export_litert(target="mediapipe")`: a file for MediaPipe's TextClassifier."""
+    from electra_tf2.litert import mediapipe  # pylint: disable=g-import-not-at-top
+    mediapipe.check_target(target)
+    return mediapipe.export_classifier(self, path, quantize, calibration_texts)
+
   def serving_inputs(self) -> Tuple[str, ...]:
     return ("text", "text_b") if self.text_pairs else ("text",)
 
