@@ -25,7 +25,7 @@ SentencePiece (#42, finetune/qa_decoding.py): the answer is the context between 
 first piece's start and its last piece's end (`qa_windows.piece_text`). A span of one
 lone U+2581 piece is the empty text, which SQuAD 2.0's prediction passes over (the best
 non-null text of the n-best list, qa_decoding.py `best_prediction`): with squad_v2 and
-n_best_size >= 2 such spans are no candidates.
+n_best_size >= 2 the answer is the best span whose text is not empty, if there is one.
 """
 
 from __future__ import annotations
@@ -145,10 +145,14 @@ def answers(windows: qa_windows.Windows, outputs: Outputs, n_questions: tf.Tenso
   """
   sentencepiece = windows.char_starts is not None
   nonempty = sentencepiece and decoding.squad_v2 and decoding.n_best_size >= 2
-  best = best_spans(outputs, windows.token_word, windows.max_context, windows.example,
-                    n_questions, decoding.joint_prediction, decoding.n_best_size,
-                    decoding.max_answer_length,
-                    qa_windows.token_chars(windows) if nonempty else None)
+  search = lambda token_chars=None: best_spans(
+      outputs, windows.token_word, windows.max_context, windows.example, n_questions,
+      decoding.joint_prediction, decoding.n_best_size, decoding.max_answer_length,
+      token_chars)
+  best = search()
+  if nonempty:  # the n-best list's best non-empty text (its second entry at worst)
+    text_best = search(qa_windows.token_chars(windows))
+    best = {k: tf.where(text_best["found"], v, best[k]) for k, v in text_best.items()}
   found = tf.where(best["found"])[:, 0]
   span = [tf.gather(best[k], found) for k in ("row", "start", "end")]
   if sentencepiece:
