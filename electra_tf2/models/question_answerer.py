@@ -281,7 +281,8 @@ class QuestionAnswerer(TextModel):
     inputs = self.text_inputs
     settings = {"do_lower_case": inputs.do_lower_case, "max_seq_length": self.max_seq_length,
                 qa.QA_KEY: qa.qa_settings(self.decoding(), self.max_query_length,
-                                          self.doc_stride, inputs.vocab)}
+                                          self.doc_stride, inputs.vocab,
+                                          inputs.sentencepiece_model)}
     return convert.write_tflite(path, serve, list(convert.TOKEN_IDS),
                                 [v.value for v in self.variables], settings, quantize,
                                 calibration_texts)
