@@ -518,8 +518,8 @@ def test_question_answerer_with_sentencepiece_fits_predicts_and_exports(spm_mode
                                                                         tmp_path):
   """QuestionAnswerer on a SentencePiece model directory (it refused one before): fit on
   character spans, answers that are the context's characters between the pieces' offsets,
-  and the same answers from .keras, the SavedModel and the .tflite (its windows and
-  answers around the file). Equality with the runner: tests/test_qa_windows.py."""
+  and the same answers from the SavedModel and the .tflite (its windows and answers
+  around the file). Equality with the runner: tests/test_qa_windows.py."""
   import keras
   import numpy as np
   import tensorflow as tf
@@ -535,7 +535,7 @@ def test_question_answerer_with_sentencepiece_fits_predicts_and_exports(spm_mode
   model.compile(optimizer=keras.optimizers.Adam(1e-3))
   history = model.fit((questions, contexts), (starts, [s + len(a) for s, a in
                                                       zip(starts, answers)]),
-                      batch_size=3, epochs=2, verbose=0)
+                      batch_size=3, epochs=1, verbose=0)
   assert np.isfinite(history.history["loss"]).all()
   out = model.predict((questions, contexts), verbose=0)
   for c, text, start, end in zip(contexts, out["span_text"], out["answer_start"],
@@ -543,10 +543,6 @@ def test_question_answerer_with_sentencepiece_fits_predicts_and_exports(spm_mode
     assert c[start:end] == text  # exactly the context's characters, whitespace kept
   assert [t for t in out["answer_text"] if t] == [
       t for t, no in zip(out["span_text"], out["is_impossible"]) if not no]
-  model.save(str(tmp_path / "qa.keras"))
-  again = keras.saving.load_model(str(tmp_path / "qa.keras"))
-  assert again.predict((questions, contexts), verbose=0)["span_text"].tolist() == (
-      out["span_text"].tolist())
   model.export_saved_model(str(tmp_path / "saved"))
   served = tf.saved_model.load(str(tmp_path / "saved")).signatures["serving_default"](
       question=tf.constant(questions), context=tf.constant(contexts))
