@@ -178,9 +178,10 @@ def test_empty_contexts_and_invalid_utf8_have_no_windows_or_fit():
 # -- SentencePiece (#42): the runner's SentencePiece path (finetune/qa.py char spans) ------
 
 # Full-width letters the model's nmt_nfkc rule rewrites, words the 60-piece model splits
-# into single letters ("über": ▁ ü b e r) or [UNK], a lone U+2581 before "ü"; a long
-# context (several windows).
-SP_CONTEXT = "Привет  ＡＢＣ мир学校, über schön.\nStraße 老师"
+# into single letters ("über": ▁ ü b e r) or [UNK], a lone U+2581 before "ü", words with
+# whitespace that is no word separator inside (a U+2581 piece then starts after it) and a
+# format character the model drops; a long context (several windows).
+SP_CONTEXT = "Привет  ＡＢＣ мир学校, über schön.\nStraße 老师 a\u00a0b ＡＢＣ\u3000мир \u200b学"
 SP_LONG = " ".join(["город книга Привет über"] * 5) + " schön мир."
 SP_ANSWERS = {SP_CONTEXT: ["über", "be", "学", "ＡＢＣ мир学校", "Straße 老师", None],
               SP_LONG: ["schön", "книга Привет", "ü", None]}

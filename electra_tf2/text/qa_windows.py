@@ -107,9 +107,9 @@ def split_context(context: tf.Tensor) -> Words:
   return Words(words, chars(begin), chars(end))
 
 
-def qa_windows(tokenizer: TokenizerModule | SentencePieceModule, question: tf.Tensor, context: tf.Tensor,
-               max_seq_length: int, max_query_length: int, doc_stride: int, cls_id: int,
-               sep_id: int) -> Windows:
+def qa_windows(tokenizer: TokenizerModule | SentencePieceModule, question: tf.Tensor,
+               context: tf.Tensor, max_seq_length: int, max_query_length: int,
+               doc_stride: int, cls_id: int, sep_id: int) -> Windows:
   """The official windows of valid UTF-8 questions and contexts `[batch]` (see `Windows`)."""
   words = split_context(context)
   word_pieces = tokenizer.tokenize_to_ids(words.text.flat_values)  # [all words, (pieces)]
