@@ -162,6 +162,7 @@ def stage_weights(args, kind: str) -> Dict[str, Any]:
 
 
 def stage_discriminator(args, kind: str) -> Dict[str, Any]:
+  import keras
   import tensorflow as tf
   from sklearn.metrics import roc_auc_score
   from electra_tf2 import model_directory
@@ -181,10 +182,11 @@ def stage_discriminator(args, kind: str) -> Dict[str, Any]:
   uniform = np.where(real & (rng.random(ids.shape) < 0.15),
                      rng.integers(5, config.vocab_size, ids.shape), ids).astype(np.int32)
   result = {}
+  keras.utils.set_random_seed(args.seed)  # the untrained model's weights
   for name, model in (("pretrained", model_directory.restore_pretrainer(
       study.model_dir(args, kind))), ("untrained", ElectraPretrainer.from_pretraining_config(
           config))):
-    probs, labels, hits, uniform_probs = [], [], [], []
+    probs, labels, hits, targets, uniform_probs = [], [], [], [], []
     for start in range(0, len(texts), 250):
       rows = slice(start, start + 250)
       out = model({"input_ids": tf.constant(ids[rows]), "input_mask": tf.constant(mask[rows]),
@@ -195,6 +197,7 @@ def stage_discriminator(args, kind: str) -> Dict[str, Any]:
       labels.append(out["disc_labels"].numpy()[keep])
       weights = out["masked_lm_weights"].numpy().astype(bool)
       hits.append((out["mlm_preds"].numpy() == out["masked_lm_ids"].numpy())[weights])
+      targets.append(out["masked_lm_ids"].numpy()[weights])
       hidden = model.discriminator(tf.constant(uniform[rows]), tf.constant(mask[rows]),
                                    tf.zeros_like(tf.constant(ids[rows])), training=False)
       logits = model.discriminator_head(hidden)
@@ -205,11 +208,14 @@ def stage_discriminator(args, kind: str) -> Dict[str, Any]:
         "auc_own_generator": float(roc_auc_score(labels_, np.concatenate(probs))),
         "auc_uniform": float(roc_auc_score((uniform != ids)[real],
                                            np.concatenate(uniform_probs)[real])),
-        "mlm_accuracy": float(np.concatenate(hits).mean())}
+        "mlm_accuracy": float(np.concatenate(hits).mean()),
+        "mlm_most_frequent_target_share": float(np.bincount(np.concatenate(targets)).max() /
+                                                len(np.concatenate(targets)))}
   return result
 
 
 def stage_probe(args, kind: str) -> Dict[str, Any]:
+  import keras
   import tensorflow as tf
   from sklearn.linear_model import LogisticRegressionCV
   from sklearn.pipeline import make_pipeline
@@ -217,6 +223,7 @@ def stage_probe(args, kind: str) -> Dict[str, Any]:
   (train, train_labels), (test, test_labels) = task(args)
   result = {}
   for init in ("pretrained", "random"):
+    keras.utils.set_random_seed(args.seed)  # the random init's weights
     model = classifier(args, kind, init)
 
     def features(texts):
