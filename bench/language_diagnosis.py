@@ -19,7 +19,8 @@ task/) and checks, per vocabulary kind, cheapest first (docs/languages.md "Why")
   embedding; [CLS] cosine across texts;
 - finetune: the study's fine-tuning with other settings, test accuracy after every epoch:
   init (pretrained, random, pre_emb: only the embeddings pre-trained, pre_layers: only the
-  layers), learning rate, layer-wise decay, epochs, training examples (the first N).
+  layers), learning rate, layer-wise decay, epochs, training examples (the first N), and
+  optionally the head's input (cls, or mean: the mean of the final states).
 Results: one JSON line per measurement, appended to WORK_DIR/diagnosis.jsonl.
 """
 
@@ -66,16 +67,37 @@ def data_tokenizer(args, kind: str):
                         settings["do_lower_case"], settings["strip_accents"])
 
 
-def classifier(args, kind: str, init: str, max_seq_length: int = 64):
+def mean_pooled_classifier():
+  """A TextClassifier whose head reads the mean of the final states (padding masked out)
+  instead of the [CLS] state."""
+  import electra_tf2
+  from keras import ops
+
+  class MeanPooledClassifier(electra_tf2.TextClassifier):
+
+    def call_features(self, features, training: bool = False):
+      hidden = self.encode(features, training)  # [batch, seq_len, hidden]
+      mask = ops.cast(features["input_mask"], hidden.dtype)[..., None]
+      pooled = ops.sum(hidden * mask, 1, keepdims=True) / ops.sum(mask, 1, keepdims=True)
+      return self.head(pooled, features, training=training)["logits"]
+
+  return MeanPooledClassifier
+
+
+def classifier(args, kind: str, init: str, max_seq_length: int = 64, pool: str = "cls"):
   """TextClassifier of the study's pre-trained model: its weights (`pretrained`), as
-  initialised (`random`), or only its embeddings / only its layers pre-trained."""
+  initialised (`random`), or only its embeddings / only its layers pre-trained; its head
+  on [CLS] (`pool` "cls") or on the mean of the final states ("mean")."""
   import electra_tf2
   from electra_tf2.checkpoints import source as sources
   options = {"num_classes": 2, "max_seq_length": max_seq_length}
   path = study.model_dir(args, kind)
+  if pool not in ("cls", "mean"):
+    raise ValueError(f"unknown pool {pool}: cls or mean")
+  model_class = electra_tf2.TextClassifier if pool == "cls" else mean_pooled_classifier()
   if init == "pretrained":
-    return electra_tf2.TextClassifier.from_pretrained(path, **options)
-  model = electra_tf2.TextClassifier.from_source(sources.load_source(path), **options)
+    return model_class.from_pretrained(path, **options)
+  model = model_class.from_source(sources.load_source(path), **options)
   model.build()
   if init in ("pre_emb", "pre_layers"):
     pretrained = electra_tf2.TextClassifier.from_pretrained(path, **options)
@@ -251,14 +273,16 @@ def stage_probe(args, kind: str) -> Dict[str, Any]:
 
 
 def finetune_variant(args, kind: str, variant: str) -> Dict[str, Any]:
-  """`init:lr:layerwise_decay:epochs:examples` -> test accuracy after every epoch."""
+  """`init:lr:layerwise_decay:epochs:examples[:pool]` -> test accuracy after every epoch
+  (pool: cls, the default, or mean)."""
   import keras
-  init, lr, decay, epochs, examples = variant.split(":")
+  init, lr, decay, epochs, examples, *pool = variant.split(":")
   lr, decay, epochs, examples = float(lr), float(decay), int(epochs), int(examples)
   (train, train_labels), (test, test_labels) = task(args)
   train, train_labels = train[:examples], train_labels[:examples]
   keras.utils.set_random_seed(args.seed)
-  model = classifier(args, kind, init)
+  pool = pool[0] if pool else "cls"
+  model = classifier(args, kind, init, pool=pool)
   steps = epochs * -(-len(train) // 32)
   model.compile(optimizer=model.official_optimizer(learning_rate=lr, num_train_steps=steps,
                                                    layerwise_lr_decay=decay,
@@ -268,8 +292,8 @@ def finetune_variant(args, kind: str, variant: str) -> Dict[str, Any]:
   start = time.time()
   history = model.fit(train, train_labels, batch_size=32, epochs=epochs, verbose=0,
                       validation_data=(test, test_labels)).history
-  return {"init": init, "learning_rate": lr, "layerwise_lr_decay": decay, "epochs": epochs,
-          "train_examples": len(train), "seed": args.seed,
+  return {"init": init, "pool": pool, "learning_rate": lr, "layerwise_lr_decay": decay,
+          "epochs": epochs, "train_examples": len(train), "seed": args.seed,
           "test_accuracy": [round(a, 4) for a in history["val_accuracy"]],
           "train_loss": [round(a, 4) for a in history["loss"]],
           "seconds": round(time.time() - start, 1)}
@@ -285,7 +309,8 @@ def parse_args(argv=None) -> argparse.Namespace:
   parser.add_argument("--pretrain-steps", type=int, default=4000,
                       help="the checkpoint read by the weights stage (ckpt-N)")
   parser.add_argument("--variants", default=DEFAULT_VARIANTS,
-                      help="finetune: comma-separated init:lr:layerwise_decay:epochs:examples")
+                      help="finetune: comma-separated "
+                           "init:lr:layerwise_decay:epochs:examples[:cls|mean]")
   parser.add_argument("--seed", type=int, default=0)
   args = parser.parse_args(argv)
   for stage in args.stages.split(","):
