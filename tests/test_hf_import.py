@@ -16,7 +16,8 @@ import pytest
 
 from hf_models import load_hf, save_hf_model  # noqa: E402  (sets USE_TF=0 first)
 from fixtures import noisy_pretrainer, write_vocab  # noqa: E402
-from electra_tf2 import convert, hf_export, hf_import, model_directory, variable_names  # noqa: E402
+from electra_tf2 import model_directory, variable_names  # noqa: E402
+from electra_tf2.conversion import convert, hf_export, hf_import  # noqa: E402
 from electra_tf2.checkpoints import huggingface  # noqa: E402
 
 

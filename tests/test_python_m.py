@@ -1,6 +1,6 @@
 """`python -m` on every module of the package: a command runs, anything else refuses.
 
-Before the `electra` command, `python -m electra_tf2.convert ...` (and export, hf_export,
+Before the `electra` command, `python -m electra_tf2.conversion.convert ...` (and export, hf_export,
 flops, param_counts, the data builders) were how these stages ran; they stay aliases of
 their subcommands. Every other module exits 2 with one line naming the command to use,
 instead of exiting 0 having done nothing.
@@ -51,7 +51,7 @@ def test_every_other_module_refuses_in_one_line():
     assert len(lines) == 1 and lines[0].startswith(f"error: python -m {module}: "), \
         (module, result.stderr)
     assert "use electra" in lines[0]
-  assert "use electra convert from-hf" in results["electra_tf2.hf_import"].stderr
+  assert "use electra convert from-hf" in results["electra_tf2.conversion.hf_import"].stderr
 
 
 @pytest.mark.parametrize("module", sorted(commands.MODULE_COMMANDS))
@@ -72,7 +72,7 @@ def test_a_full_command_line_does_the_work_or_fails_in_one_line(tmp_path, capsys
   assert commands.main(["flops", "electra_small", "electra_base"]) == 0
   assert result.stdout == capsys.readouterr().out
   missing = tmp_path / "no_model"
-  result = python_m("electra_tf2.convert", "to-official", "--model-dir", str(missing),
+  result = python_m("electra_tf2.conversion.convert", "to-official", "--model-dir", str(missing),
                     "--output-dir", str(tmp_path / "out"))
   assert result.returncode == 2
   assert result.stderr.strip().splitlines() == [

@@ -12,7 +12,7 @@ import os
 import pytest
 import tensorflow as tf
 
-from electra_tf2.finetune import qa_decoding
+from electra_tf2.tasks import qa_decoding
 from electra_tf2.text import qa_windows
 from electra_tf2.text.windows import split_context
 from electra_tf2.text.tokenizer import TokenizerModule

@@ -35,7 +35,7 @@ from electra_tf2.checkpoints.official import (  # noqa: F401  (their import path
     official_tensors, read_global_step, resolve_checkpoint_path, write_official_checkpoint)
 from electra_tf2.checkpoints.report import (  # noqa: F401
     DEFAULT_IGNORE, REPORT_FILE, ConversionReport, is_ignored, match_shapes, notice, write_report)
-from electra_tf2.config import PretrainingConfig, resolve_pretraining_config
+from electra_tf2.pretraining.config import PretrainingConfig, resolve_pretraining_config
 from electra_tf2.errors import command
 from electra_tf2.hparams import ConfigError
 from electra_tf2.model_directory import write_model_dir
@@ -340,7 +340,9 @@ def _parser() -> argparse.ArgumentParser:
 def write_portable_checkpoint(model_dir: str, checkpoint_path: Optional[str] = None) -> str:
   """A TensorFlow `ckpt-N` of a pre-training run as `portable-N.npz` in `model_dir`
   (electra_tf2/checkpoints/portable.py): weights, Adam slots and step. Returns its path."""
-  from electra_tf2 import optimization, pretraining_state  # pylint: disable=g-import-not-at-top
+  from electra_tf2 import optimization  # pylint: disable=g-import-not-at-top
+  from electra_tf2.pretraining import (  # pylint: disable=g-import-not-at-top
+      state as pretraining_state)
   from electra_tf2.models.pretrainer import ElectraPretrainer  # pylint: disable=g-import-not-at-top
   config = model_directory.load_pretraining_config(model_dir)
   prefix = checkpoint_path or checkpoint_files.latest_checkpoint(model_dir)
@@ -374,7 +376,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     print(f"wrote {output_dir} ({PRETRAIN_CONFIG_FILE}, "
           f"{os.path.basename(tf.train.latest_checkpoint(output_dir))}, {REPORT_FILE})")
   elif args.command == "to-tf2-finetuned":
-    from electra_tf2.finetune import config as finetune_config, task_builder
+    from electra_tf2.tasks import config as finetune_config, task_builder
     config = finetune_config.resolve_finetuning_config(args.model_name, args.data_dir,
                                                        args.hparams, args.task)
     head_specs = [task.head_spec() for task in task_builder.get_tasks(config)]
@@ -386,7 +388,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     print(report.summary())
     print(f"wrote {output_dir}")
   elif args.command == "from-hf":
-    from electra_tf2 import hf_import  # pylint: disable=g-import-not-at-top
+    from electra_tf2.conversion import hf_import  # pylint: disable=g-import-not-at-top
     with hold(args.output_dir):
       report = hf_import.convert_directory(args.hf_dir, args.output_dir, args.strict)
     print(report.summary())

@@ -23,7 +23,7 @@ from electra_tf2.checkpoints.huggingface import (  # noqa: F401  (their import p
     CONFIG_FILE, HuggingFaceDirectory, HuggingFaceImportError, read_directory,
     read_safetensors)
 from electra_tf2.checkpoints.report import ConversionReport, notice, write_report  # noqa: F401
-from electra_tf2.config import resolve_pretraining_config
+from electra_tf2.pretraining.config import resolve_pretraining_config
 from electra_tf2.models.pretrainer import ElectraPretrainer
 
 def pretraining_config(directory: HuggingFaceDirectory):

@@ -6,7 +6,7 @@ checkpoint, pre-trained or fine-tuned) and reads all its tensors under their
 official names in our layout (`[in, out]` kernels) into a `Source`, which the
 task models assign by name with checkpoints/report.py's strict report. Our own
 directories are read by restoring their models (model_directory.py,
-models/finetuning.py), so this module sits above the models. Those and the official
+models/finetuning.py), so this module sits in models/, beside them. Those and the official
 checkpoints are read with TensorFlow, imported then: a Hugging Face directory reads
 without it, on every Keras backend.
 """

@@ -37,8 +37,7 @@ from electra_tf2.atomic_io import atomic_directory
 from electra_tf2.encoder_config import BertConfig
 from electra_tf2.errors import ElectraError
 from electra_tf2.layers.text_inputs import TextInputs
-from electra_tf2.checkpoints import source as sources
-from electra_tf2.models import keras_data
+from electra_tf2.models import keras_data, sources
 from electra_tf2.networks.encoder import Encoder
 
 VariableMap = Dict[str, keras.Variable]

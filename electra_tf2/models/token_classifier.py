@@ -23,7 +23,7 @@ import keras
 import numpy as np
 
 from electra_tf2.layers.task_heads import TaggingHead
-from electra_tf2.checkpoints import source as sources
+from electra_tf2.models import sources
 from electra_tf2.models import keras_data, text_model
 from electra_tf2.models.text_model import TextModel, VariableMap
 

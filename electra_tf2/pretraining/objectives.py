@@ -18,7 +18,8 @@ from typing import Dict, Mapping, Optional
 import numpy as np
 from keras import ops
 
-from electra_tf2 import backend_ops, pretrain_helpers
+from electra_tf2 import backend_ops
+from electra_tf2.pretraining import helpers as pretrain_helpers
 from electra_tf2.inputs import features_to_inputs, get_updated_inputs, Inputs
 
 FakedData = collections.namedtuple("FakedData", ["inputs", "is_fake_tokens", "sampled_tokids"])

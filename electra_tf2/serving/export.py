@@ -40,7 +40,7 @@ from electra_tf2.checkpoints import describe as describe_lib
 from electra_tf2.scoring import graph as scoring_graph
 from electra_tf2.atomic_io import atomic_directory
 from electra_tf2.errors import ElectraError, command
-from electra_tf2.finetune import task_builder
+from electra_tf2.tasks import task_builder
 from electra_tf2.litert.convert import MEDIAPIPE_IDS, QUANTIZE, check_quantize
 from electra_tf2.litert.mediapipe import TARGETS
 from electra_tf2.run_lock import hold
@@ -325,7 +325,7 @@ def _question_answerer(finetuned, model, vocab_file: str, do_lower_case: bool,
                        max_seq_length: Optional[int], doc_stride: Optional[int] = None):
   """The `QuestionAnswerer` of a loaded fine-tuned QA model (SQuAD, MRQA); doc_stride:
   the tokens between its windows over a long context (default the config's)."""
-  from electra_tf2.checkpoints import source as source_lib  # pylint: disable=g-import-not-at-top
+  from electra_tf2.models import sources as source_lib  # pylint: disable=g-import-not-at-top
   from electra_tf2.models import question_answerer  # pylint: disable=g-import-not-at-top
   source = dataclasses.replace(source_lib.finetuned_source(*finetuned, model),
                                vocab_file=vocab_file, do_lower_case=do_lower_case)

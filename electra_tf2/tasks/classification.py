@@ -23,9 +23,9 @@ import abc
 import csv
 from typing import Any, Dict, List, Optional, Sequence
 
-from electra_tf2.finetune import scorers
-from electra_tf2.finetune.config import FinetuningConfig
-from electra_tf2.finetune.task import (CachedTokenizer, Example, FeatureSpec,
+from electra_tf2.tasks import scorers
+from electra_tf2.tasks.config import FinetuningConfig
+from electra_tf2.tasks.task import (CachedTokenizer, Example, FeatureSpec,
                                        FinetuningDataError, Task, log_features)
 from electra_tf2.text.packing import pack_tokens, padded_features, truncate_seq_pair
 

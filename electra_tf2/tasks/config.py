@@ -31,7 +31,7 @@ import difflib
 import os
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
-from electra_tf2.config import ENCODER_HPARAMS, saved_bert_config
+from electra_tf2.pretraining.config import ENCODER_HPARAMS, saved_bert_config
 
 from electra_tf2.encoder_config import BertConfig, check_model_overrides, get_bert_config
 from electra_tf2 import vocab as vocab_lib

@@ -23,8 +23,8 @@ import numpy as np
 import tensorflow as tf
 
 from electra_tf2.atomic_io import atomic_path, write_json_atomic
-from electra_tf2.finetune.config import FinetuningConfig
-from electra_tf2.finetune.task import (FeatureSpec, FinetuningDataError, Task,
+from electra_tf2.tasks.config import FinetuningConfig
+from electra_tf2.tasks.task import (FeatureSpec, FinetuningDataError, Task,
                                        shared_feature_specs)
 
 FORMAT_VERSION = 1

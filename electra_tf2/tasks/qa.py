@@ -39,8 +39,8 @@ import dataclasses
 import json
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from electra_tf2.finetune.config import FinetuningConfig
-from electra_tf2.finetune.task import (CachedTokenizer, Example, FeatureSpec,
+from electra_tf2.tasks.config import FinetuningConfig
+from electra_tf2.tasks.task import (CachedTokenizer, Example, FeatureSpec,
                                        FinetuningDataError, Task, log_features, read_lines)
 from electra_tf2.text.packing import pack_tokens, padded_features
 from electra_tf2.text.sentencepiece import SentencePieceTokenizer
@@ -291,7 +291,7 @@ class QATask(Task):
             "answerable_weight": config.answerable_weight}
 
   def get_scorer(self, split: str = "dev"):
-    from electra_tf2.finetune.qa_decoding import SpanBasedQAScorer  # decoding imports this module
+    from electra_tf2.tasks.qa_decoding import SpanBasedQAScorer  # decoding imports this module
     return SpanBasedQAScorer(self.config, self, split, self.v2)
 
 

@@ -33,9 +33,9 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 
 from electra_tf2.atomic_io import write_json_atomic
-from electra_tf2.finetune import qa_eval
-from electra_tf2.finetune.config import FinetuningConfig
-from electra_tf2.finetune.scorers import Results, Scorer
+from electra_tf2.tasks import qa_eval
+from electra_tf2.tasks.config import FinetuningConfig
+from electra_tf2.tasks.scorers import Results, Scorer
 from electra_tf2.text.tokenizer import is_control
 
 OUTPUT_NAMES = ("start_logits", "end_logits", "answerable_logit", "start_top_log_probs",

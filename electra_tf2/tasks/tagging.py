@@ -31,9 +31,9 @@ import os
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from electra_tf2.atomic_io import write_json_atomic
-from electra_tf2.finetune import scorers
-from electra_tf2.finetune.config import FinetuningConfig
-from electra_tf2.finetune.task import (CachedTokenizer, Example, FeatureSpec,
+from electra_tf2.tasks import scorers
+from electra_tf2.tasks.config import FinetuningConfig
+from electra_tf2.tasks.task import (CachedTokenizer, Example, FeatureSpec,
                                        FinetuningDataError, Task, log_features, read_lines)
 from electra_tf2.text.packing import padded_features
 from electra_tf2.text.tagging import tagging_ids

@@ -18,7 +18,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence
 import numpy as np
 
 from electra_tf2.errors import ElectraError
-from electra_tf2.finetune.config import FinetuningConfig
+from electra_tf2.tasks.config import FinetuningConfig
 
 
 class FinetuningDataError(ElectraError, ValueError):

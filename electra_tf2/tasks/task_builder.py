@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Callable, Dict, List
 
-from electra_tf2.finetune import classification, qa, tagging
-from electra_tf2.finetune.config import ConfigError, FinetuningConfig
-from electra_tf2.finetune.task import CachedTokenizer, Task
+from electra_tf2.tasks import classification, qa, tagging
+from electra_tf2.tasks.config import ConfigError, FinetuningConfig
+from electra_tf2.tasks.task import CachedTokenizer, Task
 
 TASKS: Dict[str, Callable[[FinetuningConfig, CachedTokenizer], Task]] = {
     "cola": classification.CoLA, "mrpc": classification.MRPC, "mnli": classification.MNLI,
