@@ -98,7 +98,7 @@ def run(task: str, shared: str, work_dir: str, max_questions: int, litert: bool 
 
 def _litert_rows(task, model, examples, inputs, served, key, dev_path, work_dir):
   """Per quantization: the `.tflite` answers (LiteRTModel) against the SavedModel's, exact
-  string agreement, and SQuAD 1.1's EM/F1 of both (finetune/qa_eval.py)."""
+  string agreement, and SQuAD 1.1's EM/F1 of both (tasks/qa_eval.py)."""
   from electra_tf2.tasks import qa_eval  # pylint: disable=import-outside-toplevel
   with open(dev_path, encoding="utf-8") as f:
     dataset = json.load(f)["data"]

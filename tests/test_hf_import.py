@@ -1,5 +1,5 @@
 """Reading Hugging Face ELECTRA directories (electra_tf2/checkpoints/huggingface.py) and
-converting them into model directories (electra_tf2/hf_import.py).
+converting them into model directories (electra_tf2/conversion/hf_import.py).
 
 Oracles: our own exporter (hf_export then hf_import gives every array back bit
 for bit) and transformers' `save_pretrained`, whose tensors must land in our

@@ -1,5 +1,5 @@
 """SQuAD windows in the graph (electra_tf2/text/qa_windows.py) against run_finetuning.py's
-Python featurisation and get_final_text (electra_tf2/finetune/qa.py, qa_decoding.py).
+Python featurisation and get_final_text (electra_tf2/tasks/qa.py, qa_decoding.py).
 
 Oracle: the QA task's `featurize` (windows, token_to_orig_map, token_is_max_context,
 training labels) and `qa_decoding`'s candidate text, on real SQuAD questions (small

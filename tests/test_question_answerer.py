@@ -3,7 +3,7 @@
 Oracles: run_finetuning.py's predictions and null-odds files of the same fine-tuned
 checkpoint (a tiny model trained here for a few steps on ../shared SQuAD data, with
 small windows so that contexts need several), its loss on the same batch, the official
-Python decoding (finetune/qa_decoding.py) on transformers' ElectraForQuestionAnswering
+Python decoding (tasks/qa_decoding.py) on transformers' ElectraForQuestionAnswering
 logits, and the model itself before a save.
 """
 

@@ -1,6 +1,6 @@
 """The official answer search in the graph: every window's candidate spans -> one per question.
 
-What electra_tf2/finetune/qa_decoding.py does in Python (official
+What electra_tf2/tasks/qa_decoding.py does in Python (official
 finetune/qa/qa_metrics.py:90-269) for the answer it predicts:
 
 1. candidates are the beam pairs (start i, end j) of the joint head, or the

@@ -1,7 +1,7 @@
 """`QuestionAnswerer`: (question, context) strings -> the answer, as characters of the context.
 
 The official span QA of run_finetuning.py's `squad`, `squadv1` and MRQA tasks
-(finetune/qa/qa_tasks.py, qa_metrics.py; electra_tf2/finetune/qa.py and
+(finetune/qa/qa_tasks.py, qa_metrics.py; electra_tf2/tasks/qa.py and
 qa_decoding.py) as one Keras model whose graph holds all of it: the windows
 over long contexts (electra_tf2/text/qa_windows.py), the encoder, the official
 head (`QAHead`, electra_tf2/layers/task_heads.py), the answer search
@@ -387,7 +387,7 @@ def _split_qa_outputs(source: sources.Source) -> sources.Source:
 def squad_dataset(path: str, v2: Optional[bool] = None) -> tf.data.Dataset:
   """A SQuAD JSON file's training questions as `((question, context), (answer_start,
   answer_end))` (characters; -1 for unanswerable), as run_finetuning.py reads them:
-  the first answer, answers not found in their words skipped (finetune/qa.py).
+  the first answer, answers not found in their words skipped (tasks/qa.py).
   v2: SQuAD 2.0 (None: whether the file has is_impossible fields)."""
   examples = qa_task.read_squad(path, v2)
   if not examples:

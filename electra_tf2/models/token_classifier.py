@@ -1,7 +1,7 @@
 """`TokenClassifier`: raw texts -> one label per whitespace-separated word (as chunking).
 
 The official tagging task (finetune/tagging/tagging_tasks.py, electra_tf2/
-finetune/tagging.py): every word is tokenised alone and tagged at its first
+tasks/tagging.py): every word is tokenised alone and tagged at its first
 WordPiece, through one dense (`task_specific/<task>/dense`). An
 `ElectraForTokenClassification` directory loads with its `classifier`, the
 same function.

@@ -19,7 +19,7 @@ For every question (`decode_example`):
 
 `SpanBasedQAScorer` collects the head's outputs, writes qa_preds_file, the n-best
 lists (which the official code computes but does not write) and qa_na_file for
-SQuAD 2.0, and scores them with electra_tf2/finetune/qa_eval.py.
+SQuAD 2.0, and scores them with electra_tf2/tasks/qa_eval.py.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """SQuAD windows in the graph: (question, context) strings -> the official QA features.
 
-TensorFlow ops for what electra_tf2/finetune/qa.py does in Python (official
+TensorFlow ops for what electra_tf2/tasks/qa.py does in Python (official
 finetune/qa/qa_tasks.py:155-417 and qa_metrics.py:307-401), so that a SavedModel
 answers questions on raw strings:
 
