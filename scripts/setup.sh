@@ -26,9 +26,15 @@ esac
 if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
-pins="$(cat pyproject.toml constraints.txt | sha1sum | cut -c1-12)"
+pins="$(cat pyproject.toml constraints.txt scripts/setup.sh | sha1sum | cut -c1-12)"
 stamp_for() { echo ".venv/.installed-$1-$pins"; }
 if [ ! -f "$(stamp_for "${sets%% *}")" ]; then
   .venv/bin/python -m pip install -q -e ".$extra" -c constraints.txt
+  if [ "${1:-}" = test ]; then
+    # MediaPipe Tasks (extra "mediapipe"), for tests/test_mediapipe.py: without its
+    # dependencies, since its text tasks use the cv2 of opencv-python-headless that
+    # tf-models-official installs; its opencv-contrib-python would be a second cv2 over it.
+    .venv/bin/python -m pip install -q --no-deps mediapipe -c constraints.txt
+  fi
   for set in $sets; do touch "$(stamp_for "$set")"; done
 fi

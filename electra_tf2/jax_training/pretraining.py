@@ -94,6 +94,11 @@ class JaxPretrainingRun:
         self.optimizer.build(self.model.trainable_variables)
     finally:
       keras.mixed_precision.set_global_policy(previous)
+    # Where each carried value lives (replicated over the devices under DataParallel). The
+    # step's new state is pinned to the same places: left to the compiler, its output
+    # shardings differ from the variables', and the second step compiles the program again.
+    self.state_shardings = (jax.tree_util.tree_map(lambda x: x.sharding, self.state())
+                            if self.distribution else None)
     self.step_function = jax.jit(self._train_step, donate_argnums=(0,))
 
   def learning_rate(self, step: int) -> float:
@@ -149,7 +154,10 @@ class JaxPretrainingRun:
       stats_sum = {k: stats_sum.get(k, 0.0) + v for k, v in stats.items()}
     trainable, optimizer_values = self.optimizer.stateless_apply(
         optimizer_values, grads_sum, trainable)
-    return (trainable, non_trainable, optimizer_values), losses_sum, stats_sum
+    state = (trainable, non_trainable, optimizer_values)
+    if self.state_shardings is not None:
+      state = jax.lax.with_sharding_constraint(state, self.state_shardings)
+    return state, losses_sum, stats_sum
 
   def put(self, batch: Dict[str, np.ndarray]):
     """The batch on the devices (sharded over them with DataParallel)."""
