@@ -10,6 +10,7 @@ of moved modules must still give the same objects.
 import ast
 import importlib
 import pathlib
+import re
 
 import electra_tf2
 
@@ -101,19 +102,45 @@ LAYERS = [
               "pretraining"]),  # the package itself; its modules by their own entries
     ("text", ["text"]),
     ("checkpoints", ["checkpoints"]),
-    ("data and tasks", ["data_prep", "data_io", "pretraining.input_pipeline", "tasks"]),
+    ("data, tasks", ["data_prep", "data_io", "pretraining.input_pipeline", "tasks"]),
     ("models", ["layers", "networks", "models.pretrainer", "models.finetuning",
                 "variable_names", "model_directory", "pretraining.helpers",
                 "pretraining.objectives", "pretraining.state", "optimization", "param_counts",
                 "flops", "litert", "models.qa_spans"]),
-    ("task models and conversion", ["models", "conversion"]),
+    ("task models, conversion", ["models", "conversion"]),
     ("training", ["training", "finetune.runner", "jax_training"]),
     ("serving", ["serving", "scoring", "commands", "__main__", "config_show"]),
-    ("aliases of moved modules", ["tokenization", "checkpoints.source", "finetune", "config",
-                                  "pretrain_helpers", "objectives", "pretraining_state",
-                                  "input_pipeline", "convert", "hf_export", "hf_import",
-                                  "export", "predict"]),
+    ("aliases", ["tokenization", "checkpoints.source", "finetune", "config", "pretrain_helpers",
+                 "objectives", "pretraining_state", "input_pipeline", "convert", "hf_export",
+                 "hf_import", "export", "predict"]),  # of moved modules
 ]
+
+
+def design_chart():
+  """docs/design.md's chart of the floors: [(floor label, its text)], bottom first."""
+  text = (PACKAGE.parent / "docs" / "design.md").read_text()
+  section = text[text.index("## Layers: which module may import which"):]
+  chart = section[section.index("```\n") + 4:section.index("\n```", section.index("```\n"))]
+  floors = []
+  for block in chart.split("\n    ^\n"):
+    lines = block.split("\n")
+    label = " ".join(line[:14].strip() for line in lines if line[:14].strip() not in ("", "|"))
+    floors.append((label, "\n".join(line[14:] for line in lines)))
+  return floors[::-1]
+
+
+def test_the_design_chart_shows_these_floors_and_every_folder():
+  """docs/design.md draws LAYERS: the same floors in the same order, and every folder of
+  the package on its floor."""
+  floors = design_chart()
+  assert [label for label, _ in floors] == [name for name, _ in LAYERS]
+  for (name, prefixes), (_, text) in zip(LAYERS, floors):
+    folders = {p.split(".")[0] for p in prefixes if (PACKAGE / p.split(".")[0]).is_dir()}
+    missing = [f for f in folders if f + "/" not in text and name != "aliases"]
+    assert not missing, (name, missing)
+  packages = {p.parent.name for p in PACKAGE.glob("*/__init__.py")}
+  assert len(packages) > 10 and packages <= set(re.findall(r"([a-z_]+)/", "\n".join(
+      text for _, text in floors)))
 
 
 def layer_of(module):
