@@ -515,10 +515,44 @@ def test_score_command_and_scorer_with_sentencepiece(spm_model_dir, spm_model, t
   assert records[1]["windows"] > 1
 
 
-def test_question_answerer_refuses_a_sentencepiece_vocabulary_in_one_line(spm_model_dir):
-  """Its answer text follows WordPiece's rules: with SentencePiece it would cut answers
-  wrongly without a word, so it refuses and names the runner that handles it."""
+def test_question_answerer_with_sentencepiece_fits_predicts_and_exports(spm_model_dir,
+                                                                        tmp_path):
+  """QuestionAnswerer on a SentencePiece model directory (it refused one before): fit on
+  character spans, answers that are the context's characters between the pieces' offsets,
+  and the same answers from the SavedModel and the .tflite (its windows and answers
+  around the file). Equality with the runner: tests/test_qa_windows.py."""
+  import keras
+  import numpy as np
+  import tensorflow as tf
   import electra_tf2
-  from electra_tf2.errors import ElectraError
-  with pytest.raises(ElectraError, match="SentencePiece vocabulary yet.*--task squad"):
-    electra_tf2.QuestionAnswerer.from_pretrained(spm_model_dir, max_seq_length=32)
+  context = "Привет  ＡＢＣ мир学校, über schön.\nStraße 老师 " + "город книга " * 6
+  questions = ["Привет мир?", "学校?", "город?"]
+  contexts = [context, "мир学校, über", context]
+  answers = ["über", "学", "книга"]
+  starts = [c.index(a) for c, a in zip(contexts, answers)]
+  model = electra_tf2.QuestionAnswerer.from_pretrained(
+      spm_model_dir, max_seq_length=24, max_query_length=6, doc_stride=4, beam_size=4,
+      n_best_size=4)
+  model.compile(optimizer=keras.optimizers.Adam(1e-3))
+  history = model.fit((questions, contexts), (starts, [s + len(a) for s, a in
+                                                      zip(starts, answers)]),
+                      batch_size=3, epochs=1, verbose=0)
+  assert np.isfinite(history.history["loss"]).all()
+  out = model.predict((questions, contexts), verbose=0)
+  for c, text, start, end in zip(contexts, out["span_text"], out["answer_start"],
+                                 out["answer_end"]):
+    assert c[start:end] == text  # exactly the context's characters, whitespace kept
+  assert [t for t in out["answer_text"] if t] == [
+      t for t, no in zip(out["span_text"], out["is_impossible"]) if not no]
+  model.export_saved_model(str(tmp_path / "saved"))
+  served = tf.saved_model.load(str(tmp_path / "saved")).signatures["serving_default"](
+      question=tf.constant(questions), context=tf.constant(contexts))
+  assert [t.decode("utf-8") for t in served["span_text"].numpy()] == out["span_text"].tolist()
+  for key in ("answer_start", "answer_end"):
+    assert served[key].numpy().tolist() == out[key].tolist()
+  np.testing.assert_allclose(served["score"].numpy(), out["score"], atol=1e-4)
+  lite = electra_tf2.LiteRTModel(model.export_litert(str(tmp_path / "qa.tflite")))
+  from_lite = lite.predict((questions, contexts))
+  assert [t.decode("utf-8") if isinstance(t, bytes) else t
+          for t in from_lite["span_text"]] == out["span_text"].tolist()
+  assert from_lite["answer_start"].tolist() == out["answer_start"].tolist()

@@ -7,6 +7,7 @@ windows, so that contexts need several and answers fall in their overlaps) and o
 context made to stress the character mapping.
 """
 
+import json
 import os
 
 import pytest
@@ -18,6 +19,7 @@ from electra_tf2.text.windows import split_context
 from electra_tf2.text.tokenizer import TokenizerModule
 from tests.conftest import shared_data_path
 from tests.fixtures import WORD_VOCAB, make_config, make_tasks
+from tests.test_languages import spm_model  # noqa: F401  pylint: disable=unused-import
 
 SMALL = dict(max_seq_length=48, max_query_length=12, doc_stride=16)
 V1_TRAIN = "train-v1.1.first1article.json"
@@ -171,3 +173,124 @@ def test_empty_contexts_and_invalid_utf8_have_no_windows_or_fit():
   labels = qa_windows.answer_labels(windows, tokenizer, context, tf.constant([-1, 4, -1]),
                                     tf.constant([-1, 7, -1]))  # "cat"
   assert [int(labels[k][0]) for k in ("start_positions", "end_positions")] == [4, 4]
+
+
+# -- SentencePiece (#42): the runner's SentencePiece path (finetune/qa.py char spans) ------
+
+# Full-width letters the model's nmt_nfkc rule rewrites, words the 60-piece model splits
+# into single letters ("über": ▁ ü b e r) or [UNK], a lone U+2581 before "ü", words with
+# whitespace that is no word separator inside (a U+2581 piece then starts after it) and a
+# format character the model drops; a long context (several windows).
+SP_CONTEXT = "Привет  ＡＢＣ мир学校, über schön.\nStraße 老师 a\u00a0b ＡＢＣ\u3000мир \u200b学"
+SP_LONG = " ".join(["город книга Привет über"] * 5) + " schön мир."
+SP_ANSWERS = {SP_CONTEXT: ["über", "be", "学", "ＡＢＣ мир学校", "Straße 老师", None],
+              SP_LONG: ["schön", "книга Привет", "ü", None]}
+
+
+def sentencepiece_squad(tmp_path, spm_model, name, **settings):
+  """A squad/squadv1 task with spm.model and SP_ANSWERS (None: unanswerable) as train and
+  dev, and the in-graph SentencePiece tokenizer with its char spans."""
+  import shutil
+  from electra_tf2.text.sentencepiece import SentencePieceModule, read_model
+  from electra_tf2.vocab import load_vocab
+  paragraphs = [{"context": context, "qas": [
+      {"id": f"{k}-{i}", "question": "Привет мир?", "is_impossible": answer is None,
+       "answers": [] if answer is None else [{"text": answer,
+                                              "answer_start": context.index(answer)}]}
+      for i, answer in enumerate(answers) if answer is not None or name == "squad"]}
+                for k, (context, answers) in enumerate(SP_ANSWERS.items())]
+  directory = tmp_path / "finetuning_data" / name
+  directory.mkdir(parents=True)
+  for split in ("train", "dev"):
+    (directory / f"{split}.json").write_text(json.dumps({"data": [{"paragraphs": paragraphs}]}))
+  shutil.copy(spm_model, tmp_path / "spm.model")
+  config = make_config(str(tmp_path), [name], vocab_file=str(tmp_path / "spm.model"),
+                       vocab_size=60, **settings)
+  task, = make_tasks(config)
+  module = SentencePieceModule(read_model(spm_model))
+  module.enable_char_spans()
+  return config, task, module, list(load_vocab(spm_model))
+
+
+@pytest.mark.parametrize("name", ["squadv1", "squad"])
+def test_sentencepiece_windows_labels_and_char_spans_equal_the_runners(tmp_path, spm_model,
+                                                                        name):
+  config, task, module, vocab = sentencepiece_squad(tmp_path, spm_model, name,
+                                                    max_seq_length=24, max_query_length=6,
+                                                    doc_stride=4)
+  examples = task.read_examples(task.split_path("train"), "train")
+  assert len(examples) == sum(len(a) if name == "squad" else len([x for x in a if x])
+                              for a in SP_ANSWERS.values())  # none skipped
+  windows, context = graph_windows(config, examples, module, vocab)
+  starts = [-1 if e.is_impossible else e.answer_start for e in examples]
+  ends = [-1 if e.is_impossible else e.answer_start + len(e.orig_answer_text) for e in examples]
+  labels = qa_windows.answer_labels(windows, module, context, tf.constant(starts),
+                                    tf.constant(ends))
+  expected = python_windows(task, examples, True)
+  assert_windows_equal(task, windows, expected, labels)
+  char_starts, char_ends = (t.numpy() for t in qa_windows.token_chars(windows))
+  row, found = 0, set()
+  for example, features in zip(examples, expected):
+    for feature in features:
+      spans = feature[f"{name}_token_char_spans"]
+      assert [(char_starts[row, t], char_ends[row, t]) for t in range(24)] == [
+          spans.get(t, (0, 0)) for t in range(24)]
+      start, end = int(labels["start_positions"][row]), int(labels["end_positions"][row])
+      if start:  # the labelled pieces are the answer's characters
+        assert example.context[char_starts[row, start]:char_ends[row, end]] == (
+            example.orig_answer_text)
+        found.add(example.orig_answer_text)
+      row += 1
+  assert found == {a for a in sum(SP_ANSWERS.values(), []) if a}
+  long = [len(f) for e, f in zip(examples, expected) if e.context == SP_LONG]
+  assert min(long) > 3  # the long context: several windows
+
+
+@pytest.mark.parametrize("name", ["squadv1", "squad"])
+def test_sentencepiece_answers_equal_the_runners_decoding_of_the_same_logits(tmp_path,
+                                                                              spm_model, name):
+  import numpy as np
+  from electra_tf2.models import qa_spans
+  config, task, module, vocab = sentencepiece_squad(
+      tmp_path, spm_model, name, max_seq_length=24, max_query_length=6, doc_stride=4,
+      joint_prediction=False, answerable_classifier=False, n_best_size=5,
+      max_answer_length=6)
+  examples = task.read_examples(task.split_path("dev"), "dev")
+  windows, _ = graph_windows(config, examples, module, vocab)
+  expected = python_windows(task, examples, False)
+  v2 = name == "squad"
+  decoding = qa_spans.Decoding(False, 5, 6, v2, False, 0.0)
+  lone = [(r, t) for r, feature in enumerate(f for fs in expected for f in fs)
+          for t, (a, b) in feature[f"{name}_token_char_spans"].items()
+          if a == b and feature[f"{name}_token_is_max_context"][t]]
+  rng = np.random.default_rng(0)
+  empty = no_span = 0
+  for trial in range(6):
+    logits = rng.normal(size=(2,) + windows.features["input_ids"].shape).astype(np.float32)
+    if trial < len(lone):  # the best span: one lone U+2581 piece, whose text is empty
+      logits[(slice(None),) + lone[trial]] = 10.0
+    got = qa_spans.answers(windows, {"start_logits": tf.constant(logits[0]),
+                                     "end_logits": tf.constant(logits[1])},
+                           tf.constant(len(examples)), tf.constant(vocab), False, False,
+                           decoding)
+    texts = [t.decode("utf-8") for t in got["span_text" if v2 else "answer_text"].numpy()]
+    row = 0
+    for i, (example, features) in enumerate(zip(examples, expected)):
+      results = {}
+      for feature in features:
+        results[feature[f"{name}_eid"]] = {"start_logits": logits[0, row],
+                                           "end_logits": logits[1, row]}
+        row += 1
+      nbest, score_null = qa_decoding.decode_example(example, features, results, name,
+                                                     config, v2)
+      text, odds = qa_decoding.best_prediction(nbest, score_null, False)
+      if [(p.text, p.score) for p in nbest] == [("empty", 0.0)]:  # no valid span: the nonce
+        text, no_span = "", no_span + 1  # "empty" of the official code is "" here
+      assert texts[i] == text, (trial, i)
+      start, end = got["answer_start"][i], got["answer_end"][i]
+      assert example.context[start:end] == text
+      empty += nbest[0].text == ""
+      if v2:
+        assert float(got["null_score_diff"][i]) == pytest.approx(odds, abs=1e-4)
+  assert empty >= 2  # the lone pieces were the best spans: v1 answers "", v2 the next best
+  print(f"\n{name}: {empty} best spans with empty text, {no_span} questions without a span")

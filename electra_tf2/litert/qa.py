@@ -12,7 +12,8 @@ official QA head on windows of token ids:
                    (`start_top_log_probs`, `start_top_index`, ..., `answerable_logit`
                    with the joint head; `start_logits`, `end_logits` without).
 
-and its metadata the vocabulary and the decoding settings (`QA_SETTINGS`).
+and its metadata the vocabulary (with a SentencePiece model, its bytes in base64) and
+the decoding settings (`qa_settings`).
 `WindowAnswerer` builds the windows (electra_tf2/text/qa_windows.py), runs the file on
 them and finds each question's answer (models/qa_spans.py `answers`: the official
 decoding of finetune/qa/qa_metrics.py), so `LiteRTModel.predict((questions, contexts))`
@@ -21,7 +22,8 @@ gives the SavedModel's outputs whenever the head gives the same logits.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Mapping, Sequence
+import base64
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -36,10 +38,15 @@ QA_INPUTS = ("question", "context")
 
 
 def qa_settings(decoding: qa_spans.Decoding, max_query_length: int, doc_stride: int,
-                vocab: Sequence[str]) -> Dict[str, Any]:
-  """The metadata entry QA_KEY: decoding and window settings and the vocabulary."""
-  return dict(decoding._asdict(), max_query_length=max_query_length, doc_stride=doc_stride,
-              vocab=list(vocab))
+                vocab: Sequence[str], sentencepiece_model: Optional[str] = None
+                ) -> Dict[str, Any]:
+  """The metadata entry QA_KEY: decoding and window settings and the vocabulary (and the
+  SentencePiece model of `vocab`, base64, when it is one)."""
+  settings = dict(decoding._asdict(), max_query_length=max_query_length,
+                  doc_stride=doc_stride, vocab=list(vocab))
+  if sentencepiece_model:
+    settings["sentencepiece_model"] = sentencepiece_model
+  return settings
 
 
 class WindowAnswerer:
@@ -51,8 +58,12 @@ class WindowAnswerer:
 
   def __init__(self, settings: Mapping[str, Any]):
     qa = settings[QA_KEY]
+    sentencepiece = qa.get("sentencepiece_model")
     self.featurizer = TextFeaturizer(qa["vocab"], bool(settings.get("do_lower_case", True)),
-                                     int(settings["max_seq_length"]))
+                                     int(settings["max_seq_length"]), sentencepiece_model=(
+                                         sentencepiece and base64.b64decode(sentencepiece)))
+    if sentencepiece:  # each piece's characters: the answers' text
+      self.featurizer.tokenizer.enable_char_spans()
     self.vocab = tf.constant(qa["vocab"])
     self.decoding = qa_spans.Decoding(**{k: qa[k] for k in qa_spans.Decoding._fields})
     self.max_query_length, self.doc_stride = (int(qa[k]) for k in WINDOW_SETTINGS)

@@ -20,11 +20,17 @@ finetune/qa/qa_metrics.py:90-269) for the answer it predicts:
 
 A question without any valid candidate gets `found` False (the official code
 predicts the nonce text "empty" then).
+
+SentencePiece (#42, finetune/qa_decoding.py): the answer is the context between its
+first piece's start and its last piece's end (`qa_windows.piece_text`). A span of one
+lone U+2581 piece is the empty text, which SQuAD 2.0's prediction passes over (the best
+non-null text of the n-best list, qa_decoding.py `best_prediction`): with squad_v2 and
+n_best_size >= 2 the answer is the best span whose text is not empty, if there is one.
 """
 
 from __future__ import annotations
 
-from typing import Dict, NamedTuple
+from typing import Dict, NamedTuple, Optional, Tuple
 
 import tensorflow as tf
 
@@ -65,13 +71,17 @@ def candidates(outputs: Outputs, joint_prediction: bool, n_best_size: int):
 
 def best_spans(outputs: Outputs, token_word: tf.Tensor, max_context: tf.Tensor,
                example: tf.Tensor, n_examples: tf.Tensor, joint_prediction: bool,
-               n_best_size: int, max_answer_length: int) -> Dict[str, tf.Tensor]:
+               n_best_size: int, max_answer_length: int,
+               token_chars: Optional[Tuple[tf.Tensor, tf.Tensor]] = None
+               ) -> Dict[str, tf.Tensor]:
   """The best span of each question `[n_examples]`.
 
   Args:
     outputs: the QA head's outputs on the windows `[windows, ...]`.
     token_word, max_context: `[windows, seq_len]` (text/qa_windows.py's `Windows`).
     example: `[windows]` the question of each window.
+    token_chars: the [start, end) characters of every token `[windows, seq_len]`: spans
+      whose text would be empty are no candidates (`qa_windows.token_chars`).
 
   Returns:
     `found` (bool), `row` (its window; the number of windows when not found),
@@ -84,6 +94,9 @@ def best_spans(outputs: Outputs, token_word: tf.Tensor, max_context: tf.Tensor,
            & (tf.gather(token_word, end, batch_dims=1) >= 0)
            & tf.gather(max_context, start, batch_dims=1)
            & (end >= start) & (end - start + 1 <= max_answer_length))
+  if token_chars is not None:
+    valid &= (tf.gather(token_chars[1], end, batch_dims=1)
+              > tf.gather(token_chars[0], start, batch_dims=1))
   start_score, end_score = tf.cast(start_score, tf.float64), tf.cast(end_score, tf.float64)
   score = tf.where(valid, start_score + end_score, -float("inf"))
   window_best = tf.reduce_max(score, axis=1)
@@ -127,15 +140,26 @@ def answers(windows: qa_windows.Windows, outputs: Outputs, n_questions: tf.Tenso
   squad_v2 also span_text, is_impossible, null_score_diff).
 
   vocab: the WordPiece strings in id order; do_lower_case, strip_accents: the
-  tokenizer's (`get_final_text` maps the answer back to the context's characters).
+  tokenizer's (`get_final_text` maps the answer back to the context's characters; not
+  used with SentencePiece, whose windows have `char_starts`).
   """
-  best = best_spans(outputs, windows.token_word, windows.max_context, windows.example,
-                    n_questions, decoding.joint_prediction, decoding.n_best_size,
-                    decoding.max_answer_length)
+  sentencepiece = windows.char_starts is not None
+  nonempty = sentencepiece and decoding.squad_v2 and decoding.n_best_size >= 2
+  search = lambda token_chars=None: best_spans(
+      outputs, windows.token_word, windows.max_context, windows.example, n_questions,
+      decoding.joint_prediction, decoding.n_best_size, decoding.max_answer_length,
+      token_chars)
+  best = search()
+  if nonempty:  # the n-best list's best non-empty text (its second entry at worst)
+    text_best = search(qa_windows.token_chars(windows))
+    best = {k: tf.where(text_best["found"], v, best[k]) for k, v in text_best.items()}
   found = tf.where(best["found"])[:, 0]
-  text, start, end = qa_windows.span_text(
-      windows, vocab, *(tf.gather(best[k], found) for k in ("row", "start", "end")),
-      do_lower_case, strip_accents)
+  span = [tf.gather(best[k], found) for k in ("row", "start", "end")]
+  if sentencepiece:
+    text, start, end = qa_windows.piece_text(windows, *span)
+  else:
+    text, start, end = qa_windows.span_text(windows, vocab, *span, do_lower_case,
+                                            strip_accents)
   shape = tf.shape(best["found"], out_type=tf.int64)
   scatter = lambda values: tf.scatter_nd(found[:, tf.newaxis], values, shape)
   span, score = scatter(text), best["start_score"] + best["end_score"]

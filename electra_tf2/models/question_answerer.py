@@ -29,6 +29,12 @@ official code sums (run_finetuning.py:71-73).
   model = QuestionAnswerer.from_pretrained("finetuning_models/squad_model_1")
   model.predict((["Who ate?"], ["John ate the cake."]))["answer_text"]  # ["John"]
 
+With a SentencePiece vocabulary (#42) the windows, labels and answers are those of
+run_finetuning.py's SentencePiece path (finetune/qa.py): every piece has its characters
+in the context, the training span is the pieces that overlap the answer and the answer
+is the context from its first piece's start to its last piece's end (answer_text is
+exactly context[answer_start:answer_end]).
+
 TensorFlow backend only: the windows, the answer search and the answer text are
 string and ragged ops in the graph. On another backend importing this module is one
 line saying so.
@@ -117,11 +123,8 @@ class QuestionAnswerer(TextModel):
     kwargs.setdefault("name", "question_answerer")
     super().__init__(bert_config, embedding_size, vocab, do_lower_case, max_seq_length,
                      **kwargs)
-    if self.text_inputs.sentencepiece_model:
-      raise QuestionAnswererError(
-          "QuestionAnswerer maps answers back to text with WordPiece's rules and does not take "
-          "a SentencePiece vocabulary yet: fine-tune and predict SQuAD with `electra finetune "
-          "--task squad` (docs/languages.md)")
+    if self.text_inputs.sentencepiece_model:  # each piece's characters: the answers' text
+      self.text_inputs.featurizer.tokenizer.enable_char_spans()
     if head not in HEADS:
       raise ValueError(f"head must be one of {', '.join(HEADS)}, got {head!r}")
     if max_seq_length - max_query_length - 3 < 1:
@@ -277,7 +280,8 @@ class QuestionAnswerer(TextModel):
     inputs = self.text_inputs
     settings = {"do_lower_case": inputs.do_lower_case, "max_seq_length": self.max_seq_length,
                 qa.QA_KEY: qa.qa_settings(self.decoding(), self.max_query_length,
-                                          self.doc_stride, inputs.vocab)}
+                                          self.doc_stride, inputs.vocab,
+                                          inputs.sentencepiece_model)}
     return convert.write_tflite(path, serve, list(convert.TOKEN_IDS),
                                 [v.value for v in self.variables], settings, quantize,
                                 calibration_texts)

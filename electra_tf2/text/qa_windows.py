@@ -22,17 +22,24 @@ answers questions on raw strings:
   space, the prediction found in their basic-tokenised text and cut out of
   them where the characters align one to one, else all the words.
 
+With a SentencePiece tokenizer (#42) every piece also gets its characters in the
+context (`SentencePieceModule.char_spans` of its word), as finetune/qa.py does:
+`answer_labels` labels the pieces that overlap the answer's characters and
+`piece_text` decodes a span as the context between its first piece's start and its
+last piece's end, instead of the WordPiece rules above.
+
 Character offsets count Unicode code points of the context (Python `str`
 indices); invalid UTF-8 becomes U+FFFD first.
 """
 
 from __future__ import annotations
 
-from typing import Dict, NamedTuple
+from typing import Dict, NamedTuple, Optional, Tuple
 
 import tensorflow as tf
 import tensorflow_text as tft
 
+from electra_tf2.text.sentencepiece import SentencePieceModule
 from electra_tf2.text.tokenizer import TokenizerModule, basic_split_graph
 
 # qa_tasks.py:155-159 `is_whitespace`: the context's word separators.
@@ -61,6 +68,9 @@ class Windows(NamedTuple):
   word_splits: `[all words + 1]` word i's pieces are pieces.flat_values[splits[i]:splits[i+1]]
     (words of all contexts in one list, as `words.text.flat_values`).
   words: the context's `Words`.
+  context: `[batch]` the contexts.
+  char_starts, char_ends: SentencePiece only (else None): `[all pieces]` the [start, end)
+    code points in its context of each piece of `pieces.flat_values`.
   """
   features: Dict[str, tf.Tensor]
   example: tf.Tensor
@@ -73,6 +83,9 @@ class Windows(NamedTuple):
   pieces: tf.RaggedTensor
   word_splits: tf.Tensor
   words: Words
+  context: tf.Tensor
+  char_starts: Optional[tf.Tensor] = None
+  char_ends: Optional[tf.Tensor] = None
 
 
 def valid_utf8(text: tf.Tensor) -> tf.Tensor:
@@ -94,9 +107,9 @@ def split_context(context: tf.Tensor) -> Words:
   return Words(words, chars(begin), chars(end))
 
 
-def qa_windows(tokenizer: TokenizerModule, question: tf.Tensor, context: tf.Tensor,
-               max_seq_length: int, max_query_length: int, doc_stride: int, cls_id: int,
-               sep_id: int) -> Windows:
+def qa_windows(tokenizer: TokenizerModule | SentencePieceModule, question: tf.Tensor,
+               context: tf.Tensor, max_seq_length: int, max_query_length: int,
+               doc_stride: int, cls_id: int, sep_id: int) -> Windows:
   """The official windows of valid UTF-8 questions and contexts `[batch]` (see `Windows`)."""
   words = split_context(context)
   word_pieces = tokenizer.tokenize_to_ids(words.text.flat_values)  # [all words, (pieces)]
@@ -133,8 +146,14 @@ def qa_windows(tokenizer: TokenizerModule, question: tf.Tensor, context: tf.Tens
   best = _max_context_windows(pieces, per_window, step, n_windows)
   token_word = tf.where(in_doc, _gather_or_zero(piece_word.flat_values, piece), -1)
   max_context = in_doc & (_gather_or_zero(best, piece) == window[:, tf.newaxis])
+  char_starts = char_ends = None
+  if isinstance(tokenizer, SentencePieceModule):  # finetune/qa.py QATask._char_spans
+    starts, ends = tokenizer.char_spans(words.text.flat_values)
+    word_start = tf.repeat(words.starts.flat_values, starts.row_lengths())
+    char_starts, char_ends = starts.flat_values + word_start, ends.flat_values + word_start
   return Windows(features, example, window, doc_offset, doc_start, doc_length, token_word,
-                 max_context, pieces, word_pieces.row_splits, words)
+                 max_context, pieces, word_pieces.row_splits, words, context, char_starts,
+                 char_ends)
 
 
 def _gather_or_zero(values: tf.Tensor, indices: tf.Tensor) -> tf.Tensor:
@@ -170,13 +189,19 @@ def _max_context_windows(pieces: tf.RaggedTensor, per_window: tf.Tensor, step: t
   return best
 
 
-def answer_labels(windows: Windows, tokenizer: TokenizerModule, context: tf.Tensor,
-                  answer_start: tf.Tensor, answer_end: tf.Tensor) -> Dict[str, tf.Tensor]:
+def answer_labels(windows: Windows, tokenizer: TokenizerModule | SentencePieceModule,
+                  context: tf.Tensor, answer_start: tf.Tensor, answer_end: tf.Tensor
+                  ) -> Dict[str, tf.Tensor]:
   """Training labels `[R]` of answers given as character spans [start, end) of the valid
   UTF-8 contexts `[batch]` (start < 0: no answer): int32 `start_positions`,
-  `end_positions` and `is_impossible`, as qa_tasks.py:277-291 and 354-372."""
+  `end_positions` and `is_impossible`, as qa_tasks.py:277-291 and 354-372 (SentencePiece:
+  the pieces that overlap the answer, finetune/qa.py `pieces_of_answer`; 0/0 when none
+  does)."""
   answer_start, answer_end = tf.cast(answer_start, tf.int64), tf.cast(answer_end, tf.int64)
   impossible = answer_start < 0
+  if windows.char_starts is not None:
+    tok_start, tok_end = _overlapping_pieces(windows, answer_start, answer_end, impossible)
+    return _window_labels(windows, tok_start, tok_end, impossible)
   start_char = tf.maximum(answer_start, 0)
   end_char = tf.maximum(answer_end - 1, start_char)  # inclusive
   answer = tokenizer.tokenize_to_ids(tf.strings.substr(
@@ -192,7 +217,13 @@ def answer_labels(windows: Windows, tokenizer: TokenizerModule, context: tf.Tens
   split = lambda word: tf.gather(windows.word_splits, tf.minimum(word, last))
   tok_start, tok_end = split(word_of(start_char)), split(word_of(end_char) + 1) - 1
   tok_start, tok_end = _tightest_span(windows.pieces.flat_values, tok_start, tok_end, answer)
+  return _window_labels(windows, tok_start, tok_end, impossible)
 
+
+def _window_labels(windows: Windows, tok_start: tf.Tensor, tok_end: tf.Tensor,
+                   impossible: tf.Tensor) -> Dict[str, tf.Tensor]:
+  """The labels `[R]` of answers at pieces tok_start..tok_end `[batch]` (flat indices into
+  `windows.pieces`; -1 when no piece holds the answer: 0/0 in every window)."""
   base = tf.gather(windows.pieces.row_starts(), windows.example)
   start = tf.gather(tok_start, windows.example) - base
   end = tf.gather(tok_end, windows.example) - base
@@ -203,6 +234,23 @@ def answer_labels(windows: Windows, tokenizer: TokenizerModule, context: tf.Tens
   return {"start_positions": tf.cast(tf.where(inside, start + offset, 0), tf.int32),
           "end_positions": tf.cast(tf.where(inside, end + offset, 0), tf.int32),
           "is_impossible": tf.cast(is_impossible, tf.int32)}
+
+
+def _overlapping_pieces(windows: Windows, answer_start: tf.Tensor, answer_end: tf.Tensor,
+                        impossible: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
+  """finetune/qa.py `pieces_of_answer` `[batch]`: the first and last piece (flat indices)
+  whose characters overlap [answer_start, answer_end), pieces that span nothing left out;
+  -1, -1 when none does."""
+  example = windows.pieces.value_rowids()
+  index = tf.range(tf.size(example, tf.int64), dtype=tf.int64)
+  starts, ends = windows.char_starts, windows.char_ends
+  overlap = ((starts < ends) & (starts < tf.gather(answer_end, example))
+             & (ends > tf.gather(answer_start, example)) & ~tf.gather(impossible, example))
+  n = tf.size(answer_start, tf.int64)
+  first = tf.math.unsorted_segment_min(tf.where(overlap, index, _INT64_MAX), example, n)
+  last = tf.math.unsorted_segment_max(tf.where(overlap, index, -1), example, n)
+  found = first < _INT64_MAX
+  return tf.where(found, first, -1), tf.where(found, last, -1)
 
 
 def _tightest_span(pieces: tf.Tensor, start: tf.Tensor, end: tf.Tensor,
@@ -255,6 +303,31 @@ def span_text(windows: Windows, vocab: tf.Tensor, row: tf.Tensor, start: tf.Tens
                       tf.cast(tf.strings.length(orig, unit="UTF8_CHAR"), tf.int64) - 1)
   to_context = _context_offset(windows.words, words)
   return text, to_context(tf.where(found, orig_start, 0)), to_context(orig_end) + 1
+
+
+def token_chars(windows: Windows) -> Tuple[tf.Tensor, tf.Tensor]:
+  """SentencePiece: the [start, end) code points in its context of every window token
+  `[R, L]` (0, 0 outside the document tokens)."""
+  length = windows.features["input_ids"].shape[1]
+  position = (tf.range(length, dtype=tf.int64)[tf.newaxis]
+              - tf.cast(windows.doc_offset, tf.int64)[:, tf.newaxis])
+  in_doc = windows.token_word >= 0
+  first = tf.gather(windows.pieces.row_starts(), windows.example) + windows.doc_start
+  piece = tf.where(in_doc, first[:, tf.newaxis] + position, 0)
+  return tuple(tf.where(in_doc, _gather_or_zero(chars, piece), 0)
+               for chars in (windows.char_starts, windows.char_ends))
+
+
+def piece_text(windows: Windows, row: tf.Tensor, start: tf.Tensor, end: tf.Tensor):
+  """SentencePiece: tokens start..end (inclusive) of windows `row` `[n]` -> the context
+  from the first token's start to the last token's end (finetune/qa_decoding.py
+  `decode_example`), and those [start, end) code points."""
+  row, start, end = (tf.cast(t, tf.int64) for t in (row, start, end))
+  starts, ends = token_chars(windows)
+  first = tf.gather_nd(starts, tf.stack([row, start], -1))
+  last = tf.gather_nd(ends, tf.stack([row, end], -1))
+  context = tf.gather(windows.context, tf.gather(windows.example, row))
+  return tf.strings.substr(context, first, last - first, unit="UTF8_CHAR"), first, last
 
 
 def _context_offset(words: Words, span: tf.RaggedTensor):

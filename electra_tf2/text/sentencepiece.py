@@ -5,7 +5,8 @@ tensorflow-text's `FastSentencepieceTokenizer` (which has LiteRT kernels):
 strings -> ragged ids, the same as `sentencepiece.SentencePieceProcessor.encode`
 (no BOS/EOS added; CLS and SEP are packed around the pieces as for WordPiece).
 `SentencePieceTokenizer` is the same from Python with `FullTokenizer`'s methods,
-so the data builder, fine-tuning and the scorer take either.
+so the data builder, fine-tuning and the scorer take either. `SentencePieceModule.char_spans`
+is `SentencePieceTokenizer.char_spans` in the graph (the QuestionAnswerer's answers).
 
 The special tokens are the model's pieces found by role (vocab.SPECIAL_SPELLINGS):
 `electra build-vocab --kind sentencepiece` gives them BERT's spellings; a model
@@ -28,6 +29,9 @@ from electra_tf2.vocab import (SPECIAL_TOKENS, SpecialTokenIds, VocabError, load
 
 # SentencePiece marks the start of a word with U+2581 LOWER ONE EIGHTH BLOCK.
 WORD_START = "\u2581"
+# The characters Python's str.isspace() takes (char_spans strips them off a piece's start).
+_LEADING_SPACES = (r"^[\x{9}-\x{d}\x{1c}-\x{20}\x{85}\x{a0}\x{1680}\x{2000}-\x{200a}"
+                   r"\x{2028}\x{2029}\x{202f}\x{205f}\x{3000}]+")
 
 
 def read_model(path: str) -> bytes:
@@ -43,13 +47,18 @@ class SentencePieceModule(tf.Module):
     model: the serialized ModelProto (the bytes of a `.model` file).
   """
 
+  do_lower_case = False  # TokenizerModule's attributes: the model normalizes
+  strip_accents = False
+
   def __init__(self, model: bytes, name=None):
     super().__init__(name=name)
     import sentencepiece  # pylint: disable=g-import-not-at-top
     processor = sentencepiece.SentencePieceProcessor(model_proto=model)
     self.vocab_size = processor.get_piece_size()
     self.unk_id = processor.unk_id()
+    self._model = model
     self._sentencepiece = tft.FastSentencepieceTokenizer(model)
+    self._with_offsets = None  # tensorflow-text's SentencepieceTokenizer: `char_spans`
     self._is_word_start = tf.constant(
         [processor.id_to_piece(i).startswith(WORD_START) or processor.is_control(i)
          for i in range(self.vocab_size)], dtype=tf.bool)
@@ -58,6 +67,34 @@ class SentencePieceModule(tf.Module):
     """Bool, same shape as `ids`: the piece begins a word (it starts with U+2581; an
     unknown piece does not: it follows a U+2581 piece or sits inside a word)."""
     return tf.gather(self._is_word_start, ids)
+
+  def enable_char_spans(self) -> None:
+    """Makes `char_spans` available (eagerly, once: it adds the library's tokenizer, which
+    gives offsets, to this module and so to the SavedModels that hold it)."""
+    if self._with_offsets is None:
+      self._with_offsets = tft.SentencepieceTokenizer(self._model)
+
+  def char_spans(self, text: tf.Tensor) -> Tuple[tf.RaggedTensor, tf.RaggedTensor]:
+    """`SentencePieceTokenizer.char_spans` in the graph: valid UTF-8 strings `[batch]` ->
+    the `(start, end)` code points in its string of each piece of `tokenize_to_ids`, int64
+    `[batch, (pieces)]`, the whitespace a U+2581 stands for left out (a lone U+2581 spans
+    nothing). Needs `enable_char_spans()` first."""
+    if self._with_offsets is None:
+      raise ValueError("SentencePieceModule.char_spans needs enable_char_spans() first")
+    _, begin, end = self._with_offsets.tokenize_with_offsets(text)
+    begin, end = (tf.cast(t, tf.int64).with_row_splits_dtype(tf.int64) for t in (begin, end))
+    _, char_bytes = tf.strings.unicode_decode_with_offsets(text, "UTF-8")
+    table = char_bytes.with_row_splits_dtype(tf.int64).to_tensor(tf.int64.max)
+    def chars(offsets):  # a byte offset's code point: how many characters start before it
+      index = tf.searchsorted(table, offsets.to_tensor(tf.int64.max), side="left",
+                              out_type=tf.int64)
+      return tf.RaggedTensor.from_tensor(index, lengths=offsets.row_lengths())
+    start, end = chars(begin), chars(end)
+    piece = tf.strings.substr(tf.gather(text, start.value_rowids()), start.flat_values,
+                              end.flat_values - start.flat_values, unit="UTF8_CHAR")
+    spaces = (tf.strings.length(piece, unit="UTF8_CHAR") - tf.strings.length(
+        tf.strings.regex_replace(piece, _LEADING_SPACES, ""), unit="UTF8_CHAR"))
+    return start.with_flat_values(start.flat_values + tf.cast(spaces, tf.int64)), end
 
   def eager_ids_from_valid_utf8(self, text):
     """The ids, op by op: the Python helpers' path."""
