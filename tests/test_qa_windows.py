@@ -175,7 +175,7 @@ def test_empty_contexts_and_invalid_utf8_have_no_windows_or_fit():
   assert [int(labels[k][0]) for k in ("start_positions", "end_positions")] == [4, 4]
 
 
-# -- SentencePiece (#42): the runner's SentencePiece path (finetune/qa.py char spans) ------
+# -- SentencePiece (#42): the runner's SentencePiece path (tasks/qa.py char spans) ---------
 
 # Full-width letters the model's nmt_nfkc rule rewrites, words the 60-piece model splits
 # into single letters ("über": ▁ ü b e r) or [UNK], a lone U+2581 before "ü", words with

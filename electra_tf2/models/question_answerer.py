@@ -30,7 +30,7 @@ official code sums (run_finetuning.py:71-73).
   model.predict((["Who ate?"], ["John ate the cake."]))["answer_text"]  # ["John"]
 
 With a SentencePiece vocabulary (#42) the windows, labels and answers are those of
-run_finetuning.py's SentencePiece path (finetune/qa.py): every piece has its characters
+run_finetuning.py's SentencePiece path (tasks/qa.py): every piece has its characters
 in the context, the training span is the pieces that overlap the answer and the answer
 is the context from its first piece's start to its last piece's end (answer_text is
 exactly context[answer_start:answer_end]).
