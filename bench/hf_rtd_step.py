@@ -76,7 +76,7 @@ class Step:
     import torch
     from transformers import ElectraForMaskedLM, ElectraForPreTraining
 
-    from electra_tf2.config import resolve_pretraining_config
+    from electra_tf2.pretraining.config import resolve_pretraining_config
     from electra_tf2.flops import train_step_flops
     torch.manual_seed(args.seed)
     self.device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -182,7 +182,8 @@ def main(argv: Optional[List[str]] = None) -> List[Dict[str, Any]]:
   import torch
   args = parse_args(argv)
   os.environ.setdefault("USE_TF", "0")  # transformers 4 imports TensorFlow where it finds it
-  # electra_tf2.config imports Keras: on torch, so that no JAX in this process takes GPU memory.
+  # electra_tf2.pretraining.config imports Keras: on torch, so that no JAX in this process
+  # takes GPU memory.
   os.environ["KERAS_BACKEND"] = "torch"
   torch.set_float32_matmul_precision("highest" if args.no_tf32 else "high")
   print(f"{'batch':>5} {'seq/s':>10} {'step ms':>10} {'compile s':>9} {'GFLOP/s':>12}"

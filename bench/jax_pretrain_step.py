@@ -122,7 +122,7 @@ class Bench:
   def split_seconds(self, rounds: int, steps: int) -> Dict[str, float]:
     """Best seconds of the forward pass alone and of forward + backward (gradients)."""
     import jax  # pylint: disable=g-import-not-at-top
-    from electra_tf2 import objectives
+    from electra_tf2.pretraining import objectives
     model, config = self.run.model, self.config
     trainable, non_trainable, _ = self.state
     seed = np.array([0, config.seed], np.int32)
@@ -169,7 +169,7 @@ class Bench:
 
 
 def make_config(args: argparse.Namespace, batch: int):
-  from electra_tf2.config import resolve_pretraining_config
+  from electra_tf2.pretraining.config import resolve_pretraining_config
   overrides = {"max_seq_length": args.seq_len, "train_batch_size": batch, "seed": args.seed}
   if args.train_steps is None:
     overrides["num_warmup_steps"] = 0

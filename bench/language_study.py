@@ -209,7 +209,7 @@ def finetune_trial(args, kind: str, init: str, seed: int) -> Dict[str, Any]:
   import keras
   import numpy as np
   import electra_tf2
-  from electra_tf2.checkpoints import source as sources
+  from electra_tf2.models import sources
   keras.utils.set_random_seed(seed)
   options = {"num_classes": 2, "max_seq_length": args.finetune_max_seq_length}
   if init.startswith("pretrained"):

@@ -5,7 +5,7 @@
       [--stages setup,equivalence,outcomes,report] [--seeds 0,1,2,3,4] [--tasks rte,mrpc]
 
 DIR/models/electra_small is one of our pre-trained model directories (run_pretraining.py);
-`setup` converts it with `electra_tf2.convert to-official` for the official side. The
+`setup` converts it with `electra_tf2.conversion.convert to-official` for the official side. The
 official code runs unmodified under TF 2.20 in a `tf.compat.v1` graph and session, in a
 subprocess (parity.shims.official_env: the official tree first on its PYTHONPATH), with
 the shims of bench/parity/shims.py plus stand-ins for the `tf.estimator` names that
@@ -202,7 +202,7 @@ def _link(target: str, link: str) -> None:
 
 
 def stage_setup(args) -> None:
-  from electra_tf2 import convert
+  from electra_tf2.conversion import convert
   from electra_tf2.atomic_io import copy_file_atomic
   data, shared = args.data_dir, args.shared_data
   for task, folder in GLUE.items():
@@ -247,9 +247,9 @@ def _our_steps(args, task: str, hparams: Dict[str, Any], fix: bool, out: str) ->
   """Our runner's model, optimizer and train loop on the first EQ_STEPS batches."""
   import numpy as np
   import tensorflow as tf
-  from electra_tf2.finetune.config import resolve_finetuning_config
+  from electra_tf2.tasks.config import resolve_finetuning_config
   from electra_tf2.finetune.runner import ModelRunner
-  from electra_tf2.finetune.task_builder import get_tasks
+  from electra_tf2.tasks.task_builder import get_tasks
   values = dict(hparams, task_names=[task], model_hparam_overrides=NO_DROPOUT,
                 train_batch_size=EQ_BATCH, fix_layerwise_lr_off_by_one=fix,
                 max_examples_per_split=200, model_dir=os.path.join(args.work_dir, "eq_models",

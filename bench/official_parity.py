@@ -25,7 +25,7 @@ Stages (each skips the work that is done, so a rerun resumes):
                the learning rates and the weight updates must agree up to float32
                rounding. Also compares every variable's initial spread.
   train        the official code and ours, each seed, checkpoints at --eval-at.
-  eval         every checkpoint (the official ones converted by electra_tf2.convert)
+  eval         every checkpoint (the official ones converted by electra_tf2.conversion.convert)
                on the same held-out batches and masks, dropout off, by one evaluator;
                prints the table and writes <work-dir>/parity.json and parity.png.
   dropout      our trained seed-0 model in both codes, one batch with fixed masks, dropout

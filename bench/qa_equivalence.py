@@ -26,8 +26,9 @@ import numpy as np
 import tensorflow as tf
 
 import electra_tf2
-from electra_tf2.finetune import qa, runner
-from electra_tf2.finetune.config import resolve_finetuning_config
+from electra_tf2.finetune import runner
+from electra_tf2.tasks import qa
+from electra_tf2.tasks.config import resolve_finetuning_config
 
 FILES = {"squadv1": ("squad/train-v1.1.first1article.json", "squad/dev-v1.1.json"),
          "squad": ("squad/dev-v2.0.subset-Normans-Computational_complexity_theory.json",) * 2}
@@ -97,8 +98,8 @@ def run(task: str, shared: str, work_dir: str, max_questions: int, litert: bool 
 
 def _litert_rows(task, model, examples, inputs, served, key, dev_path, work_dir):
   """Per quantization: the `.tflite` answers (LiteRTModel) against the SavedModel's, exact
-  string agreement, and SQuAD 1.1's EM/F1 of both (finetune/qa_eval.py)."""
-  from electra_tf2.finetune import qa_eval  # pylint: disable=import-outside-toplevel
+  string agreement, and SQuAD 1.1's EM/F1 of both (tasks/qa_eval.py)."""
+  from electra_tf2.tasks import qa_eval  # pylint: disable=import-outside-toplevel
   with open(dev_path, encoding="utf-8") as f:
     dataset = json.load(f)["data"]
   ids = [e.example_id for e in examples]
@@ -121,7 +122,7 @@ def _litert_rows(task, model, examples, inputs, served, key, dev_path, work_dir)
 
 
 def _windows(config, task, examples):
-  from electra_tf2.finetune.task_builder import get_tasks  # pylint: disable=import-outside-toplevel
+  from electra_tf2.tasks.task_builder import get_tasks  # pylint: disable=import-outside-toplevel
   qa_task, = get_tasks(config)
   qa_task.prepare(examples)
   return [qa_task.featurize(e, False) for e in examples]

@@ -23,8 +23,8 @@ import sys
 # Public name -> the module that defines it.
 _EXPORTS = {
     # configs
-    "PretrainingConfig": "electra_tf2.config",
-    "FinetuningConfig": "electra_tf2.finetune.config",
+    "PretrainingConfig": "electra_tf2.pretraining.config",
+    "FinetuningConfig": "electra_tf2.tasks.config",
     "BertConfig": "electra_tf2.encoder_config",
     "RunOptions": "electra_tf2.training.options",
     # models

@@ -43,14 +43,14 @@ SUBCOMMANDS: Dict[str, Tuple[str, str]] = {
     "pretrain": ("electra_tf2.training.cli", "pre-train (or evaluate) ELECTRA"),
     "finetune": ("electra_tf2.training.cli",
                  "fine-tune on GLUE, SQuAD, MRQA or chunking, and evaluate"),
-    "convert": ("electra_tf2.convert",
+    "convert": ("electra_tf2.conversion.convert",
                 "official TF1 checkpoints <-> model directories; from-hf: a Hugging Face "
                 "directory -> model directory"),
-    "export": ("electra_tf2.export",
+    "export": ("electra_tf2.serving.export",
                "a TF SavedModel (or with --format litert a .tflite) that takes raw text"),
-    "predict": ("electra_tf2.predict",
+    "predict": ("electra_tf2.serving.predict",
                 "a text file through a .tflite or SavedModel -> JSON lines"),
-    "hf-export": ("electra_tf2.hf_export", "a Hugging Face directory (safetensors)"),
+    "hf-export": ("electra_tf2.conversion.hf_export", "a Hugging Face directory (safetensors)"),
     "score": ("electra_tf2.scoring.cli",
               "replaced-token scores of texts with the discriminator"),
     "config": ("electra_tf2.config_show",
@@ -59,12 +59,19 @@ SUBCOMMANDS: Dict[str, Tuple[str, str]] = {
     "flops": ("electra_tf2.flops", "pre-training FLOPs, counted as the paper"),
 }
 BEAM_MODULE = "electra_tf2.data_prep.beam_pretraining"
-# `python -m <module>` for the modules that were commands before the `electra` command:
-# each runs as its subcommand. `python -m` on any other module of the package is refused
-# in one line (run_module_as_main); the packages with a __main__.py run it.
+# The command modules' old paths, aliases since they moved (docs/design.md#layers).
+MOVED_COMMAND_MODULES: Dict[str, str] = {
+    "electra_tf2.convert": "convert", "electra_tf2.export": "export",
+    "electra_tf2.predict": "predict", "electra_tf2.hf_export": "hf-export",
+}
+# `python -m <module>` for the modules that were commands before the `electra` command
+# (at their old paths too): each runs as its subcommand. `python -m` on any other module
+# of the package is refused in one line (run_module_as_main); the packages with a
+# __main__.py run it.
 MODULE_COMMANDS: Dict[str, str] = {
     **{module: name for name, (module, _) in SUBCOMMANDS.items()
        if module != "electra_tf2.training.cli"},
+    **MOVED_COMMAND_MODULES,
     BEAM_MODULE: "build-data",
     "electra_tf2.commands": "",
 }
@@ -140,7 +147,7 @@ def run_module_as_main(module: Optional[str], argv: Sequence[str]) -> None:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     sys.exit(_module_main(module, f"electra {name}", argv)())
   hint = ("electra pretrain / electra finetune" if module == "electra_tf2.training.cli"
-          else "electra convert from-hf" if module == "electra_tf2.hf_import"
+          else "electra convert from-hf" if module.endswith(".hf_import")
           else "electra --help (the subcommands)")
   sys.exit(errors.report(errors.ElectraError(
       f"python -m {module}: {module} is a library module, not a command; use {hint}")))

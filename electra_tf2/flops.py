@@ -169,7 +169,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                                                     "electra_large"])
   parser.add_argument("--hparams", default="{}", help="JSON hparams applied to every model")
   args = parser.parse_args(argv)
-  from electra_tf2.config import resolve_pretraining_config
+  from electra_tf2.pretraining.config import resolve_pretraining_config
   print(f"{'model':<24}{'FLOPs/step':>14}{'steps':>12}{'pre-training FLOPs':>22}")
   for name in args.models:
     config = resolve_pretraining_config(name, None, args.hparams)

@@ -15,14 +15,15 @@ from typing import Any, Dict, Mapping, Optional
 
 import tensorflow as tf
 
-from electra_tf2 import checkpoint_files, pretraining_state, variable_names
+from electra_tf2 import checkpoint_files, variable_names
+from electra_tf2.pretraining import state as pretraining_state
 from electra_tf2.text import description as tokenizer_description
 from electra_tf2.atomic_io import write_json_atomic
 from electra_tf2.checkpoints import directories, portable
 from electra_tf2.checkpoints.directories import (  # noqa: F401  (their import path here too)
     PRETRAIN_CONFIG_FILE, ModelDirectory, PretrainedModelError, checkpoint_of, find_vocab,
     load_pretraining_config, locate, model_dir_of, read_saved_pretraining_config)
-from electra_tf2.config import PretrainingConfig
+from electra_tf2.pretraining.config import PretrainingConfig
 from electra_tf2.hparams import ConfigError
 from electra_tf2.models.pretrainer import ElectraPretrainer
 

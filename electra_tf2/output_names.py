@@ -13,7 +13,7 @@ head's names with `<task>_` (`mnli_logits`, `chunk_labels`), as they would colli
 
 Before this rule, `electra export --kind finetuned` named every output `<task>_<name>`
 (`sst_logits`, `sst_predictions` (class ids), `sst_label`). A SavedModel keeps those
-names as aliases (electra_tf2/export.py `finetuned_outputs`); a `.tflite` has the rule's
+names as aliases (electra_tf2/serving/export.py `finetuned_outputs`); a `.tflite` has the rule's
 names only, and `LiteRTModel` gives the rule's names to a file written before it as well
 (`rule_aliases`). A question-answering head's outputs (`start_logits`, ...) follow the
 same one-head / several-heads rule. No TensorFlow here: LiteRTModel reads it.

@@ -16,7 +16,7 @@ from typing import Dict, Optional, Sequence
 import numpy as np
 
 from electra_tf2 import variable_names
-from electra_tf2.config import resolve_pretraining_config
+from electra_tf2.pretraining.config import resolve_pretraining_config
 from electra_tf2.errors import command
 
 DISCRIMINATOR_SCOPES = ("electra", "discriminator_predictions")

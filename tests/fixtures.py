@@ -36,7 +36,7 @@ def write_lines(path: str, lines: List[str]) -> str:
 
 def make_config(data_dir: str, task_names: List[str], **hparams):
   """A fine-tuning config over data_dir with WORD_VOCAB, random init and a tiny encoder."""
-  from electra_tf2.finetune.config import resolve_finetuning_config
+  from electra_tf2.tasks.config import resolve_finetuning_config
   os.makedirs(data_dir, exist_ok=True)
   vocab = os.path.join(data_dir, "vocab.txt")
   if not os.path.exists(vocab):
@@ -50,7 +50,7 @@ def make_config(data_dir: str, task_names: List[str], **hparams):
 
 
 def make_tasks(config):
-  from electra_tf2.finetune import task_builder
+  from electra_tf2.tasks import task_builder
   return task_builder.get_tasks(config)
 
 
@@ -102,7 +102,7 @@ def write_pretraining_data(data_dir: str, num_examples: int = 64, seq_len: int =
 def noisy_pretrainer(hparams: Dict[str, Any], seed: int, scale: float):
   """An `electra_small` ElectraPretrainer with `hparams` (make it tiny): its initial
   weights plus N(0, scale) noise, both drawn from `seed`, so no output is near zero."""
-  from electra_tf2.config import resolve_pretraining_config
+  from electra_tf2.pretraining.config import resolve_pretraining_config
   from electra_tf2.models.pretrainer import ElectraPretrainer
   keras.utils.set_random_seed(seed)
   model = ElectraPretrainer.from_pretraining_config(

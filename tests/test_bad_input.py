@@ -12,9 +12,9 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from electra_tf2 import vocab as vocab_lib
-from electra_tf2.config import ConfigError, resolve_pretraining_config
+from electra_tf2.pretraining.config import ConfigError, resolve_pretraining_config
 from electra_tf2.errors import ElectraError
-from electra_tf2.finetune.task import FinetuningDataError
+from electra_tf2.tasks.task import FinetuningDataError
 from tests.conftest import REPO_ROOT
 from tests.fixtures import make_config, make_tasks
 
@@ -279,7 +279,7 @@ def first_undecodable_line(content: bytes):
 def serving_commands(tmp_path, path):
   """Every command that reads a user's text file, on `path`, without a model (each reads
   its text before loading one): name -> a call returning the exit code."""
-  from electra_tf2 import export, predict
+  from electra_tf2.serving import export, predict
   from electra_tf2.scoring import cli
   missing, out = str(tmp_path / "no_model"), str(tmp_path / "out.jsonl")
   return {

@@ -110,7 +110,7 @@ def test_first_line_drops_tensorflow_decoration():
 def test_convert_finds_a_released_or_moved_checkpoint(tmp_path):
   """Official zips hold one `model.ckpt-N` and maybe a state file from the machine
   that wrote it: conversion takes the only checkpoint there is."""
-  from electra_tf2 import convert
+  from electra_tf2.conversion import convert
   model_dir = str(tmp_path / "released")
   os.makedirs(model_dir)
   prefix = tf.train.Checkpoint(v=tf.Variable(1.0)).write(os.path.join(model_dir, "model.ckpt-7"))

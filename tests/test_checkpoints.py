@@ -11,11 +11,13 @@ import os
 import pytest
 import tensorflow as tf
 
-from electra_tf2 import convert, export, hf_import
-from electra_tf2.checkpoints import describe as describe_lib, source
+from electra_tf2.conversion import convert, hf_import
+from electra_tf2.serving import export
+from electra_tf2.checkpoints import describe as describe_lib
+from electra_tf2.models import sources as source
 from electra_tf2.checkpoints.describe import describe
 from electra_tf2.errors import ElectraError
-from electra_tf2.finetune import model as finetune_model
+from electra_tf2.models import finetuning as finetune_model
 
 from fixtures import make_config
 from hf_models import SHAPE, save_hf_model, vocab_tokens

@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from electra_tf2.config import resolve_pretraining_config
+from electra_tf2.pretraining.config import resolve_pretraining_config
 
 from electra_tf2.hparams import available_models, ConfigError
 
@@ -152,9 +152,9 @@ def test_typed_configs_cover_exactly_the_json_hparams():
   derived ones), so the two cannot drift apart."""
   import dataclasses
   import json
-  from electra_tf2.config import PretrainingConfig
+  from electra_tf2.pretraining.config import PretrainingConfig
   from electra_tf2.hparams import config_path
-  from electra_tf2.finetune.config import FinetuningConfig
+  from electra_tf2.tasks.config import FinetuningConfig
   for cls, name, derived in (
       (PretrainingConfig, "pretraining_defaults.json",
        {"model_name", "data_dir", "max_predictions_per_seq", "bert_config",
@@ -176,7 +176,7 @@ def test_typed_configs_cover_exactly_the_json_hparams():
 def test_official_tpu_hparams_are_refused_without_use_tpu(key, value):
   """The official code reads these only with use_tpu (configure_pretraining.py:87-92); a user
   bringing an official hparams file without it would train on the wrong device unwarned."""
-  from electra_tf2.finetune.config import resolve_finetuning_config
+  from electra_tf2.tasks.config import resolve_finetuning_config
   with pytest.raises(ConfigError, match=f"--hparams: {key} set but use_tpu is false: set "
                                         "\"use_tpu\": true"):
     resolve_pretraining_config("electra_small", None, {"debug": True, key: value})

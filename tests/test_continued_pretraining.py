@@ -13,8 +13,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from electra_tf2 import convert, model_directory, objectives
-from electra_tf2.config import resolve_pretraining_config
+from electra_tf2 import model_directory
+from electra_tf2.conversion import convert
+from electra_tf2.pretraining import objectives
+from electra_tf2.pretraining.config import resolve_pretraining_config
 from electra_tf2.models.pretrainer import ElectraPretrainer
 from electra_tf2.training import pretraining
 from tests.test_pretraining import NO_DROPOUT, TINY, tiny_data

@@ -13,11 +13,13 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from electra_tf2 import convert, model_directory, variable_names
+from electra_tf2 import model_directory, variable_names
+from electra_tf2.conversion import convert
 from electra_tf2.checkpoint_files import ModelDirectoryError
-from electra_tf2.config import resolve_pretraining_config
+from electra_tf2.pretraining.config import resolve_pretraining_config
 from electra_tf2.encoder_config import BertConfig
-from electra_tf2.finetune import config as finetune_config, model as finetune_model
+from electra_tf2.tasks import config as finetune_config
+from electra_tf2.models import finetuning as finetune_model
 from electra_tf2.networks.encoder import Encoder
 from fixtures import write_vocab
 from test_variable_names import (official_electra_checkpoint, official_embeddings,

@@ -17,9 +17,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from electra_tf2 import commands, export
-from electra_tf2.config import resolve_pretraining_config
-from electra_tf2.finetune import config as finetune_config, model as finetune_model
+from electra_tf2 import commands
+from electra_tf2.serving import export
+from electra_tf2.pretraining.config import resolve_pretraining_config
+from electra_tf2.tasks import config as finetune_config
+from electra_tf2.models import finetuning as finetune_model
 from electra_tf2.model_directory import write_model_dir
 from tests.conftest import REPO_ROOT
 from tests.fixtures import WORD_VOCAB, noisy_pretrainer, write_vocab

@@ -8,11 +8,11 @@ from electra_tf2 import errors
 def test_every_user_error_is_an_electra_error():
   from electra_tf2.checkpoint_files import ModelDirectoryError
   from electra_tf2.hparams import ConfigError
-  from electra_tf2.convert import ConversionError
-  from electra_tf2.export import ExportError
-  from electra_tf2.finetune.task import FinetuningDataError
-  from electra_tf2.hf_export import HuggingFaceExportError
-  from electra_tf2.input_pipeline import DataError
+  from electra_tf2.conversion.convert import ConversionError
+  from electra_tf2.serving.export import ExportError
+  from electra_tf2.tasks.task import FinetuningDataError
+  from electra_tf2.conversion.hf_export import HuggingFaceExportError
+  from electra_tf2.pretraining.input_pipeline import DataError
   from electra_tf2.model_directory import PretrainedModelError
   from electra_tf2.training.distribution import DistributionError
   from electra_tf2.vocab import VocabError

@@ -12,10 +12,12 @@ import pytest
 import tensorflow as tf
 
 from conftest import REPO_ROOT, shared_data_path
-from electra_tf2 import convert, export, predict
+from electra_tf2.conversion import convert
+from electra_tf2.serving import export, predict
 from electra_tf2.text import packing
-from electra_tf2.config import resolve_pretraining_config
-from electra_tf2.finetune import config as finetune_config, model as finetune_model
+from electra_tf2.pretraining.config import resolve_pretraining_config
+from electra_tf2.tasks import config as finetune_config
+from electra_tf2.models import finetuning as finetune_model
 from electra_tf2.models.pretrainer import ElectraPretrainer, NoDiscriminatorError
 from electra_tf2.text.tokenizer import FullTokenizer
 from fixtures import noisy_pretrainer
@@ -246,7 +248,7 @@ def test_finetuned_export(exported):
                              atol=1e-5)
   # --format litert of a pair task takes pairs without --text-pairs (GLUE's text_b tasks)
   from electra_tf2 import LiteRTModel
-  from electra_tf2.finetune import task_builder
+  from electra_tf2.tasks import task_builder
   assert [task_builder.takes_pairs(t) for t in ("mnli", "sts", "sst", "cola", "squad", "chunk")] \
       == [True, True, False, False, False, False]
   lite = str(exported["root"] / "finetuned.tflite")
@@ -347,7 +349,8 @@ def test_export_errors(exported, tmp_path, capsys):
 
 
 def test_writers_refuse_an_output_dir_that_another_run_holds(exported, tmp_path, capsys):
-  from electra_tf2 import hf_export, run_lock
+  from electra_tf2 import run_lock
+  from electra_tf2.conversion import hf_export
   out = str(tmp_path / "out")
   held = run_lock._acquire_local(run_lock.lock_path(out))  # pylint: disable=protected-access
   try:

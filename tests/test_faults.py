@@ -20,7 +20,7 @@ import pytest
 import tensorflow as tf
 
 from electra_tf2 import atomic_io, checkpoint_files
-from electra_tf2.config import resolve_pretraining_config
+from electra_tf2.pretraining.config import resolve_pretraining_config
 from electra_tf2.finetune import runner
 from electra_tf2.training import pretraining
 from tests.conftest import REPO_ROOT

@@ -6,7 +6,7 @@ import os
 import pytest
 
 from electra_tf2.hparams import ConfigError
-from electra_tf2.finetune.config import resolve_finetuning_config, schema
+from electra_tf2.tasks.config import resolve_finetuning_config, schema
 
 
 def resolve(tmp_path, hparams=None, tasks=None, model="m"):

@@ -12,9 +12,9 @@ import sys
 
 import pytest
 
-from electra_tf2 import config as pretraining_config
+from electra_tf2.pretraining import config as pretraining_config
 from electra_tf2.finetune import runner
-from electra_tf2.finetune.config import resolve_finetuning_config
+from electra_tf2.tasks.config import resolve_finetuning_config
 from electra_tf2.training import pretraining
 from tests.conftest import REPO_ROOT, shared_data_path
 from tests.fixtures import write_pretraining_data

@@ -11,7 +11,7 @@ import tensorflow as tf
 from electra_tf2 import optimization, variable_names
 from electra_tf2.checkpoint_files import ModelDirectoryError
 from electra_tf2.encoder_config import BertConfig
-from electra_tf2.finetune import model as model_lib
+from electra_tf2.models import finetuning as model_lib
 
 BERT = BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
                   intermediate_size=32, max_position_embeddings=16)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from electra_tf2.finetune import qa, qa_decoding
+from electra_tf2.tasks import qa, qa_decoding
 from electra_tf2.layers import task_heads as heads
 from electra_tf2.text import windows
 from tests.fixtures import make_config, make_tasks

@@ -9,9 +9,10 @@ import tensorflow as tf
 
 from electra_tf2 import run_lock
 from electra_tf2.checkpoint_files import ModelDirectoryError
-from electra_tf2.config import resolve_pretraining_config
-from electra_tf2.finetune import model as model_lib, runner
-from electra_tf2.finetune.task import FinetuningDataError
+from electra_tf2.pretraining.config import resolve_pretraining_config
+from electra_tf2.finetune import runner
+from electra_tf2.models import finetuning as model_lib
+from electra_tf2.tasks.task import FinetuningDataError
 from electra_tf2.hparams import ConfigError
 from electra_tf2.model_directory import PretrainedModelError
 from electra_tf2.training import distribution

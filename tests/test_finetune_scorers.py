@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from electra_tf2.finetune import qa_eval, scorers
+from electra_tf2.tasks import qa_eval, scorers
 
 
 def test_accuracy():

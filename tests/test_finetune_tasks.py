@@ -7,8 +7,8 @@ import re
 import numpy as np
 import pytest
 
-from electra_tf2.finetune import preprocessing
-from electra_tf2.finetune.task import FinetuningDataError
+from electra_tf2.tasks import preprocessing
+from electra_tf2.tasks.task import FinetuningDataError
 from tests.fixtures import make_config, make_tasks, write_lines
 
 # task -> split -> (lines, expected [(eid, text_a, text_b, label)])
@@ -80,7 +80,7 @@ def test_glue_column_layouts(tmp_path, task_name):
 
 
 def test_mnli_test_splits():
-  from electra_tf2.finetune.classification import MNLI
+  from electra_tf2.tasks.classification import MNLI
   assert MNLI.get_test_splits(None) == ["test_matched", "test_mismatched", "diagnostic"]
 
 

@@ -1,5 +1,5 @@
 """Reading Hugging Face ELECTRA directories (electra_tf2/checkpoints/huggingface.py) and
-converting them into model directories (electra_tf2/hf_import.py).
+converting them into model directories (electra_tf2/conversion/hf_import.py).
 
 Oracles: our own exporter (hf_export then hf_import gives every array back bit
 for bit) and transformers' `save_pretrained`, whose tensors must land in our
@@ -16,7 +16,8 @@ import pytest
 
 from hf_models import load_hf, save_hf_model  # noqa: E402  (sets USE_TF=0 first)
 from fixtures import noisy_pretrainer, write_vocab  # noqa: E402
-from electra_tf2 import convert, hf_export, hf_import, model_directory, variable_names  # noqa: E402
+from electra_tf2 import model_directory, variable_names  # noqa: E402
+from electra_tf2.conversion import convert, hf_export, hf_import  # noqa: E402
 from electra_tf2.checkpoints import huggingface  # noqa: E402
 
 

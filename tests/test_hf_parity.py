@@ -2,11 +2,11 @@
 
 A random electra_small (every variable random, LayerNorm and biases included,
 so a swapped or transposed tensor shows) is written as an official TF1
-checkpoint by `electra_tf2.convert`, loaded by transformers'
+checkpoint by `electra_tf2.conversion.convert`, loaded by transformers'
 `load_tf_weights_in_electra` into `ElectraForPreTraining` and (generator mode)
 `ElectraForMaskedLM`, and run on real sentences tokenised with the shared
 vocab. Logits must agree within 1e-4 (float32). The Hugging Face directory of
-`electra_tf2.hf_export` must load with `from_pretrained` and agree too.
+`electra_tf2.conversion.hf_export` must load with `from_pretrained` and agree too.
 
 torch (the CPU build) and transformers 4.57 are test-only dependencies
 (the `test` extra). `pytest -s tests/test_hf_parity.py` shows the differences.
@@ -28,8 +28,9 @@ import transformers  # noqa: E402
 from transformers.models.electra import modeling_electra  # noqa: E402
 
 from conftest import shared_data_path  # noqa: E402
-from electra_tf2 import convert, hf_export, variable_names  # noqa: E402
-from electra_tf2.config import resolve_pretraining_config
+from electra_tf2 import variable_names  # noqa: E402
+from electra_tf2.conversion import convert, hf_export  # noqa: E402
+from electra_tf2.pretraining.config import resolve_pretraining_config
 from electra_tf2.models.pretrainer import ElectraPretrainer  # noqa: E402
 from electra_tf2.text.tokenizer import FullTokenizer  # noqa: E402
 

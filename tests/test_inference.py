@@ -161,8 +161,8 @@ def test_bfloat16_predict_and_saved_model(classifier, tmp_path):
 
 
 def test_electra_export_bfloat16(tmp_path):
-  from electra_tf2 import export
-  from electra_tf2.finetune import model as finetune_model
+  from electra_tf2.serving import export
+  from electra_tf2.models import finetuning as finetune_model
   from fixtures import make_config
   config = make_config(str(tmp_path / "data"), ["sst"])
   keras.utils.set_random_seed(5)

@@ -21,9 +21,9 @@ from fixtures import make_config  # noqa: E402
 import torch  # noqa: E402
 import transformers  # noqa: E402
 import electra_tf2  # noqa: E402
-from electra_tf2 import convert, hf_import  # noqa: E402
-from electra_tf2.finetune import model as finetune_model  # noqa: E402
-from electra_tf2.checkpoints import source as sources  # noqa: E402
+from electra_tf2.conversion import convert, hf_import  # noqa: E402
+from electra_tf2.models import finetuning as finetune_model  # noqa: E402
+from electra_tf2.models import sources  # noqa: E402
 from electra_tf2.text.tokenizer import FullTokenizer  # noqa: E402
 
 TOLERANCE = 1e-5

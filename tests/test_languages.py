@@ -236,7 +236,7 @@ def test_build_data_on_a_corpus_empty_once_normalised_is_one_line(tmp_path, spm_
 def spm_model_dir(tmp_path_factory, spm_model):
   """DATA with spm.model only, TFRecords built with it, and a tiny model pre-trained 2 steps."""
   import shutil
-  from electra_tf2.config import resolve_pretraining_config
+  from electra_tf2.pretraining.config import resolve_pretraining_config
   from electra_tf2.data_prep.builder import BuildConfig, build_pretraining_data
   from electra_tf2.training.pretraining import run_pretraining
   root = tmp_path_factory.mktemp("spm_data")
@@ -329,7 +329,7 @@ def test_hf_export_writes_a_tokenizer_transformers_loads_for_the_same_ids(spm_mo
                                                                            spm_model, tmp_path):
   transformers = pytest.importorskip("transformers")
   import sentencepiece
-  from electra_tf2 import hf_export
+  from electra_tf2.conversion import hf_export
   out = str(tmp_path / "hf")
   assert hf_export.main(["--model-dir", spm_model_dir, "--output-dir", out]) == 0
   # The fast tokenizer converts the .model with protobuf >= 7 (constraints.txt pins 6.33
@@ -350,7 +350,7 @@ def test_export_command_sentencepiece_savedmodel_and_tflite_on_raw_text(spm_mode
   import numpy as np
   import sentencepiece
   import tensorflow as tf
-  from electra_tf2 import export
+  from electra_tf2.serving import export
   out = str(tmp_path / "saved")
   assert export.main(["--model-dir", spm_model_dir, "--output-dir", out]) == 0
   with open(os.path.join(out, description_lib.DESCRIPTION_FILE), encoding="utf-8") as f:
@@ -451,7 +451,7 @@ def test_chunking_labels_the_first_piece_of_each_word_with_sentencepiece(
 def test_squad_answer_spans_round_trip_through_sentencepiece_offsets(tmp_path, spm_model):
   import shutil
   import numpy as np
-  from electra_tf2.finetune import qa_decoding
+  from electra_tf2.tasks import qa_decoding
   from fixtures import make_config, make_tasks
   shutil.copy(spm_model, tmp_path / "spm.model")
   # Full-width letters that the model's nmt_nfkc rule rewrites, a word with punctuation.
@@ -491,7 +491,8 @@ def test_squad_answer_spans_round_trip_through_sentencepiece_offsets(tmp_path, s
 def test_score_command_and_scorer_with_sentencepiece(spm_model_dir, spm_model, tmp_path,
                                                      capsys):
   import sentencepiece
-  from electra_tf2 import export, scoring
+  from electra_tf2 import scoring
+  from electra_tf2.serving import export
   from electra_tf2.scoring import cli as scoring_cli
   processor = sentencepiece.SentencePieceProcessor(model_file=spm_model)
   texts = ["한국어  学校 ＡＢＣ über", "Привет мир город книга " * 4]  # the second: 3 windows

@@ -3,11 +3,11 @@
 import pytest
 import tensorflow as tf
 
-from electra_tf2.config import resolve_pretraining_config
+from electra_tf2.pretraining.config import resolve_pretraining_config
 
 from electra_tf2.encoder_config import BertConfig
 from electra_tf2.layers import task_heads as heads
-from electra_tf2.finetune.model import FinetuningModel
+from electra_tf2.models.finetuning import FinetuningModel
 from electra_tf2.layers import (DiscriminatorHead, EmbeddingBlock, LayerNorm, MaskedLMHead,
                                 TransformerLayer, attention_bias)
 from electra_tf2.models.pretrainer import ElectraPretrainer, PretrainerConfig

@@ -205,7 +205,7 @@ def test_question_answerer_on_litert_gives_the_savedmodel_s_answers(root, capsys
   model's `serve` (the SavedModel's), dynamic-int8 runs; `electra predict` reads
   question<TAB>context lines; int8 (calibrated on texts) is refused in one line."""
   import json
-  from electra_tf2 import predict
+  from electra_tf2.serving import predict
   tf.keras.utils.set_random_seed(3)
   model = electra_tf2.QuestionAnswerer(bert_config(), None, WORD_VOCAB, max_seq_length=24,
                                        max_query_length=8, doc_stride=6, beam_size=4)

@@ -14,7 +14,7 @@ from keras import ops
 from sklearn.metrics import roc_auc_score
 
 from backend_marks import numpy, tensor
-from electra_tf2 import objectives
+from electra_tf2.pretraining import objectives
 from electra_tf2.inputs import Inputs
 from electra_tf2.vocab import BERT_UNCASED_SPECIAL_IDS
 

@@ -13,11 +13,11 @@ import shutil
 
 import pytest
 
-from electra_tf2 import convert, hf_export
+from electra_tf2.conversion import convert, hf_export
 from electra_tf2.checkpoints import directories
-from electra_tf2.config import resolve_pretraining_config
+from electra_tf2.pretraining.config import resolve_pretraining_config
 from electra_tf2.finetune import runner
-from electra_tf2.finetune.config import resolve_finetuning_config
+from electra_tf2.tasks.config import resolve_finetuning_config
 from electra_tf2.training import pretraining
 from tests.fixtures import write_lines, write_pretraining_data
 

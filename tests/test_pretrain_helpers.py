@@ -1,4 +1,4 @@
-"""Tests for electra_tf2.pretrain_helpers against independent oracles.
+"""Tests for electra_tf2.pretraining.helpers against independent oracles.
 
 Gather/scatter are checked against plain numpy loops; masking and sampling
 against exact counts and analytic distributions (spec sections 3.1-3.6). Every
@@ -22,7 +22,7 @@ from keras import ops
 
 from backend_marks import dtype_name, jax_only, numpy, tensor, tf_only
 from electra_tf2 import inputs as inputs_lib
-from electra_tf2 import pretrain_helpers as ph
+from electra_tf2.pretraining import helpers as ph
 from electra_tf2 import stateless_random
 from electra_tf2 import vocab as vocab_lib
 

@@ -6,7 +6,7 @@ import tensorflow as tf
 import keras
 
 from electra_tf2 import variable_names
-from electra_tf2.config import resolve_pretraining_config
+from electra_tf2.pretraining.config import resolve_pretraining_config
 from electra_tf2.encoder_config import BertConfig
 from electra_tf2.layers import DiscriminatorHead, EmbeddingBlock, MaskedLMHead, TransformerLayer
 from electra_tf2.models.pretrainer import ElectraPretrainer
@@ -172,7 +172,7 @@ def test_pretrainer_config_and_weights_round_trip(tmp_path):
 
 def test_loss_denominators_are_the_batch_weight_sums():
   """Known before masking, they equal the sums the official losses divide by."""
-  from electra_tf2 import objectives
+  from electra_tf2.pretraining import objectives
   model = debug_model(electric_objective=True)
   features = debug_features(batch=4, seq_len=16, seed=3)
   dens = objectives.loss_denominators(model.objective, features)

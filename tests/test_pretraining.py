@@ -16,9 +16,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from electra_tf2 import input_pipeline, run_lock
+from electra_tf2 import run_lock
+from electra_tf2.pretraining import input_pipeline
 from electra_tf2.checkpoint_files import ModelDirectoryError
-from electra_tf2.config import resolve_pretraining_config
+from electra_tf2.pretraining.config import resolve_pretraining_config
 from electra_tf2.hparams import ConfigError
 from electra_tf2.training import driver, pretraining
 from electra_tf2.vocab import VocabError
@@ -214,7 +215,7 @@ def test_gradients_are_sparse_where_the_official_ones_are(tmp_path, hparams, spa
   config = resolve_pretraining_config("electra_small", data, dict(TINY, **hparams))
   run = pretraining.PretrainingRun(config)
   features = next(iter(input_pipeline.input_fn(config, True, 8)))
-  from electra_tf2 import objectives
+  from electra_tf2.pretraining import objectives
   grads, _ = run._compute_gradients(features, tf.constant([0, 0]),
                                     objectives.loss_denominators(config, features))
   names = {id(v): n for n, v in run.variable_names.items()}
@@ -403,7 +404,8 @@ def test_importing_the_library_sets_no_environment_variable():
       del os.environ["TF_CPP_MIN_LOG_LEVEL"]  # so a module that sets it would show
       import keras, tensorflow, tensorflow_text  # they set LD_LIBRARY_PATH themselves
       before = dict(os.environ)
-      import electra_tf2.convert, electra_tf2.export, electra_tf2.hf_export
+      import electra_tf2.conversion.convert, electra_tf2.conversion.hf_export
+      import electra_tf2.serving.export
       import electra_tf2.tokenization, electra_tf2.training.pretraining
       import electra_tf2.finetune.runner
       print("CHANGED", sorted(k for k in set(os.environ) | set(before)

@@ -37,7 +37,7 @@ def test_mirrored_two_cpus_matches_one_device(tmp_path):
       cpu = tf.config.list_physical_devices("CPU")[0]
       tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
       from electra_tf2 import variable_names
-      from electra_tf2.config import resolve_pretraining_config
+      from electra_tf2.pretraining.config import resolve_pretraining_config
       from electra_tf2.training.driver import RunOptions
       from electra_tf2.training.pretraining import PretrainingRun
       # The uniform generator's word-embedding gradient is sparse (IndexedSlices):

@@ -2,8 +2,9 @@
 
 Before the `electra` command, `python -m electra_tf2.convert ...` (and export, hf_export,
 flops, param_counts, the data builders) were how these stages ran; they stay aliases of
-their subcommands. Every other module exits 2 with one line naming the command to use,
-instead of exiting 0 having done nothing.
+their subcommands, at their old paths and at their new homes (conversion/, serving/).
+Every other module exits 2 with one line naming the command to use, instead of exiting 0
+having done nothing.
 """
 
 import os
@@ -51,7 +52,8 @@ def test_every_other_module_refuses_in_one_line():
     assert len(lines) == 1 and lines[0].startswith(f"error: python -m {module}: "), \
         (module, result.stderr)
     assert "use electra" in lines[0]
-  assert "use electra convert from-hf" in results["electra_tf2.hf_import"].stderr
+  for module in ("electra_tf2.hf_import", "electra_tf2.conversion.hf_import"):
+    assert "use electra convert from-hf" in results[module].stderr
 
 
 @pytest.mark.parametrize("module", sorted(commands.MODULE_COMMANDS))
@@ -72,14 +74,30 @@ def test_a_full_command_line_does_the_work_or_fails_in_one_line(tmp_path, capsys
   assert commands.main(["flops", "electra_small", "electra_base"]) == 0
   assert result.stdout == capsys.readouterr().out
   missing = tmp_path / "no_model"
-  result = python_m("electra_tf2.convert", "to-official", "--model-dir", str(missing),
-                    "--output-dir", str(tmp_path / "out"))
-  assert result.returncode == 2
-  assert result.stderr.strip().splitlines() == [
-      f"error: {missing}/pretrain_config.json is missing: {missing} is not a pre-trained "
-      "model directory (pre-train with run_pretraining.py or convert an official "
-      "checkpoint with electra convert to-tf2)"]
-  assert not (tmp_path / "out").exists()
+  for module in ("electra_tf2.convert", "electra_tf2.conversion.convert"):  # old path, new
+    result = python_m(module, "to-official", "--model-dir", str(missing),
+                      "--output-dir", str(tmp_path / "out"))
+    assert result.returncode == 2, (module, result.stderr)
+    assert result.stderr.strip().splitlines() == [
+        f"error: {missing}/pretrain_config.json is missing: {missing} is not a pre-trained "
+        "model directory (pre-train with run_pretraining.py or convert an official "
+        "checkpoint with electra convert to-tf2)"]
+    assert not (tmp_path / "out").exists()
+
+
+def test_moved_command_modules_run_their_subcommand_at_both_paths():
+  """The console script's table names the new homes; the old paths run the same
+  subcommand (the `--help` of each, under its name, is checked above)."""
+  moved = {"electra_tf2.convert": "electra_tf2.conversion.convert",
+           "electra_tf2.export": "electra_tf2.serving.export",
+           "electra_tf2.predict": "electra_tf2.serving.predict",
+           "electra_tf2.hf_export": "electra_tf2.conversion.hf_export"}
+  table = {name: module for name, (module, _) in commands.SUBCOMMANDS.items()}
+  assert {table[n] for n in ("convert", "export", "predict", "hf-export")} == set(
+      moved.values())
+  for old, new in moved.items():
+    assert commands.MODULE_COMMANDS[old] == commands.MODULE_COMMANDS[new]
+    assert commands.SUBCOMMANDS[commands.MODULE_COMMANDS[old]][0] == new
 
 
 def test_other_programs_and_unknown_modules_are_left_to_python():

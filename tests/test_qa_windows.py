@@ -1,5 +1,5 @@
 """SQuAD windows in the graph (electra_tf2/text/qa_windows.py) against run_finetuning.py's
-Python featurisation and get_final_text (electra_tf2/finetune/qa.py, qa_decoding.py).
+Python featurisation and get_final_text (electra_tf2/tasks/qa.py, qa_decoding.py).
 
 Oracle: the QA task's `featurize` (windows, token_to_orig_map, token_is_max_context,
 training labels) and `qa_decoding`'s candidate text, on real SQuAD questions (small
@@ -13,7 +13,7 @@ import os
 import pytest
 import tensorflow as tf
 
-from electra_tf2.finetune import qa_decoding
+from electra_tf2.tasks import qa_decoding
 from electra_tf2.text import qa_windows
 from electra_tf2.text.windows import split_context
 from electra_tf2.text.tokenizer import TokenizerModule
@@ -175,7 +175,7 @@ def test_empty_contexts_and_invalid_utf8_have_no_windows_or_fit():
   assert [int(labels[k][0]) for k in ("start_positions", "end_positions")] == [4, 4]
 
 
-# -- SentencePiece (#42): the runner's SentencePiece path (finetune/qa.py char spans) ------
+# -- SentencePiece (#42): the runner's SentencePiece path (tasks/qa.py char spans) ---------
 
 # Full-width letters the model's nmt_nfkc rule rewrites, words the 60-piece model splits
 # into single letters ("über": ▁ ü b e r) or [UNK], a lone U+2581 before "ü", words with

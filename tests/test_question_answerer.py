@@ -3,7 +3,7 @@
 Oracles: run_finetuning.py's predictions and null-odds files of the same fine-tuned
 checkpoint (a tiny model trained here for a few steps on ../shared SQuAD data, with
 small windows so that contexts need several), its loss on the same batch, the official
-Python decoding (finetune/qa_decoding.py) on transformers' ElectraForQuestionAnswering
+Python decoding (tasks/qa_decoding.py) on transformers' ElectraForQuestionAnswering
 logits, and the model itself before a save.
 """
 
@@ -23,9 +23,11 @@ import tensorflow as tf
 from hf_models import load_hf, save_hf_model  # noqa: E402  (USE_TF=0 first)
 import torch  # noqa: E402
 import electra_tf2  # noqa: E402
-from electra_tf2 import export  # noqa: E402
-from electra_tf2.finetune import model as finetune_model, qa, qa_decoding, runner  # noqa: E402
-from electra_tf2.checkpoints import source as sources  # noqa: E402
+from electra_tf2.serving import export  # noqa: E402
+from electra_tf2.finetune import runner  # noqa: E402
+from electra_tf2.models import finetuning as finetune_model  # noqa: E402
+from electra_tf2.tasks import qa, qa_decoding  # noqa: E402
+from electra_tf2.models import sources  # noqa: E402
 from electra_tf2.models import question_answerer  # noqa: E402
 from electra_tf2.text.windows import split_context  # noqa: E402
 from tests.conftest import REPO_ROOT, shared_data_path  # noqa: E402
@@ -339,7 +341,7 @@ def test_predict_command_reads_question_then_context(tmp_path, hf_answerer, caps
   """`electra predict` on a QuestionAnswerer SavedModel reads question<TAB>context (the
   signature's documented order, as `predict((questions, contexts))`) or JSON lines with
   those fields, names the columns first, and refuses a line with one column."""
-  from electra_tf2 import predict
+  from electra_tf2.serving import predict
   _, model, expected = hf_answerer
   saved = model.export_saved_model(str(tmp_path / "qa"))
   tsv, jsonl = tmp_path / "questions.tsv", tmp_path / "questions.jsonl"

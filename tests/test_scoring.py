@@ -11,10 +11,12 @@ import pytest
 import tensorflow as tf
 
 from conftest import REPO_ROOT
-from electra_tf2 import convert, export, scoring, variable_names
+from electra_tf2 import scoring, variable_names
+from electra_tf2.conversion import convert
+from electra_tf2.serving import export
 from electra_tf2.scoring import cli as scoring_cli, graph as scoring_graph
 from electra_tf2.text import windows
-from electra_tf2.config import resolve_pretraining_config
+from electra_tf2.pretraining.config import resolve_pretraining_config
 from electra_tf2.models.pretrainer import ElectraPretrainer
 from fixtures import noisy_pretrainer
 

@@ -6,9 +6,9 @@ import os
 import pytest
 
 from electra_tf2 import commands, errors
-from electra_tf2.config import resolve_pretraining_config
+from electra_tf2.pretraining.config import resolve_pretraining_config
 from electra_tf2.finetune import runner
-from electra_tf2.finetune.config import resolve_finetuning_config
+from electra_tf2.tasks.config import resolve_finetuning_config
 from electra_tf2.hparams import ConfigError, config_path
 from electra_tf2.vocab import VocabError, load_vocab
 from tests.fixtures import WORD_VOCAB, write_vocab

@@ -9,7 +9,7 @@ from typing import Dict, Tuple
 import pytest
 
 from electra_tf2 import variable_names
-from electra_tf2.config import resolve_pretraining_config
+from electra_tf2.pretraining.config import resolve_pretraining_config
 from electra_tf2.models.pretrainer import ElectraPretrainer
 
 Shapes = Dict[str, Tuple[int, ...]]

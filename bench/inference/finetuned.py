@@ -31,7 +31,7 @@ BATCH_SIZE = 32
 
 def hf_state_dict(model):
   """`{PyTorch name: array}` of our TextClassifier with the Hugging Face head."""
-  from electra_tf2.hf_export import hf_parameter_name
+  from electra_tf2.conversion.hf_export import hf_parameter_name
   state = {}
   for name, variable in model.variable_map().items():
     torch_name = (name.replace("task_specific/classifier/", "classifier/").replace("/", ".")
@@ -72,7 +72,7 @@ def fine_tune_sst2(data_dir: str, vocab_file: str, work_dir: str, epochs: float 
   import keras
   import tensorflow as tf
   from electra_tf2 import TextClassifier
-  from electra_tf2.hf_export import write_safetensors
+  from electra_tf2.conversion.hf_export import write_safetensors
   init = models.random_classifier("electra_small", vocab_file, directory + "_init", seed)
   keras.utils.set_random_seed(seed)
   model = TextClassifier.from_pretrained(init, max_seq_length=models.MAX_SEQ_LENGTH)

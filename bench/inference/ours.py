@@ -87,7 +87,7 @@ def _finetuned_model_dir(fixture):
   import tensorflow as tf
   from electra_tf2 import variable_names
   from electra_tf2.models import finetuning as finetune_model
-  from electra_tf2.finetune.config import resolve_finetuning_config
+  from electra_tf2.tasks.config import resolve_finetuning_config
   from electra_tf2.models import sources
   task = "mrpc" if fixture.texts.pairs else "sst"
   model_dir = fixture.path(f"finetuned_{task}")
@@ -117,7 +117,7 @@ def _finetuned_model_dir(fixture):
 def export_finetuned(fixture) -> Side:
   import tensorflow as tf
   import tensorflow_text  # noqa: F401
-  from electra_tf2 import export
+  from electra_tf2.serving import export
   model_dir, task, (kernel, bias) = _finetuned_model_dir(fixture)
   path = fixture.path(f"export_finetuned_{task}")
   if not os.path.exists(os.path.join(path, "saved_model.pb")):
@@ -142,7 +142,7 @@ def _discriminator_dir(fixture) -> str:
   """Our pre-trained model directory of an ElectraForPreTraining with the fixture's encoder."""
   import torch
   import transformers
-  from electra_tf2 import convert
+  from electra_tf2.conversion import convert
   model_dir = fixture.path("discriminator_model")
   hf_dir = fixture.path("discriminator_hf")
   if not os.path.exists(os.path.join(model_dir, "pretrain_config.json")):

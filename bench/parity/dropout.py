@@ -22,7 +22,8 @@ def stage_dropout(args) -> Dict[str, Any]:
   """
   import numpy as np
   import tensorflow as tf
-  from electra_tf2 import convert, model_directory
+  from electra_tf2 import model_directory
+  from electra_tf2.conversion import convert
   out_dir = os.path.join(args.work_dir, "equivalence")
   ours_dir = model_dir(args, "ours", args.seeds[0])
   checkpoint = os.path.join(ours_dir, f"ckpt-{max(args.eval_at)}")

@@ -23,7 +23,7 @@ def evaluate_checkpoint(args, eval_set: str, directory: str, prefix: str) -> Dic
 
 
 def stage_eval(args) -> Dict[str, Any]:
-  from electra_tf2 import convert
+  from electra_tf2.conversion import convert
   from electra_tf2.atomic_io import write_json_atomic
   path = os.path.join(args.work_dir, "parity.json")
   results = json.load(open(path, encoding="utf-8")) if os.path.exists(path) else {}

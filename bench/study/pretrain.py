@@ -29,7 +29,7 @@ def pretrain_hparams(args, objective: str) -> Dict[str, Any]:
 
 
 def pretrain_config(args, objective: str):
-  from electra_tf2.config import resolve_pretraining_config
+  from electra_tf2.pretraining.config import resolve_pretraining_config
   return resolve_pretraining_config("electra_small", args.work_dir,
                                     pretrain_hparams(args, objective))
 

@@ -5,7 +5,9 @@
   describes one without building a model;
 - `directories`, `official`, `huggingface`: each kind's files, read (and the
   official layout written) by official variable name;
-- `report`: the one report type of every reader (`ConversionReport`);
-- `source`: every tensor of any checkpoint under its official name, for the
-  Keras models' `from_pretrained` (it restores our own directories' models).
+- `report`: the one report type of every reader (`ConversionReport`).
+
+Every tensor of any checkpoint under its official name, for the Keras models'
+`from_pretrained`, is models/sources.py (it restores our own directories' models);
+`source` here is its alias.
 """

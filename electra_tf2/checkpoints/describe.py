@@ -14,7 +14,7 @@ Kinds (`KINDS`), detected from the files, in this order:
   `task_specific/<task>/...` for fine-tuned ones).
 
 Nothing is built or restored: configs and checkpoint indexes are read. Weights by
-official name: checkpoints/source.py.
+official name: models/sources.py.
 """
 
 from __future__ import annotations

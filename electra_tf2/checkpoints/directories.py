@@ -29,7 +29,7 @@ from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 from electra_tf2 import checkpoint_files
 from electra_tf2.atomic_io import copy_file_atomic, exists, is_remote, write_json_atomic
 from electra_tf2.checkpoints import portable
-from electra_tf2.config import ADDED_HPARAMS, PretrainingConfig, schema
+from electra_tf2.pretraining.config import ADDED_HPARAMS, PretrainingConfig, schema
 from electra_tf2.hparams import ConfigError, read_config, read_json
 from electra_tf2.checkpoints.file_names import (  # noqa: F401  (their import path here too)
     FINETUNING_CONFIG_FILE, MODEL_CONFIG_FILE, PRETRAIN_CONFIG_FILE, VOCAB_FILE)

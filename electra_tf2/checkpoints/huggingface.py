@@ -5,9 +5,9 @@ A directory holds `config.json` (model_type "electra"), the weights
 `pytorch_model.bin`, which needs torch) and, for text, `vocab.txt` with
 `do_lower_case` in `tokenizer_config.json`. Safetensors are read with numpy
 alone. PyTorch names and official names are one rule (`hf_parameter_name`,
-dense weights transposed to `[in, out]`), the one electra_tf2/hf_export.py
+dense weights transposed to `[in, out]`), the one electra_tf2/conversion/hf_export.py
 writes with, so export then import gives the same arrays bit for bit.
-Converting a directory into ours: electra_tf2/hf_import.py.
+Converting a directory into ours: electra_tf2/conversion/hf_import.py.
 """
 
 from __future__ import annotations
@@ -200,7 +200,7 @@ class HuggingFaceDirectory:
 
   def match(self, variable_map: Mapping[str, Any], names: Mapping[str, str]
             ) -> ConversionReport:
-    """convert.py's report of `variable_map` against this directory's tensors."""
+    """conversion/convert.py's report of `variable_map` against this directory's tensors."""
     shapes = {official: tuple(self.value(official, hf).shape) for official, hf in names.items()
               if hf in self.tensors}
     used = {names[official] for official in shapes}

@@ -19,7 +19,7 @@ from electra_tf2 import checkpoint_files
 from electra_tf2.atomic_io import write_text_atomic
 from electra_tf2.checkpoints.report import (DEFAULT_IGNORE, ConversionReport, Shape,
                                             match_shapes)
-from electra_tf2.config import resolve_pretraining_config
+from electra_tf2.pretraining.config import resolve_pretraining_config
 from electra_tf2.encoder_config import BertConfig
 from electra_tf2.errors import ElectraError
 

@@ -36,11 +36,11 @@ import tensorflow as tf
 from electra_tf2 import checkpoint_files, optimization, run_lock, variable_names
 from electra_tf2 import vocab as vocab_lib
 from electra_tf2.atomic_io import write_json_atomic, write_text_atomic
-from electra_tf2.finetune import classification
-from electra_tf2.finetune.config import FinetuningConfig, GLUE_TASKS
-from electra_tf2.finetune.preprocessing import Preprocessor
-from electra_tf2.finetune.task import FinetuningDataError, Task
-from electra_tf2.finetune.task_builder import get_tasks
+from electra_tf2.tasks import classification
+from electra_tf2.tasks.config import FinetuningConfig, GLUE_TASKS
+from electra_tf2.tasks.preprocessing import Preprocessor
+from electra_tf2.tasks.task import FinetuningDataError, Task
+from electra_tf2.tasks.task_builder import get_tasks
 from electra_tf2.models import finetuning as model_lib
 from electra_tf2.checkpoints import describe as describe_lib
 from electra_tf2.checkpoints.directories import (PRETRAIN_CONFIG_FILE, PretrainedModelError,

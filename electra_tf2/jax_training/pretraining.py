@@ -32,11 +32,12 @@ from typing import Any, Dict, List, Optional
 import keras
 import numpy as np
 
-from electra_tf2 import objectives, optimization, pretraining_state, run_lock
+from electra_tf2 import optimization, run_lock
+from electra_tf2.pretraining import objectives, state as pretraining_state
 from electra_tf2.atomic_io import write_json_atomic
 from electra_tf2.checkpoints import portable
 from electra_tf2.checkpoints.file_names import PRETRAIN_CONFIG_FILE
-from electra_tf2.config import PretrainingConfig
+from electra_tf2.pretraining.config import PretrainingConfig
 from electra_tf2.data_io.pretraining import PretrainingDataReader
 from electra_tf2.errors import ElectraError
 from electra_tf2.hparams import ConfigError

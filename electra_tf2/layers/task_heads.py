@@ -23,7 +23,7 @@ from keras import ops
 
 from electra_tf2.layers import initializers
 from electra_tf2 import backend_ops
-from electra_tf2.pretrain_helpers import gather_positions
+from electra_tf2.pretraining.helpers import gather_positions
 from electra_tf2.layers.activations import gelu
 
 Outputs = Dict[str, Any]

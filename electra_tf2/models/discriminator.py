@@ -16,7 +16,7 @@ import keras
 from keras import ops
 
 from electra_tf2.layers import DiscriminatorHead
-from electra_tf2.checkpoints import source as sources
+from electra_tf2.models import sources
 from electra_tf2.models.text_model import TextModel, VariableMap
 
 

@@ -30,8 +30,8 @@ from electra_tf2.atomic_io import write_json_atomic
 from electra_tf2.checkpoints import directories
 from electra_tf2.checkpoints.directories import FINETUNING_CONFIG_FILE, MODEL_CONFIG_FILE
 from electra_tf2.encoder_config import BertConfig
-from electra_tf2.finetune import config as finetune_config
-from electra_tf2.finetune.config import FinetuningConfig
+from electra_tf2.tasks import config as finetune_config
+from electra_tf2.tasks.config import FinetuningConfig
 from electra_tf2.layers.task_heads import ClassificationHead, QAHead, RegressionHead, TaggingHead
 from electra_tf2.networks.encoder import Encoder
 from electra_tf2.text.description import describe_vocab, write_description

@@ -20,8 +20,9 @@ from typing import Any, Dict, Mapping, Optional
 import keras
 from keras import ops
 
-from electra_tf2 import objectives, pretrain_helpers, stateless_random
-from electra_tf2.config import ObjectiveConfig, PretrainingConfig
+from electra_tf2 import stateless_random
+from electra_tf2.pretraining import helpers as pretrain_helpers, objectives
+from electra_tf2.pretraining.config import ObjectiveConfig, PretrainingConfig
 from electra_tf2.encoder_config import BertConfig
 from electra_tf2.errors import ElectraError
 from electra_tf2.inputs import features_to_inputs

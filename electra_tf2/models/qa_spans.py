@@ -1,6 +1,6 @@
 """The official answer search in the graph: every window's candidate spans -> one per question.
 
-What electra_tf2/finetune/qa_decoding.py does in Python (official
+What electra_tf2/tasks/qa_decoding.py does in Python (official
 finetune/qa/qa_metrics.py:90-269) for the answer it predicts:
 
 1. candidates are the beam pairs (start i, end j) of the joint head, or the
@@ -21,7 +21,7 @@ finetune/qa/qa_metrics.py:90-269) for the answer it predicts:
 A question without any valid candidate gets `found` False (the official code
 predicts the nonce text "empty" then).
 
-SentencePiece (#42, finetune/qa_decoding.py): the answer is the context between its
+SentencePiece (#42, tasks/qa_decoding.py): the answer is the context between its
 first piece's start and its last piece's end (`qa_windows.piece_text`). A span of one
 lone U+2581 piece is the empty text, which SQuAD 2.0's prediction passes over (the best
 non-null text of the n-best list, qa_decoding.py `best_prediction`): with squad_v2 and

@@ -1,7 +1,7 @@
 """`QuestionAnswerer`: (question, context) strings -> the answer, as characters of the context.
 
 The official span QA of run_finetuning.py's `squad`, `squadv1` and MRQA tasks
-(finetune/qa/qa_tasks.py, qa_metrics.py; electra_tf2/finetune/qa.py and
+(finetune/qa/qa_tasks.py, qa_metrics.py; electra_tf2/tasks/qa.py and
 qa_decoding.py) as one Keras model whose graph holds all of it: the windows
 over long contexts (electra_tf2/text/qa_windows.py), the encoder, the official
 head (`QAHead`, electra_tf2/layers/task_heads.py), the answer search
@@ -30,7 +30,7 @@ official code sums (run_finetuning.py:71-73).
   model.predict((["Who ate?"], ["John ate the cake."]))["answer_text"]  # ["John"]
 
 With a SentencePiece vocabulary (#42) the windows, labels and answers are those of
-run_finetuning.py's SentencePiece path (finetune/qa.py): every piece has its characters
+run_finetuning.py's SentencePiece path (tasks/qa.py): every piece has its characters
 in the context, the training span is the pieces that overlap the answer and the answer
 is the context from its first piece's start to its last piece's end (answer_text is
 exactly context[answer_start:answer_end]).
@@ -57,10 +57,9 @@ import tensorflow as tf  # noqa: E402  pylint: disable=g-import-not-at-top,wrong
 
 from electra_tf2 import predictions
 from electra_tf2.errors import ElectraError
-from electra_tf2.finetune import qa as qa_task
+from electra_tf2.tasks import qa as qa_task
 from electra_tf2.layers.task_heads import QAHead
-from electra_tf2.checkpoints import source as sources
-from electra_tf2.models import keras_data, qa_spans
+from electra_tf2.models import keras_data, qa_spans, sources
 from electra_tf2.models.text_model import TextModel, VariableMap
 from electra_tf2.text import qa_windows
 
@@ -392,7 +391,7 @@ def _split_qa_outputs(source: sources.Source) -> sources.Source:
 def squad_dataset(path: str, v2: Optional[bool] = None) -> tf.data.Dataset:
   """A SQuAD JSON file's training questions as `((question, context), (answer_start,
   answer_end))` (characters; -1 for unanswerable), as run_finetuning.py reads them:
-  the first answer, answers not found in their words skipped (finetune/qa.py).
+  the first answer, answers not found in their words skipped (tasks/qa.py).
   v2: SQuAD 2.0 (None: whether the file has is_impossible fields)."""
   examples = qa_task.read_squad(path, v2)
   if not examples:

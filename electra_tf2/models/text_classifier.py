@@ -25,7 +25,7 @@ from keras import ops
 from electra_tf2 import backend_ops
 from electra_tf2.layers.task_heads import ClassificationHead, RegressionHead, TaskHead
 from electra_tf2.layers.activations import gelu
-from electra_tf2.checkpoints import source as sources
+from electra_tf2.models import sources
 from electra_tf2.models import keras_data, text_model
 from electra_tf2.models.text_model import TextModel, VariableMap
 

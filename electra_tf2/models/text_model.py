@@ -13,7 +13,7 @@ On every backend the model also takes those features directly: a dict of
 `input_ids`, `input_mask`, `segment_ids` `[batch, seq_len]` (`featurize(texts)`
 makes it), and `predict` returns numpy arrays.
 
-- `from_pretrained(path, ...)`: any checkpoint of electra_tf2/checkpoints/source.py.
+- `from_pretrained(path, ...)`: any checkpoint of electra_tf2/models/sources.py.
 - `official_optimizer(...)`: the official fine-tuning optimizer (AdamWeightDecay,
   warm-up then linear decay, layer-wise learning-rate decay, clip 1.0).
 - `export_saved_model(path)`: a SavedModel on raw strings that needs only
@@ -37,8 +37,7 @@ from electra_tf2.atomic_io import atomic_directory
 from electra_tf2.encoder_config import BertConfig
 from electra_tf2.errors import ElectraError
 from electra_tf2.layers.text_inputs import TextInputs
-from electra_tf2.checkpoints import source as sources
-from electra_tf2.models import keras_data
+from electra_tf2.models import keras_data, sources
 from electra_tf2.networks.encoder import Encoder
 
 VariableMap = Dict[str, keras.Variable]
@@ -181,7 +180,7 @@ class TextModel(keras.Model):
   def from_pretrained(cls, path: str, *, model_name: Optional[str] = None,
                       vocab_file: Optional[str] = None, strict: bool = True,
                       **options) -> "TextModel":
-    """The model with the weights at `path` (any checkpoint of checkpoints/source.py).
+    """The model with the weights at `path` (any checkpoint of models/sources.py).
 
     Args:
       path: a Hugging Face directory, our pre-trained or fine-tuned model

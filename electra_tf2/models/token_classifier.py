@@ -1,7 +1,7 @@
 """`TokenClassifier`: raw texts -> one label per whitespace-separated word (as chunking).
 
 The official tagging task (finetune/tagging/tagging_tasks.py, electra_tf2/
-finetune/tagging.py): every word is tokenised alone and tagged at its first
+tasks/tagging.py): every word is tokenised alone and tagged at its first
 WordPiece, through one dense (`task_specific/<task>/dense`). An
 `ElectraForTokenClassification` directory loads with its `classifier`, the
 same function.
@@ -23,7 +23,7 @@ import keras
 import numpy as np
 
 from electra_tf2.layers.task_heads import TaggingHead
-from electra_tf2.checkpoints import source as sources
+from electra_tf2.models import sources
 from electra_tf2.models import keras_data, text_model
 from electra_tf2.models.text_model import TextModel, VariableMap
 

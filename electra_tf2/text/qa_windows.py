@@ -1,6 +1,6 @@
 """SQuAD windows in the graph: (question, context) strings -> the official QA features.
 
-TensorFlow ops for what electra_tf2/finetune/qa.py does in Python (official
+TensorFlow ops for what electra_tf2/tasks/qa.py does in Python (official
 finetune/qa/qa_tasks.py:155-417 and qa_metrics.py:307-401), so that a SavedModel
 answers questions on raw strings:
 
@@ -23,7 +23,7 @@ answers questions on raw strings:
   them where the characters align one to one, else all the words.
 
 With a SentencePiece tokenizer (#42) every piece also gets its characters in the
-context (`SentencePieceModule.char_spans` of its word), as finetune/qa.py does:
+context (`SentencePieceModule.char_spans` of its word), as tasks/qa.py does:
 `answer_labels` labels the pieces that overlap the answer's characters and
 `piece_text` decodes a span as the context between its first piece's start and its
 last piece's end, instead of the WordPiece rules above.
@@ -147,7 +147,7 @@ def qa_windows(tokenizer: TokenizerModule | SentencePieceModule, question: tf.Te
   token_word = tf.where(in_doc, _gather_or_zero(piece_word.flat_values, piece), -1)
   max_context = in_doc & (_gather_or_zero(best, piece) == window[:, tf.newaxis])
   char_starts = char_ends = None
-  if isinstance(tokenizer, SentencePieceModule):  # finetune/qa.py QATask._char_spans
+  if isinstance(tokenizer, SentencePieceModule):  # tasks/qa.py QATask._char_spans
     starts, ends = tokenizer.char_spans(words.text.flat_values)
     word_start = tf.repeat(words.starts.flat_values, starts.row_lengths())
     char_starts, char_ends = starts.flat_values + word_start, ends.flat_values + word_start
@@ -195,7 +195,7 @@ def answer_labels(windows: Windows, tokenizer: TokenizerModule | SentencePieceMo
   """Training labels `[R]` of answers given as character spans [start, end) of the valid
   UTF-8 contexts `[batch]` (start < 0: no answer): int32 `start_positions`,
   `end_positions` and `is_impossible`, as qa_tasks.py:277-291 and 354-372 (SentencePiece:
-  the pieces that overlap the answer, finetune/qa.py `pieces_of_answer`; 0/0 when none
+  the pieces that overlap the answer, tasks/qa.py `pieces_of_answer`; 0/0 when none
   does)."""
   answer_start, answer_end = tf.cast(answer_start, tf.int64), tf.cast(answer_end, tf.int64)
   impossible = answer_start < 0
@@ -238,7 +238,7 @@ def _window_labels(windows: Windows, tok_start: tf.Tensor, tok_end: tf.Tensor,
 
 def _overlapping_pieces(windows: Windows, answer_start: tf.Tensor, answer_end: tf.Tensor,
                         impossible: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
-  """finetune/qa.py `pieces_of_answer` `[batch]`: the first and last piece (flat indices)
+  """tasks/qa.py `pieces_of_answer` `[batch]`: the first and last piece (flat indices)
   whose characters overlap [answer_start, answer_end), pieces that span nothing left out;
   -1, -1 when none does."""
   example = windows.pieces.value_rowids()
@@ -320,7 +320,7 @@ def token_chars(windows: Windows) -> Tuple[tf.Tensor, tf.Tensor]:
 
 def piece_text(windows: Windows, row: tf.Tensor, start: tf.Tensor, end: tf.Tensor):
   """SentencePiece: tokens start..end (inclusive) of windows `row` `[n]` -> the context
-  from the first token's start to the last token's end (finetune/qa_decoding.py
+  from the first token's start to the last token's end (tasks/qa_decoding.py
   `decode_example`), and those [start, end) code points."""
   row, start, end = (tf.cast(t, tf.int64) for t in (row, start, end))
   starts, ends = token_chars(windows)

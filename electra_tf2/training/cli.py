@@ -96,7 +96,8 @@ def pretrain(argv: Sequence[str], prog: str) -> None:
     # The config first: its mistakes are reported before TensorFlow loads.
     run_options = run_options_from_flags()
     use_backend(run_options.backend)
-    from electra_tf2.config import resolve_pretraining_config  # pylint: disable=g-import-not-at-top
+    from electra_tf2.pretraining.config import (  # pylint: disable=g-import-not-at-top
+        resolve_pretraining_config)
     config = resolve_pretraining_config(flags.FLAGS["model-name"].value,
                                         flags.FLAGS["data-dir"].value, flags.FLAGS.hparams)
     if run_options.backend == "jax":
@@ -137,7 +138,7 @@ def finetune(argv: Sequence[str], prog: str) -> None:
     check_arguments(args)
     logging.set_verbosity(logging.WARNING)
     # The config first: its mistakes are reported before TensorFlow loads.
-    from electra_tf2.finetune import config as config_lib  # pylint: disable=g-import-not-at-top
+    from electra_tf2.tasks import config as config_lib  # pylint: disable=g-import-not-at-top
     config = config_lib.resolve_finetuning_config(
         flags.FLAGS["model-name"].value, flags.FLAGS["data-dir"].value, flags.FLAGS.hparams,
         flags.FLAGS.task)

@@ -29,13 +29,14 @@ from typing import Any, Dict, List, Optional
 import keras
 import tensorflow as tf
 
-from electra_tf2 import (checkpoint_files, convert, input_pipeline, objectives, optimization,
-                         pretraining_state, run_lock, variable_names)
+from electra_tf2 import checkpoint_files, optimization, run_lock, variable_names
+from electra_tf2.conversion import convert
+from electra_tf2.pretraining import input_pipeline, objectives, state as pretraining_state
 from electra_tf2 import vocab as vocab_lib
 from electra_tf2.text import description as tokenizer_description
 from electra_tf2.atomic_io import is_remote, write_json_atomic, write_text_atomic
 from electra_tf2.checkpoints import portable
-from electra_tf2.config import PretrainingConfig
+from electra_tf2.pretraining.config import PretrainingConfig
 from electra_tf2.hparams import ConfigError
 from electra_tf2.checkpoints import directories
 from electra_tf2.checkpoints.directories import (PRETRAIN_CONFIG_FILE,

@@ -1,0 +1,67 @@
+r"""Hugging Face ELECTRA directories -> our model directories (`electra convert from-hf`).
+
+  electra convert from-hf --hf-dir electra-small-discriminator \
+      --output-dir DATA/models/electra_small_hf
+
+Reading a directory (config, weights by official name, vocabulary):
+electra_tf2/checkpoints/huggingface.py. `ElectraForPreTraining` becomes a model
+directory with the discriminator and its head, `ElectraForMaskedLM` one with
+the MLM model (the BERT objective, the encoder under `electra`), `ElectraModel`
+and the fine-tuned architectures their encoder (the discriminator head stays
+random: `--no-strict`, with a notice). Matching is strict, with
+checkpoints/report.py's report.
+"""
+
+from __future__ import annotations
+
+import os
+
+from electra_tf2 import model_directory, variable_names
+from electra_tf2.atomic_io import copy_file_atomic
+from electra_tf2.checkpoints.directories import VOCAB_FILE
+from electra_tf2.checkpoints.huggingface import (  # noqa: F401  (their import path here too)
+    CONFIG_FILE, HuggingFaceDirectory, HuggingFaceImportError, read_directory,
+    read_safetensors)
+from electra_tf2.checkpoints.report import ConversionReport, notice, write_report  # noqa: F401
+from electra_tf2.pretraining.config import resolve_pretraining_config
+from electra_tf2.models.pretrainer import ElectraPretrainer
+
+def pretraining_config(directory: HuggingFaceDirectory):
+  """The `PretrainingConfig` of the directory's model: the discriminator with its head
+  (uniform generator: none to load), or for ElectraForMaskedLM the BERT (MLM) objective."""
+  bert = directory.bert_config
+  masked_lm = directory.architecture == "ElectraForMaskedLM"
+  overrides = {k: v for k, v in bert.to_dict().items() if k != "vocab_size"}
+  hparams = {"model_hparam_overrides": overrides, "embedding_size": directory.embedding_size,
+             "vocab_size": bert.vocab_size, "vocab_file": directory.vocab_file,
+             "do_lower_case": directory.do_lower_case, "electra_objective": not masked_lm,
+             "uniform_generator": not masked_lm,
+             "max_seq_length": min(128, bert.max_position_embeddings)}
+  config = resolve_pretraining_config("electra_small", None, hparams)
+  return config.replace(model_name=os.path.basename(os.path.normpath(directory.path)))
+
+
+def pretrainer_from_directory(directory: HuggingFaceDirectory, strict: bool = True):
+  """`(ElectraPretrainer, config, report)` with the directory's weights."""
+  config = pretraining_config(directory)
+  model = ElectraPretrainer.from_pretraining_config(config)
+  variable_map = variable_names.pretrainer_variable_map(model)
+  report = directory.assign(variable_map, directory.hf_names(variable_map), strict)
+  return model, config, report
+
+
+def convert_directory(hf_dir: str, output_dir: str, strict: bool = True
+                      ) -> ConversionReport:
+  """A Hugging Face directory -> our model directory (as `convert to-tf2` writes it).
+
+  Everything is read and checked before anything is written.
+  """
+  directory = read_directory(hf_dir)
+  model, config, report = pretrainer_from_directory(directory, strict)
+  if directory.vocab_file is not None:
+    target = os.path.join(output_dir, VOCAB_FILE)
+    copy_file_atomic(directory.vocab_file, target)
+    config = config.replace(vocab_file=target)
+  model_directory.write_model_dir(model, config, output_dir)
+  write_report(report, output_dir)
+  return report

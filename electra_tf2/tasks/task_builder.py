@@ -1,0 +1,50 @@
+"""Task names -> Task instances (official finetune/task_builder.py), plus WNLI."""
+
+from __future__ import annotations
+
+from typing import Callable, Dict, List
+
+from electra_tf2.tasks import classification, qa, tagging
+from electra_tf2.tasks.config import ConfigError, FinetuningConfig
+from electra_tf2.tasks.task import CachedTokenizer, Task
+
+TASKS: Dict[str, Callable[[FinetuningConfig, CachedTokenizer], Task]] = {
+    "cola": classification.CoLA, "mrpc": classification.MRPC, "mnli": classification.MNLI,
+    "sst": classification.SST, "rte": classification.RTE, "qnli": classification.QNLI,
+    "qqp": classification.QQP, "sts": classification.STS, "wnli": classification.WNLI,
+    "squad": qa.squad, "squadv1": qa.squadv1, "newsqa": qa.mrqa("newsqa"),
+    "naturalqs": qa.mrqa("naturalqs"), "triviaqa": qa.mrqa("triviaqa"),
+    "searchqa": qa.mrqa("searchqa"), "chunk": tagging.Chunking,
+}
+
+
+def takes_pairs(name: str) -> bool:
+  """Whether the classification or regression task `name` reads pairs of texts (its
+  Task's `text_pairs`; False for QA, tagging and unknown names)."""
+  return bool(getattr(TASKS.get(name), "text_pairs", False))
+
+
+def make_tokenizer(config: FinetuningConfig, lower_case: bool) -> CachedTokenizer:
+  """The vocabulary's tokenizer (by its kind): our tensorflow-text FullTokenizer (BERT's),
+  with the official default strip_accents, or a SentencePieceTokenizer."""
+  from electra_tf2.text.kinds import load_tokenizer  # pylint: disable=g-import-not-at-top
+  return CachedTokenizer(load_tokenizer(config.vocab_file, do_lower_case=lower_case,
+                                        expected_vocab_size=config.vocab_size))
+
+
+def get_tasks(config: FinetuningConfig) -> List[Task]:
+  """The tasks of config.task_names, sharing one tokenizer.
+
+  Chunking always lowercases (official quirk), so it gets a lowercasing
+  tokenizer even when do_lower_case is false.
+  """
+  tokenizer = make_tokenizer(config, config.do_lower_case)
+  lower_tokenizer = tokenizer
+  if "chunk" in config.task_names and not config.do_lower_case:
+    lower_tokenizer = make_tokenizer(config, True)
+  tasks = []
+  for name in config.task_names:
+    if name not in TASKS:
+      raise ConfigError(f"unknown task {name!r}: use one of {', '.join(TASKS)}")
+    tasks.append(TASKS[name](config, lower_tokenizer if name == "chunk" else tokenizer))
+  return tasks
