@@ -89,7 +89,7 @@ def classifier(args, kind: str, init: str, max_seq_length: int = 64, pool: str =
   initialised (`random`), or only its embeddings / only its layers pre-trained; its head
   on [CLS] (`pool` "cls") or on the mean of the final states ("mean")."""
   import electra_tf2
-  from electra_tf2.checkpoints import source as sources
+  from electra_tf2.models import sources
   options = {"num_classes": 2, "max_seq_length": max_seq_length}
   path = study.model_dir(args, kind)
   if pool not in ("cls", "mean"):
