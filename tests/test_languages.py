@@ -297,6 +297,15 @@ def test_keras_classifier_on_raw_text_with_sentencepiece(spm_model_dir, spm_mode
   for row, mask, text in zip(features["input_ids"].numpy(), features["input_mask"].numpy(),
                              texts):
     assert row[mask == 1].tolist() == [2] + processor.encode(text) + [3]
+  # featurize (the host-side features) gives the same ids, not WordPiece over the pieces.
+  host = model.featurize(texts, pad_to_max_length=True)
+  assert host["input_ids"].dtype == np.int32 and host["input_ids"].shape == (3, 16)
+  for row, mask, text in zip(host["input_ids"], host["input_mask"], texts):
+    assert row[mask == 1].tolist() == [2] + processor.encode(text) + [3]
+  pair = model.featurize(["мир"], ["学校"])
+  a, b = processor.encode("мир"), processor.encode("学校")
+  assert pair["input_ids"].tolist() == [[2] + a + [3] + b + [3]]
+  assert pair["segment_ids"].tolist() == [[0] * (len(a) + 2) + [1] * (len(b) + 1)]
   model.compile(optimizer="adam",
                 loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
   model.fit(texts, [0, 1, 0], batch_size=3, epochs=1, verbose=0)

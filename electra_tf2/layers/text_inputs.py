@@ -73,13 +73,31 @@ class TextInputs(keras.layers.Layer):
 
   def featurize(self, texts: Sequence, texts_b: Optional[Sequence] = None,
                 pad_to_max_length: bool = False) -> Dict[str, np.ndarray]:
-    """`call`'s features of Python strings as int32 numpy arrays, on the host."""
+    """`call`'s features of Python strings as int32 numpy arrays, on the host (with a
+    SentencePiece model, which runs on TensorFlow only: `call` itself, eagerly)."""
+    if self.sentencepiece_model:
+      return self._eager_features(self.call, pad_to_max_length, texts, texts_b)
     return self.py_featurizer.features(texts, texts_b, pad_to_max_length)
 
   def featurize_words(self, texts: Sequence, pad_to_max_length: bool = False
                       ) -> Dict[str, np.ndarray]:
-    """`call_words`' features of Python strings as int32 numpy arrays, on the host."""
+    """`call_words`' features of Python strings as int32 numpy arrays, on the host (with a
+    SentencePiece model: `call_words` itself, eagerly)."""
+    if self.sentencepiece_model:
+      return self._eager_features(self.call_words, pad_to_max_length, texts)
     return self.py_featurizer.word_features(texts, pad_to_max_length)
+
+  def _eager_features(self, call, pad_to_max_length: bool, *columns) -> Dict[str, np.ndarray]:
+    """`call` on tf.string tensors of the text columns (None ones passed as None), as int32
+    numpy `[batch, longest row]` arrays, padded with 0 to max_seq_length if asked. The
+    pure-Python featurizer is WordPiece's: SentencePiece models need this path."""
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    features = call(*[None if c is None else tf.constant(list(c), tf.string) for c in columns])
+    arrays = {name: np.asarray(value, np.int32) for name, value in features.items()}
+    if pad_to_max_length:
+      arrays = {name: np.pad(a, [(0, 0), (0, self.max_seq_length - a.shape[1])])
+                if a.ndim == 2 else a for name, a in arrays.items()}
+    return arrays
 
   def get_config(self) -> Dict[str, Any]:
     config = super().get_config()
