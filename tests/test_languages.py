@@ -242,6 +242,14 @@ def test_host_sentencepiece_features_equal_the_graph_featurizer(request, trained
   assert not padded[:, unpadded.shape[1]:].any()
 
 
+def test_host_sentencepiece_refuses_a_bad_model_in_one_line():
+  from electra_tf2.text.py_tokenizer import PyTextFeaturizer
+  with pytest.raises(VocabError) as error:
+    PyTextFeaturizer(list(vocab_lib.SPECIAL_TOKENS), sentencepiece_model=b"not a model")
+  message = str(error.value)
+  assert "\n" not in message and "SentencePiece model cannot be loaded" in message
+
+
 def test_build_data_with_sentencepiece_writes_the_description_and_library_ids(tmp_path,
                                                                                 spm_model):
   import sentencepiece
