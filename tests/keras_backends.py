@@ -8,6 +8,8 @@ in WORK, runs this with KERAS_BACKEND=jax or torch and `tensorflow` blocked):
   probabilities of transformers' PyTorch models within 1e-4;
 - `predict` on token-id features equals `predict` on strings; `fit` and `evaluate` on
   strings (pairs too) and on tag lists;
+- a SentencePiece TextClassifier saved on TensorFlow: the host features (the
+  `sentencepiece` library) equal the graph's id for id, its probabilities TensorFlow's;
 - a `.keras` file and a `.weights.h5` saved on TensorFlow load with TensorFlow's outputs;
 - this backend's `.keras` and its predictions, written to WORK for TensorFlow to load;
 - one-line refusals: SavedModel and LiteRT export, `predict_file`, a TensorFlow
@@ -90,6 +92,17 @@ def main(work: str) -> int:
   rebuilt.load_weights(os.path.join(work, "tensorflow.weights.h5"))
   close(".weights.h5 from TensorFlow", rebuilt.predict(texts, verbose=0, batch_size=4),
         ref["tf_keras_logits"], SAME)
+
+  # SentencePiece: the host tokenizer gives the graph's ids, the model TensorFlow's outputs.
+  spm = keras.models.load_model(os.path.join(work, "spm.keras"))
+  spm_texts = list(ref["spm_texts"])
+  for name, features in (("spm_pair", spm.featurize(spm_texts, spm_texts[::-1])),
+                         ("spm_words", spm.text_inputs.featurize_words(spm_texts))):
+    for key, value in features.items():
+      np.testing.assert_array_equal(value, ref[f"{name}_{key}"], err_msg=f"{name} {key}")
+  close("SentencePiece TextClassifier probabilities vs TensorFlow's",
+        softmax(spm.predict(spm_texts, verbose=0, batch_size=len(spm_texts))),
+        softmax(ref["spm_logits"]), SAME)
 
   # Training on strings, pairs and tag lists.
   loaded.compile(optimizer=loaded.official_optimizer(1e-3, 2),

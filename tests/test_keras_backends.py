@@ -1,15 +1,17 @@
 """The Keras task models on JAX and PyTorch, and their files across backends (issue #39,
-items 2 and 6).
+items 2 and 6; SentencePiece models, #42).
 
 Oracles: transformers' PyTorch models (the same random Hugging Face directories), the
-in-graph TensorFlow tokenizer (the features the Python one makes on the host), and the
-TensorFlow model's outputs (files saved on one backend, loaded on another). JAX and
+in-graph TensorFlow tokenizer (the features the Python one makes on the host: WordPiece,
+and SentencePiece from the `sentencepiece` library), and the TensorFlow model's outputs
+(files saved on one backend, loaded on another). JAX and
 PyTorch each run tests/keras_backends.py once, in a subprocess where `tensorflow`
 cannot be imported (tests/block_tensorflow.py).
 """
 
 from __future__ import annotations
 
+import base64
 import os
 import subprocess
 import sys
@@ -21,15 +23,21 @@ import tensorflow as tf
 
 from hf_models import TEXTS, hf_tokenizer, load_hf, save_hf_model  # noqa: E402 (USE_TF=0)
 from fixtures import WORD_VOCAB  # noqa: E402
+from test_languages import WORDS, write_corpus  # noqa: E402
 import torch  # noqa: E402
 import electra_tf2  # noqa: E402
+from electra_tf2 import vocab as vocab_lib  # noqa: E402
 from electra_tf2.checkpoints import official  # noqa: E402
+from electra_tf2.data_prep import build_vocab  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PAIRS_B = ["a dog runs fast", "he was born in new york city", "paris", "we see it"]
 # Texts where the host tokenizer could part from the graph's: whitespace that is not ASCII
 # (no word boundary for tf.strings.split) and that is, words of no WordPiece (control
 # characters), empty texts, texts longer than max_seq_length, bytes, accents, CJK.
+# SentencePiece's: unicode, blank, non-ASCII whitespace, longer than max_seq_length.
+SPM_TEXTS = ["한국어 문장 学校 老师", "", "Straße\u00a0über  schön", " ".join(WORDS * 2),
+             "Привет мир. ＡＢＣ"]
 TRICKY = ["the\u00a0cat sat", "a\x0bdog\x0c runs\r\nfast", "\x01 the \x02\x03 cat", "", "   ",
           " ".join(["john smith"] * 12), "Café PARIS 北京 !?", "unbelievable\tcats",
           b"the big red house", "s" * 250 + " cat"]
@@ -40,11 +48,23 @@ def graph_features(model, *texts, words: bool = False):
   return {k: v.numpy() for k, v in features.items()}
 
 
-def tiny(kind, **options):
-  config = electra_tf2.BertConfig(len(WORD_VOCAB), hidden_size=16, num_hidden_layers=1,
+def tiny(kind, vocab=WORD_VOCAB, **options):
+  config = electra_tf2.BertConfig(len(vocab), hidden_size=16, num_hidden_layers=1,
                                   num_attention_heads=2, intermediate_size=32,
                                   max_position_embeddings=16)
-  return getattr(electra_tf2, kind)(config, None, WORD_VOCAB, max_seq_length=16, **options)
+  return getattr(electra_tf2, kind)(config, None, vocab, max_seq_length=16, **options)
+
+
+def spm_classifier(root):
+  """A TextClassifier (3 classes) on a 60-piece SentencePiece model built in `root`."""
+  path = os.path.join(root, "spm.model")
+  build_vocab.learn_sentencepiece_from_files([write_corpus(os.path.join(root, "corpus"))], 60,
+                                             path, log=None)
+  vocab = vocab_lib.load_vocab(path)
+  with open(path, "rb") as f:
+    model = base64.b64encode(f.read()).decode("ascii")
+  return tiny("TextClassifier", sorted(vocab, key=vocab.get), num_classes=3,
+              sentencepiece_model=model)
 
 
 @pytest.mark.parametrize("do_lower_case", [True, False])
@@ -113,6 +133,10 @@ def work(tmp_path_factory):
   official.write_official_checkpoint(os.path.join(root, "official"), {
       official.WORD_EMBEDDINGS: np.zeros((len(WORD_VOCAB), 8), np.float32)})
   pairs = graph_features(classifier, TEXTS, PAIRS_B)
+  spm = spm_classifier(root)
+  spm.save(os.path.join(root, "spm.keras"))
+  spm_pairs = graph_features(spm, SPM_TEXTS, SPM_TEXTS[::-1])
+  spm_words = spm.text_inputs.call_words(tf.constant(SPM_TEXTS))
   np.savez(os.path.join(root, "references.npz"), texts=np.array(TEXTS, object),
            pairs_b=np.array(PAIRS_B, object), disc_ids=encoded["input_ids"].numpy(),
            disc_mask=encoded["attention_mask"].numpy().astype(bool),
@@ -120,7 +144,10 @@ def work(tmp_path_factory):
            tok_probs=torch.softmax(torch.tensor(tok_probs), -1).numpy(),
            tok_words_mask=words["words_mask"],
            tf_keras_logits=classifier.predict(TEXTS, verbose=0),
-           **{f"pair_{k}": v for k, v in pairs.items()})
+           **{f"pair_{k}": v for k, v in pairs.items()},
+           spm_texts=np.array(SPM_TEXTS, object), spm_logits=spm.predict(SPM_TEXTS, verbose=0),
+           **{f"spm_pair_{k}": v for k, v in spm_pairs.items()},
+           **{f"spm_words_{k}": v.numpy() for k, v in spm_words.items()})
   return root
 
 

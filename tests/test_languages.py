@@ -195,6 +195,61 @@ def test_sentencepiece_tokenizer_gives_the_library_ids(spm_model):
   assert tokenizer.convert_tokens_to_ids(["[CLS]", "[SEP]", "[MASK]"]) == [2, 3, 4]
 
 
+# Texts where the host SentencePiece could part from the graph's: empty and blank texts,
+# whitespace that is not ASCII, control characters, NUL, U+FFFD, U+2581 itself, full-width
+# and astral characters, bytes (invalid UTF-8 too), texts longer than max_seq_length.
+SPM_TEXTS = ["한국어 문장 学校 老师", "Straße über schön", "Привет   мир.", "", "   ", "ＡＢＣ ｘ",
+             "мир\u00a0город\u3000книга", "a\x0bdog\x0c runs\r\nfast", "\x01 학교 \x02", "a\x00b",
+             "x\ufffdy \u2581 schön", "😀 사랑", " ".join(WORDS * 3), b"\xd0\xbc\xd0\xb8\xd1\x80",
+             b"ab\xffcd \xe2\x82 x", "город" * 40]
+
+
+@pytest.mark.parametrize("trained_by", ["build-vocab", "elsewhere"])
+@pytest.mark.parametrize("max_seq_length", [6, 24])
+def test_host_sentencepiece_features_equal_the_graph_featurizer(request, trained_by,
+                                                                 max_seq_length):
+  """PyTextFeaturizer with a SentencePiece model (the `sentencepiece` library, no
+  TensorFlow) against TextFeaturizer in the graph (tensorflow-text): single texts, pairs
+  (truncated), padding and the tagging features, id for id."""
+  import numpy as np
+  import tensorflow as tf
+  from electra_tf2.text import tagging
+  from electra_tf2.text.packing import TextFeaturizer
+  from electra_tf2.text.py_tokenizer import PyTextFeaturizer
+  from electra_tf2.text.sentencepiece import read_model
+  path = request.getfixturevalue("spm_model" if trained_by == "build-vocab"
+                                 else "spm_model_elsewhere")
+  vocab = vocab_lib.load_vocab(path)
+  pieces, model = sorted(vocab, key=vocab.get), read_model(path)
+  graph = TextFeaturizer(pieces, max_seq_length=max_seq_length, sentencepiece_model=model)
+  host = PyTextFeaturizer(pieces, max_seq_length=max_seq_length, sentencepiece_model=model)
+  assert (host.cls_id, host.sep_id) == ((2, 3) if trained_by == "build-vocab" else (1, 2))
+  texts, texts_b = SPM_TEXTS, list(reversed(SPM_TEXTS))
+
+  def same(ours, expected):
+    assert ours.keys() == expected.keys()
+    for key, value in expected.items():
+      assert ours[key].dtype == np.int32, key
+      np.testing.assert_array_equal(ours[key], value.numpy(), err_msg=key)
+
+  same(host.features(texts), graph.features(tf.constant(texts)))
+  same(host.features(texts, texts_b), graph.features(tf.constant(texts), tf.constant(texts_b)))
+  same(host.word_features(texts), tagging.word_features(graph, tf.constant(texts)))
+  unpadded = host.features(texts, texts_b)["input_ids"]
+  padded = host.features(texts, texts_b, pad_to_max_length=True)["input_ids"]
+  assert padded.shape == (len(texts), max_seq_length)
+  np.testing.assert_array_equal(padded[:, :unpadded.shape[1]], unpadded)
+  assert not padded[:, unpadded.shape[1]:].any()
+
+
+def test_host_sentencepiece_refuses_a_bad_model_in_one_line():
+  from electra_tf2.text.py_tokenizer import PyTextFeaturizer
+  with pytest.raises(VocabError) as error:
+    PyTextFeaturizer(list(vocab_lib.SPECIAL_TOKENS), sentencepiece_model=b"not a model")
+  message = str(error.value)
+  assert "\n" not in message and "SentencePiece model cannot be loaded" in message
+
+
 def test_build_data_with_sentencepiece_writes_the_description_and_library_ids(tmp_path,
                                                                                 spm_model):
   import sentencepiece

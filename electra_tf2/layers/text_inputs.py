@@ -7,7 +7,8 @@ texts, `[CLS] a [SEP] b [SEP]` for pairs truncated as BERT's `_truncate_seq_pair
 (text/packing.py), and for words (`call_words`) the tagging features
 (text/tagging.py). On every backend, `featurize` and `featurize_words` give the
 same features as numpy arrays from Python strings (text/py_tokenizer.py, no
-TensorFlow): what the models take on JAX and PyTorch, which have no string tensors.
+TensorFlow; a SentencePiece model runs in the `sentencepiece` library there): what the
+models take on JAX and PyTorch, which have no string tensors.
 """
 
 from __future__ import annotations
@@ -44,9 +45,6 @@ class TextInputs(keras.layers.Layer):
           self.vocab, self.do_lower_case, max_seq_length,
           sentencepiece_model=sentencepiece_model and base64.b64decode(sentencepiece_model))
       self.supports_jit = False  # string ops: Keras' jit_compile="auto" (XLA on GPUs) stays off
-    elif sentencepiece_model:
-      raise ValueError("a SentencePiece model runs in the graph on the TensorFlow backend only: "
-                       "set KERAS_BACKEND=tensorflow")
     elif max_seq_length < 3:
       raise ValueError(f"max_seq_length must be >= 3, got {max_seq_length}")
     self.built = True
@@ -68,36 +66,20 @@ class TextInputs(keras.layers.Layer):
     """The pure-Python featurizer of this vocabulary (made on first use)."""
     cache = self.__dict__.setdefault("_py_featurizer", [])  # not tracked by Keras
     if not cache:
-      cache.append(PyTextFeaturizer(self.vocab, self.do_lower_case, self.max_seq_length))
+      model = self.sentencepiece_model and base64.b64decode(self.sentencepiece_model)
+      cache.append(PyTextFeaturizer(self.vocab, self.do_lower_case, self.max_seq_length,
+                                    sentencepiece_model=model or None))
     return cache[0]
 
   def featurize(self, texts: Sequence, texts_b: Optional[Sequence] = None,
                 pad_to_max_length: bool = False) -> Dict[str, np.ndarray]:
-    """`call`'s features of Python strings as int32 numpy arrays, on the host (with a
-    SentencePiece model, which runs on TensorFlow only: `call` itself, eagerly)."""
-    if self.sentencepiece_model:
-      return self._eager_features(self.call, pad_to_max_length, texts, texts_b)
+    """`call`'s features of Python strings as int32 numpy arrays, on the host."""
     return self.py_featurizer.features(texts, texts_b, pad_to_max_length)
 
   def featurize_words(self, texts: Sequence, pad_to_max_length: bool = False
                       ) -> Dict[str, np.ndarray]:
-    """`call_words`' features of Python strings as int32 numpy arrays, on the host (with a
-    SentencePiece model: `call_words` itself, eagerly)."""
-    if self.sentencepiece_model:
-      return self._eager_features(self.call_words, pad_to_max_length, texts)
+    """`call_words`' features of Python strings as int32 numpy arrays, on the host."""
     return self.py_featurizer.word_features(texts, pad_to_max_length)
-
-  def _eager_features(self, call, pad_to_max_length: bool, *columns) -> Dict[str, np.ndarray]:
-    """`call` on tf.string tensors of the text columns (None ones passed as None), as int32
-    numpy `[batch, longest row]` arrays, padded with 0 to max_seq_length if asked. The
-    pure-Python featurizer is WordPiece's: SentencePiece models need this path."""
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
-    features = call(*[None if c is None else tf.constant(list(c), tf.string) for c in columns])
-    arrays = {name: np.asarray(value, np.int32) for name, value in features.items()}
-    if pad_to_max_length:
-      arrays = {name: np.pad(a, [(0, 0), (0, self.max_seq_length - a.shape[1])])
-                if a.ndim == 2 else a for name, a in arrays.items()}
-    return arrays
 
   def get_config(self) -> Dict[str, Any]:
     config = super().get_config()

@@ -1,14 +1,15 @@
-"""The official WordPiece tokenizer and BERT packing in pure Python (no TensorFlow).
+"""WordPiece (the official tokenizer), SentencePiece and BERT packing with no TensorFlow.
 
 For machines without TensorFlow (JAX, PyTorch): the same ids as ELECTRA's
 `FullTokenizer` (model/tokenization.py:112-360) and as `text/tokenizer.py`'s
 in-graph one, and the `[CLS] a [SEP] (b [SEP])` features of `text/packing.py`'s
 `TextFeaturizer`, as numpy int32 arrays. Imports only the standard library, numpy and
-`electra_tf2.vocab`.
+`electra_tf2.vocab` (and, for SentencePiece, the `sentencepiece` library).
 
 - `PyFullTokenizer`: text -> WordPiece tokens / ids;
+- `PySentencePieceTokenizer`: text -> SentencePiece ids (text/sentencepiece.py's);
 - `pack_ids`: id lists -> `input_ids`, `input_mask`, `segment_ids` `[batch, seq_len]`;
-- `PyTextFeaturizer`: both, raw strings -> features.
+- `PyTextFeaturizer`: a tokenizer and packing, raw strings -> features.
 
 How the official per-character loops become whole-text regular expressions
 (model/tokenization.py line numbers):
@@ -43,7 +44,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from electra_tf2.vocab import VocabError, load_vocab, special_token_ids
+from electra_tf2.vocab import VocabError, load_vocab, special_token_ids, special_tokens
 
 # BERT's WordpieceTokenizer(max_input_chars_per_word=200): longer words -> [UNK].
 MAX_CHARS_PER_WORD = 200
@@ -174,6 +175,8 @@ class PyFullTokenizer:
     tokenizer.vocab_file = None
     return tokenizer
 
+  to_str = staticmethod(_to_str)  # str of a text: the official `convert_to_unicode`
+
   def _setup(self, vocab: Dict[str, int], do_lower_case: bool,
              strip_accents: Optional[bool]) -> None:
     self.vocab: Dict[str, int] = vocab
@@ -264,6 +267,38 @@ class PyFullTokenizer:
     return [inv[int(i)] for i in ids]
 
 
+class PySentencePieceTokenizer:
+  """A SentencePiece model run by the `sentencepiece` library: the ids of text/sentencepiece.py's
+  in-graph `SentencePieceModule` (tensorflow-text's FastSentencepieceTokenizer, which gives
+  the library's `encode`: no BOS/EOS), without TensorFlow.
+
+  Args:
+    model: the serialized ModelProto (the bytes of a `.model` file).
+  """
+
+  def __init__(self, model: bytes):
+    import sentencepiece  # pylint: disable=g-import-not-at-top
+    try:
+      self._processor = sentencepiece.SentencePieceProcessor(model_proto=model)
+    except RuntimeError as e:
+      raise VocabError(f"the SentencePiece model cannot be loaded ({str(e).splitlines()[0]}): "
+                       "pass a .model written by spm_train or electra build-vocab") from None
+
+  def encode(self, text: Text) -> List[int]:
+    """The ids of one text (str, or UTF-8 bytes)."""
+    return self.encode_batch([text])[0]
+
+  @staticmethod
+  def to_str(text: Text) -> str:
+    """str, or UTF-8 bytes with each invalid byte sequence as U+FFFD (as the graph's
+    `SentencePieceModule.tokenize_to_ids` transcodes them)."""
+    return text.decode("utf-8", "replace") if isinstance(text, bytes) else _to_str(text)
+
+  def encode_batch(self, texts: Iterable[Text]) -> List[List[int]]:
+    """`encode` of each text."""
+    return self._processor.encode(list(map(self.to_str, texts)))
+
+
 def pair_lengths(len_a: np.ndarray, len_b: np.ndarray, budget: int
                  ) -> Tuple[np.ndarray, np.ndarray]:
   """The lengths BERT's `_truncate_seq_pair` (official finetune/classification/
@@ -328,7 +363,8 @@ def pack_ids(ids_a: Sequence[Sequence[int]], ids_b: Optional[Sequence[Sequence[i
 
 
 class PyTextFeaturizer:
-  """Raw strings -> BERT inputs without TensorFlow: `TextFeaturizer`'s features.
+  """Raw strings -> BERT inputs without TensorFlow: `TextFeaturizer`'s features (WordPiece,
+  or SentencePiece with `sentencepiece_model`).
 
   >>> featurizer = PyTextFeaturizer(
   ...     ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "world"], max_seq_length=8)
@@ -336,18 +372,27 @@ class PyTextFeaturizer:
   [[2, 5, 6, 3], [2, 5, 3, 0]]
 
   Args:
-    vocab: the WordPiece tokens in id order, or a vocab.txt path.
-    do_lower_case: the tokenizer's lowercasing (and accent stripping).
+    vocab: the WordPiece tokens in id order, or a vocab.txt path; with a SentencePiece
+      model, its pieces in id order.
+    do_lower_case: the tokenizer's lowercasing (and accent stripping); WordPiece only.
     max_seq_length: WordPieces per row, [CLS] and [SEP] included (at least 3).
+    sentencepiece_model: a SentencePiece model's bytes: its tokenizer instead of WordPiece
+      (CLS and SEP found by role, vocab.SPECIAL_SPELLINGS).
   """
 
   def __init__(self, vocab: Union[str, Sequence[str]], do_lower_case: bool = True,
-               max_seq_length: int = 128):
+               max_seq_length: int = 128, sentencepiece_model: Optional[bytes] = None):
     if max_seq_length < 3:
       raise ValueError(f"max_seq_length must be >= 3, got {max_seq_length}")
+    self.max_seq_length = max_seq_length
+    if sentencepiece_model is not None:
+      self.tokenizer = PySentencePieceTokenizer(sentencepiece_model)
+      pieces = list(vocab)
+      cls, sep = special_tokens({t: i for i, t in enumerate(pieces)})[2:4]
+      self.cls_id, self.sep_id = pieces.index(cls), pieces.index(sep)
+      return
     self.tokenizer = (PyFullTokenizer(vocab, do_lower_case) if isinstance(vocab, str)
                       else PyFullTokenizer.from_tokens(list(vocab), do_lower_case))
-    self.max_seq_length = max_seq_length
     missing = [t for t in ("[CLS]", "[SEP]") if t not in self.tokenizer.vocab]
     if missing:
       raise VocabError(f"the vocabulary lacks {' and '.join(missing)}")
@@ -379,7 +424,8 @@ class PyTextFeaturizer:
     positions = np.zeros((len(texts), self.max_seq_length), np.int32)
     for row, text in enumerate(texts):
       ids: List[int] = []
-      for i, word in enumerate(_ASCII_SPACE.split(_to_str(text).strip(_ASCII_SPACES))):
+      words = self.tokenizer.to_str(text).strip(_ASCII_SPACES)
+      for i, word in enumerate(_ASCII_SPACE.split(words)):
         pieces = self.tokenizer.encode(word) if word else []
         if not word or len(ids) + len(pieces) > budget or i == self.max_seq_length:
           break
@@ -394,5 +440,5 @@ class PyTextFeaturizer:
     return features
 
 
-__all__ = ["PyFullTokenizer", "PyTextFeaturizer", "pack_ids", "pair_lengths",
-           "MAX_CHARS_PER_WORD"]
+__all__ = ["PyFullTokenizer", "PySentencePieceTokenizer", "PyTextFeaturizer", "pack_ids",
+           "pair_lengths", "MAX_CHARS_PER_WORD"]
