@@ -16,8 +16,10 @@ work="$(mktemp -d)"
 bash scripts/check_install.sh --install-only "$work" > "$work/install.log" 2>&1 &
 install=$!
 trap 'kill "$install" 2>/dev/null || true' EXIT
-# Two workers (CI has 2 cores; more where there are more, up to 4), each test file on one.
-.venv/bin/python -m pytest -q --durations=15 -n auto --maxprocesses 4 --dist loadfile
+# Two workers (CI has 2 cores; more where there are more, up to 4), each test file on one,
+# the longest files first (tests/conftest.py LONGEST_FIRST).
+.venv/bin/python -m pytest -q --durations=15 -n auto --maxprocesses 4 --dist loadfile \
+  --no-loadscope-reorder
 wait "$install" || { cat "$work/install.log"; echo "error: installing the wheel failed" >&2; exit 1; }
 trap - EXIT
 cat "$work/install.log"
