@@ -9,11 +9,12 @@ in one run, alternating.
 Every side gets the same weights (random classifiers of the released shapes, built by
 transformers and kept in --work-dir, see bench/inference/models.py; sst2_finetuned is
 electra_small fine-tuned on SST-2 in the bench, bench/inference/finetuned.py, judged on
-its dev accuracy) and the same raw texts, tokenisation included. Per side it prints batch-1 latency (p50, p95), sequences/s
-at --batch-size, the largest logit difference from PyTorch, and the ratios to ONNX
-Runtime float32 and to PyTorch (above 1: faster than the anchor); a side that sorts its
-texts into batches itself (Keras predict, TextScorer) is compared with `pytorch_sorted`,
-PyTorch on the same length-sorted batches. The sides, their
+its dev accuracy) and the same raw texts, tokenisation included. Per side it prints batch-1
+latency (p50, p95), sequences/s at --batch-size, the largest logit difference from PyTorch,
+and the ratios to ONNX Runtime float32, to PyTorch and to ONNX Runtime int8 (above 1: faster
+than the anchor); a side that sorts its texts into batches itself (Keras predict,
+TextScorer) is compared with `pytorch_sorted`, PyTorch on the same length-sorted batches.
+The sides, their
 interface and how to add one: bench/inference/__init__.py. Results: docs/benchmarks.md.
 """
 
@@ -123,13 +124,13 @@ def accuracy(predict, reference: np.ndarray, texts, batch_size: int) -> dict:
 def table(result: dict) -> str:
   """The markdown table of one fixture, with the ratios to the anchors."""
   sides = result["sides"]
-  ort = sides.get("ort_fp32")
+  ort, ort_int8 = sides.get("ort_fp32"), sides.get("ort_int8")
   lines = [f"{result['model']} on {result['texts']} (load {result['load'][0]:.2f} -> "
            f"{result['load'][1]:.2f})", "",
            "| side | batch-1 p50 ms | p95 ms | seq/s @batch | p50 vs ORT fp32 | "
            "seq/s vs ORT fp32 | seq/s vs PyTorch (same batches) | max logit diff | dev acc "
-           "| agree |",
-           "|---|---|---|---|---|---|---|---|---|---|"]
+           "| agree | p50 vs ORT int8 | seq/s vs ORT int8 |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
   for r in sides.values():
     # Sides that batch themselves (sorted by length) against PyTorch on the same batches.
     torch = sides.get("pytorch_sorted" if r.get("sorts") else "pytorch")
@@ -142,7 +143,8 @@ def table(result: dict) -> str:
     agree = f"{100 * r['agreement']:.2f}" if "agreement" in r else "-"
     lines.append(f"| {r['side']} | {r['p50_ms']:.1f} | {r['p95_ms']:.1f} | {r['rate']:.1f} | "
                  f"{ratio(ort, 'p50_ms', True)} | {ratio(ort, 'rate')} | {ratio(torch, 'rate')} "
-                 f"| {r['max_diff']:.1e} | {acc} | {agree} |")
+                 f"| {r['max_diff']:.1e} | {acc} | {agree} | {ratio(ort_int8, 'p50_ms', True)} "
+                 f"| {ratio(ort_int8, 'rate')} |")
   return "\n".join(lines)
 
 

@@ -136,13 +136,22 @@ def _json_row(path: str, number: int, line: str, names: Sequence[str],
 def predict_rows(run: Callable[..., Outputs], rows: Sequence[Sequence[str]], batch_size: int,
                  progress: bool = True) -> Outputs:
   """`run(column_0_texts, column_1_texts, ...)` on batches of rows of similar length
-  (electra_tf2/batching.py); the outputs in row order, per-token ones padded."""
-  import keras  # pylint: disable=g-import-not-at-top
+  (electra_tf2/batching.py); the outputs in row order, per-token ones padded.
+
+  Rows already in length order that fit one batch (one row, say) are one call, its
+  outputs as `run` returns them, without the re-ordering copy. Keras (the progress
+  bar) is imported only with `progress`.
+  """
   if not rows:
     return {}
   columns = [[row[i] for row in rows] for i in range(len(rows[0]))]
   order, chunks = batching.length_batches(batching.text_lengths(columns), batch_size)
-  bar = keras.utils.Progbar(len(rows), unit_name="row") if progress else None
+  if len(chunks) == 1 and not progress and np.all(order[1:] > order[:-1]):
+    return dict(run(*columns))
+  bar = None
+  if progress:
+    import keras  # pylint: disable=g-import-not-at-top
+    bar = keras.utils.Progbar(len(rows), unit_name="row")
   batches = []
   for chunk in chunks:
     batches.append(run(*([column[i] for i in chunk] for column in columns)))

@@ -47,6 +47,29 @@ def test_length_batches_sort_stably_and_restore_order():
     batching.length_batches([1], 0)
 
 
+def test_predict_rows_calls_run_once_on_rows_in_length_order():
+  """predictions.predict_rows: rows already sorted by length that fit one batch (one row,
+  say) go to `run` as given and come back as it returns them; other rows are sorted into
+  batches and put back in input order (oracle: a run that echoes each row's length)."""
+  from electra_tf2 import predictions
+  calls, returned = [], []
+
+  def run(texts):
+    calls.append(list(texts))
+    returned.append({"n": np.array([len(t) for t in texts])})
+    return returned[-1]
+  one = predictions.predict_rows(run, [["abc"]], 32, progress=False)
+  assert one["n"].tolist() == [3] and one["n"] is returned[0]["n"]  # not copied
+  rows = [["a"], ["bb"], ["bb"], ["dddd"]]
+  assert predictions.predict_rows(run, rows, 4, progress=False)["n"].tolist() == [1, 2, 2, 4]
+  assert calls == [["abc"], ["a", "bb", "bb", "dddd"]]
+  calls.clear()
+  out = predictions.predict_rows(run, [["dddd"], ["a"], ["bb"]], 2, progress=False)
+  assert out["n"].tolist() == [4, 1, 2] and calls == [["a", "bb"], ["dddd"]]
+  with pytest.raises(ValueError, match="batch_size"):
+    predictions.predict_rows(run, [["a"]], 0, progress=False)
+
+
 def test_encoder_inference_path_equals_the_training_formula():
   config = BertConfig(vocab_size=50, hidden_size=36, num_hidden_layers=2, num_attention_heads=3,
                       intermediate_size=52, hidden_dropout_prob=0.0,

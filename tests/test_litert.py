@@ -103,6 +103,16 @@ def test_calls_of_changing_shapes_are_the_savedmodel_s(discriminator):
     assert_same_outputs(lite.run_batch(TEXTS[begin:end]), served(model, TEXTS[begin:end]))
 
 
+def test_one_text_at_a_time_is_the_savedmodel_s(discriminator):
+  """predict([text]) (one interpreter call, the outputs as it returns them) and a batch
+  already in length order give the SavedModel's outputs for those texts."""
+  model, lite = discriminator
+  for text in TEXTS + BAD_BYTES:
+    assert_same_outputs(lite.predict([text]), served(model, [text]))
+  ordered = sorted(TEXTS[:4], key=len)
+  assert_same_outputs(lite.predict(ordered), served(model, ordered))
+
+
 def test_serving_default_beside_another_signature_runs(tmp_path):
   """A file whose serving_default is not its main graph (another signature's is) runs
   serving_default: its tensors cannot be set through the main graph's."""

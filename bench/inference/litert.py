@@ -9,8 +9,10 @@ kernels), one side per quantization:
   100 training texts of the task: SST-2 or MRPC train, else texts past the timed ones).
 
 Each `.tflite` file is kept under the fixture's work directory and its size is in the
-row's note. The interpreter runs on as many threads as the host has cores, as ONNX
-Runtime's default. `predict` feeds a batch of raw strings (tokenisation in the file).
+row's note. The interpreter runs on `LiteRTModel`'s default threads (`DEFAULT_THREADS`,
+chosen by bench/profile_litert_predict.py), as ONNX Runtime runs on its own default (one
+thread per core): each side as a user gets it. A batch of raw strings goes through
+`LiteRTModel.predict` with that batch size, one interpreter call (tokenisation in the file).
 """
 
 from __future__ import annotations
@@ -41,19 +43,20 @@ def calibration_texts(fixture):
 
 def _litert(fixture, quantize: str) -> Side:
   from electra_tf2 import LiteRTModel
+  from electra_tf2.litert.model import DEFAULT_THREADS
   pairs = fixture.texts.pairs
   path = fixture.path(f"litert_{'pairs' if pairs else 'single'}_{quantize}.tflite")
   if not os.path.exists(path):
     model = keras_classifier(fixture.hf_dir, pairs, fixture.max_seq_length)
     model.export_litert(path, quantize=quantize, calibration_texts=(
         calibration_texts(fixture) if quantize == "int8" else None))
-  lite = LiteRTModel(path, num_threads=os.cpu_count())
+  lite = LiteRTModel(path)
 
-  def predict(texts):
-    return lite.run_batch(*texts)["logits"]
+  def predict(texts):  # one batch of the bench's texts: one interpreter call
+    return lite.predict(tuple(texts) if pairs else texts[0], len(texts[0]))["logits"]
   return Side(f"ours: LiteRT .tflite ({quantize})", predict,
               note=f"export_litert(quantize={quantize!r}), {os.path.getsize(path) / 2**20:.1f} "
-                   f"MiB; LiteRTModel on raw strings, {os.cpu_count()} threads")
+                   f"MiB; LiteRTModel on raw strings, {DEFAULT_THREADS} thread(s)")
 
 
 # Side name -> the quantize option of export_litert.

@@ -19,9 +19,11 @@ from electra_tf2.errors import ElectraError
 
 Texts = Union[Sequence[str], Sequence[bytes]]
 METADATA_NAME = "electra_tf2"  # the .tflite metadata entry of our settings (JSON)
-# Interpreter threads unless told: one was faster than two at batch 1 and 32 on the 2-core
-# host, dynamic-int8 and float32 (bench/profile_litert_predict.py,
-# docs/benchmarks.md#litert-tflite); ai-edge-litert's and tf.lite's own default is also 1.
+# Interpreter threads unless told: on the shared 2-core host one was faster than two at
+# batch 1 and 32 (dynamic-int8 and float32; CoLA, SST-2, MRPC) while other jobs ran; in one
+# run with free cores two were faster at batch 32 (bench/profile_litert_predict.py,
+# bench/litert_threads_vs_ort.py, docs/benchmarks.md#litert-tflite). ai-edge-litert's and
+# tf.lite's own default is also 1.
 DEFAULT_THREADS = 1
 
 
