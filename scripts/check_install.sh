@@ -5,13 +5,18 @@
 # resolve to the installed copy), `pip check`, and a tiny build-vocab -> build-data ->
 # pretrain -> score flow. Part of .ci/run.
 #   bash scripts/check_install.sh [--install-only | --use-only] [WORK_DIR]
-# WORK_DIR defaults to a new temporary directory. --install-only stops after the install
+# WORK_DIR defaults to a new temporary directory, removed at the end. --install-only stops after the install
 # (scripts/test.sh runs it beside the test suite); --use-only uses what it installed there.
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 mode=all
 case "${1:-}" in --install-only|--use-only) mode="${1#--}"; shift ;; esac
-work="${1:-$(mktemp -d)}"
+if [ -n "${1:-}" ]; then
+  work="$1"
+else  # a directory of its own: removed when the check ends
+  work="$(mktemp -d)"
+  trap 'rm -rf "$work"' EXIT
+fi
 PYTHON="${PYTHON:-python3.11}"
 command -v "$PYTHON" >/dev/null || PYTHON=python3
 export TF_CPP_MIN_LOG_LEVEL=3 CUDA_VISIBLE_DEVICES=""
