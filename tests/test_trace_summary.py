@@ -77,7 +77,7 @@ metadata={op_name="jvp(generator_loss)/reduce"}
 ENTRY %main.9 (Arg_0.1: f32[8,16], Arg_1.2: f32[16,16]) -> f32[8,16] {
   %Arg_0.1 = f32[8,16]{1,0} parameter(0)
   %dot.4 = f32[8,16]{1,0} dot(%Arg_0.1, %Arg_1.2), lhs_contracting_dims={1}, \
-rhs_contracting_dims={0}, metadata={op_name="jit(main)/transpose(jvp(electra))/layer_0/dot_general" \
+rhs_contracting_dims={0}, metadata={op_name="transpose(jvp(electra))/layer_0/dot_general" \
 source_file="numpy.py" source_line=1}
   %iota_reduce_fusion = (f32[8]{0}, s32[8]{0}) fusion(%dot.4), kind=kLoop, \
 calls=%fused_computation.1, metadata={op_name="jvp(generator_loss)/reduce"}
