@@ -162,6 +162,32 @@ def hlo_category(opcode: str, called: set, op_name: str = "", source: str = "") 
   return "elementwise"
 
 
+_TF_REDUCE = {"Sum", "Mean", "Max", "Min", "Prod", "ArgMax", "ArgMin", "L2Loss", "BiasAddGrad",
+              "Softmax", "LogSoftmax", "SparseSoftmaxCrossEntropyWithLogits", "Cumsum", "All",
+              "Any", "EuclideanNorm"}
+_TF_MOVES = {"Transpose", "ConcatV2", "Pack", "Unpack", "Identity", "Reshape", "Slice",
+             "StridedSlice", "StridedSliceGrad", "Tile", "Split", "SplitV", "Pad", "PadV2",
+             "ExpandDims", "Squeeze", "Fill", "BroadcastTo", "OneHot", "Snapshot",
+             "ZerosLike", "OnesLike"}
+
+
+def tf_op_category(op_type: str) -> str:
+  """`hlo_category`'s kinds for a TensorFlow op type (bench/profile_pretrain_step.py), oneDNN's
+  `_Mkl` and fused variants with their base op: `_MklFusedMatMul` is a dot."""
+  base = re.sub(r"^_(Mkl|Fused)*", "", op_type)
+  if "MatMul" in base or "Conv" in base or base == "Einsum":
+    return "dot"
+  if re.search(r"Gather|Scatter|SegmentSum|SegmentMax", base):
+    return "gather or scatter"
+  if "Random" in base or "Philox" in base:
+    return "random bits"
+  if base in _TF_REDUCE:
+    return "reduce"
+  if base in _TF_MOVES:
+    return "copy or transpose"
+  return "elementwise"
+
+
 def hlo_instructions(hlo_text: str) -> Dict[str, Dict[str, str]]:
   """{instruction name: {"opcode", "category", "phase", "op_name"}} of every instruction of a
   compiled module's HLO text (`jax.stages.Compiled.as_text()`).

@@ -114,3 +114,13 @@ def test_cpu_trace_by_instruction_self_time_phase_and_category(tmp_path):
   kinds = {k: round(v["seconds"] * 1e3, 6) for k, v in summary["kinds"].items()}
   assert kinds == {"dot": 3.0, "reduce": 2.0, "copy or transpose": 1.2, "elementwise": 1.0,
                    "control": 0.3}
+
+
+def test_tensorflow_op_types_in_the_same_categories():
+  expected = {"_MklFusedMatMul": "dot", "_MklBatchMatMulV2": "dot", "MatMul": "dot",
+              "UnsortedSegmentSum": "gather or scatter", "ResourceGather": "gather or scatter",
+              "StatelessRandomUniformV2": "random bits", "Sum": "reduce", "Max": "reduce",
+              "Maximum": "elementwise", "BiasAddGrad": "reduce", "Transpose": "copy or transpose",
+              "StridedSliceGrad": "copy or transpose", "Mul": "elementwise",
+              "ResourceApplyAdam": "elementwise"}
+  assert {op: trace_summary.tf_op_category(op) for op in expected} == expected
