@@ -30,6 +30,8 @@ import os
 import re
 from typing import Any, Dict, Iterable, List, Tuple
 
+import numpy as np
+
 # (kind, substrings of a lower-cased kernel name), first match wins. XLA's GPU kernels are
 # named after their fusion ("loop_multiply_fusion_3", "input_reduce_fusion_1"); cuBLAS and
 # CUTLASS matmuls after their library ("nvjet_...", "sm90_xmma_gemm_...", "cutlass_...").
@@ -123,6 +125,7 @@ HOST_TRACER_LEVEL = 3  # jax.profiler.ProfileOptions().host_tracer_level: XLA:CP
 _COMPUTATION = re.compile(r"^(?:ENTRY )?%?([\w.\-]+) .*\{$")
 _INSTRUCTION = re.compile(r"^\s+(?:ROOT )?%?([\w.\-]+) = .*?\s([a-z][a-z0-9\-]*)\(")
 _CALLS = re.compile(r"(?:calls|to_apply|body|condition)=%?([\w.\-]+)")
+_SHAPE = re.compile(r" = \(?[a-z]+[0-9]*\[([0-9,]*)\]")  # the (first) output's dimensions
 _OP_NAME = re.compile(r'op_name="([^"]*)"')
 _SOURCE = re.compile(r'source_file="([^"]*)"')
 _MOVES = {"copy", "transpose", "bitcast", "broadcast", "reshape", "parameter", "constant",
@@ -194,9 +197,9 @@ def hlo_instructions(hlo_text: str) -> Dict[str, Dict[str, str]]:
 
   An instruction without an `op_name` (one XLA made, as the pieces of a parallel loop) takes
   that of the instruction that calls its computation. A fusion's `phase` (`phase_of`) is
-  that of most of the instructions it fused: its own `op_name` is its root's, and a jitted
-  function (`jnp.argmax`) called twice with the same shapes keeps the first call's
-  `op_name` in both places.
+  the one whose instructions in it compute the most elements: its own `op_name` is its
+  root's, and a jitted function (`jnp.argmax`) called twice with the same shapes keeps the
+  first call's `op_name` in both places.
   """
   computations: Dict[str, set] = {}
   lines: List[Tuple[str, str, str, str]] = []  # (name, opcode, computation, line)
@@ -225,11 +228,13 @@ def hlo_instructions(hlo_text: str) -> Dict[str, Dict[str, str]]:
       seen.add(name)
       name = callers.get(own[name][1], "")
     return own[name][0] if name in own else ""
-  phases: Dict[str, Dict[str, int]] = {}  # computation: {phase: instructions}
-  for name, _, computation, _ in lines:
+  phases: Dict[str, Dict[str, int]] = {}  # computation: {phase: elements computed}
+  for name, _, computation, line in lines:
     if own[name][0]:
       count = phases.setdefault(computation, {})
-      count[phase_of(own[name][0])] = count.get(phase_of(own[name][0]), 0) + 1
+      dims = _SHAPE.search(line)
+      elements = int(np.prod([int(d) for d in dims.group(1).split(",") if d])) if dims else 1
+      count[phase_of(own[name][0])] = count.get(phase_of(own[name][0]), 0) + elements
   found = {}
   for name, opcode, computation, line in lines:
     op_name = resolved(name)
