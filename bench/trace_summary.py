@@ -265,7 +265,7 @@ PHASES: Tuple[Tuple[str, str], ...] = (
     ("generator", r"[(/](generator|generator_predictions|generator_loss|cloze\w*)[)/]"),
     ("discriminator", r"[(/](electra|discriminator_predictions|discriminator_loss)[)/]"),
     ("metrics", r"[(/]metrics[)/]"),
-    ("optimizer update", r"[(/]adam_weight_decay[)/]"),
+    ("optimizer update", r"[(/]adam_weight_decay(_\d+)?[)/]"),  # _1: a second in a process
 )
 
 

@@ -84,7 +84,7 @@ calls=%fused_computation.1, metadata={op_name="jvp(generator_loss)/reduce"}
   %call.5 = f32[8,16]{1,0} call(%dot.4), to_apply=%call_body.2, \
 metadata={op_name="jit(main)/jvp(generator)/layer_0/attention/transpose"}
   ROOT %multiply.6 = f32[8,16]{1,0} multiply(%call.5, %Arg_0.1), \
-metadata={op_name="jit(main)/adam_weight_decay/mul"}
+metadata={op_name="jit(main)/adam_weight_decay_1/mul"}
 }
 """
 
