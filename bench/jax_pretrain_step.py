@@ -28,8 +28,8 @@ kernels and the share of matmuls, scatters, random bits, reductions, copies) to 
 On the CPU it traces every HLO instruction XLA runs (host tracer level 3) and adds their
 time, summed over threads, by phase of the step (masking, generator forward, sampling,
 discriminator forward, each part's backward, the optimizer update: from the instructions'
-`op_name`, the step traced with `phase_scopes`) and by category (dot, elementwise fusion,
-reduce, gather or scatter, copy or transpose, random bits), with the traced step's time.
+`op_name`, the step traced with `phase_scopes`) and by category (dot, elementwise, reduce,
+gather or scatter, copy or transpose, random bits), with the traced step's time.
 
 ELECTRA_BLOCK_TENSORFLOW=1 makes `import tensorflow` fail (the GPU machine has none).
 """
@@ -189,8 +189,8 @@ def phase_scopes():
   """Names the parts of the step that are no layer of their own, for a profile: masking,
   sampling, the two losses and the metric statistics run under `jax.named_scope`s
   (`masking`, `sampling`, `generator_loss`, `discriminator_loss`, `metrics`) while the step
-  is traced, and so appear in its
-  instructions' `op_name` (bench/trace_summary.py `phase_of`). The computation is the same."""
+  is traced, and so appear in its instructions' `op_name` (bench/trace_summary.py
+  `phase_of`). The computation is the same."""
   import jax  # pylint: disable=g-import-not-at-top
   from electra_tf2.pretraining import helpers, objectives
   wrapped = [(helpers, "mask", "masking"), (objectives, "get_fake_data", "sampling"),

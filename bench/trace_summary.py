@@ -26,11 +26,10 @@ import argparse
 import glob
 import gzip
 import json
+import math
 import os
 import re
 from typing import Any, Dict, Iterable, List, Tuple
-
-import numpy as np
 
 # (kind, substrings of a lower-cased kernel name), first match wins. XLA's GPU kernels are
 # named after their fusion ("loop_multiply_fusion_3", "input_reduce_fusion_1"); cuBLAS and
@@ -233,7 +232,7 @@ def hlo_instructions(hlo_text: str) -> Dict[str, Dict[str, str]]:
     if own[name][0]:
       count = phases.setdefault(computation, {})
       dims = _SHAPE.search(line)
-      elements = int(np.prod([int(d) for d in dims.group(1).split(",") if d])) if dims else 1
+      elements = math.prod(int(d) for d in dims.group(1).split(",") if d) if dims else 1
       count[phase_of(own[name][0])] = count.get(phase_of(own[name][0]), 0) + elements
   found = {}
   for name, opcode, computation, line in lines:
