@@ -4,7 +4,8 @@ length buckets, and the ops the serving graph runs per encoder layer.
 
     python bench/server_graph_levers.py [--models electra_small,electra_base]
         [--settings default,onednn,...] [--rounds 2] [--latency-texts 60]
-        [--throughput-texts 128] [--work-dir /tmp/electra_inference_bench]
+        [--throughput-texts 128] [--work-dir /tmp/electra_inference_bench] [--json FILE]
+    python bench/server_graph_levers.py --layer-norm-forms
 
 One subprocess per setting (environment variables are read when TensorFlow starts). In
 each: bench/inference_throughput.py's `savedmodel` side (our `export_saved_model`,
@@ -38,7 +39,7 @@ os.environ.setdefault("USE_TF", "0")
 
 import numpy as np  # noqa: E402
 
-from common import SHARED_DATA, log  # noqa: E402
+from common import SHARED_DATA, append_json, log  # noqa: E402
 
 BUCKETS = (16, 32, 64, 128)
 ONEDNN = {"TF_ENABLE_ONEDNN_OPTS": "1"}
@@ -274,6 +275,7 @@ def main() -> None:
   parser.add_argument("--work-dir", default="/tmp/electra_inference_bench")
   parser.add_argument("--data-dir", default=SHARED_DATA)
   parser.add_argument("--layer-norm-forms", action="store_true")
+  parser.add_argument("--json", default=None, help="append each result as a JSON line here")
   args = parser.parse_args()
   if args.layer_norm_forms:
     layer_norm_forms()
@@ -302,6 +304,8 @@ def main() -> None:
       log(f"{setting}/{r['model']}: ops per layer {r['ops']}, custom_gradient markers "
           f"{r['custom_gradient_markers']}", "levers")
     records += results
+    for r in results:
+      append_json(args.json, r)
     print(table(records[-len(results):]), flush=True)
   print("\n" + table(records))
 
