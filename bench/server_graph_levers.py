@@ -14,9 +14,9 @@ random weights, timed alternately (bench/inference/timing.py), plus for the `xla
 settings our Keras model's tokenizer as its own tf.function and the encoder and head as a
 `jit_compile=True` function on ids padded to the next bucket (16, 32, 64, 128 tokens).
 Per setting and model it prints batch-1 p50 and sequences/s at batch 32, each as a ratio
-to ONNX Runtime float32 of the same run (above 1: faster), and, from the TensorFlow
-profiler over the SavedModel's batch-1 calls (after Grappler), the distinct ops one
-encoder layer runs, by type, and the graph's `tf.custom_gradient` markers.
+to ONNX Runtime float32 of the same run (above 1: faster), and the ops one encoder layer
+runs, by type, in the graph TensorFlow executes (RunMetadata partition graphs: after
+Grappler and the oneDNN rewrite), and the SavedModel's `tf.custom_gradient` markers.
 `--layer-norm-forms` instead profiles LayerNorm written in the forms the remapper's
 `_MklLayerNorm` pattern names (tensorflow grappler/optimizers/remapper.cc,
 `FindMklLayerNorm`) and prints the op types each runs (fused or not).
@@ -72,6 +72,23 @@ def profile_ops(function, calls):
     space = read_space(glob.glob(os.path.join(logdir, "**", "*.xplane.pb"), recursive=True)[0])
   return {key for key in op_times(space)
           if key[1].strip() and not key[1].startswith(("__inference", "Run"))}
+
+
+def serving_graph_ops(saved_model_dir: str, text: str):
+  """{(node name, op type)} of the partition graphs TensorFlow runs for the SavedModel's
+  `serving_default` (after Grappler and the oneDNN rewrite; RunMetadata of its first
+  call), less the nodes that compute nothing (arguments, constants, NoOp)."""
+  import tensorflow as tf
+  from tensorflow.python.eager import context
+  serve = tf.saved_model.load(saved_model_dir).signatures["serving_default"]
+  context.enable_run_metadata()
+  try:
+    serve(text=tf.constant([text]))
+    metadata = context.export_run_metadata()
+  finally:
+    context.disable_run_metadata()
+  return {(n.name, n.op) for f in metadata.function_graphs for g in f.partition_graphs
+          for n in g.node if n.op not in ("_Arg", "_Retval", "Const", "NoOp", "_EagerConst")}
 
 
 def ops_per_layer(ops) -> dict:
@@ -165,6 +182,7 @@ def run_setting(args) -> None:
   text_set = text_lib.text_sets(args.work_dir, args.data_dir, ["sst2_dev", "embedded"])[:1]
   for fixture in models.random_fixtures(args.models.split(","), text_set, args.work_dir):
     sides = {"ort_fp32": SIDES["ort_fp32"](fixture), "savedmodel": SIDES["savedmodel"](fixture)}
+    saved = fixture.path("savedmodel_single_float32")  # the savedmodel side's export
     if "xla" in extras:
       sides["xla_buckets"] = xla_side(fixture)
     if "fused_ln" in extras:
@@ -179,12 +197,14 @@ def run_setting(args) -> None:
     load = os.getloadavg()[0]
     timings = timing.alternate(sides, latency, throughput, 32, args.rounds,
                                log=lambda m: log(m, args.setting))
-    saved = fixture.path("savedmodel_single_float32")
-    ops = {name: ops_per_layer(profile_ops(lambda t: sides[name].predict([[t]]), latency[0][:5]))
-           for name in sides if name in ("savedmodel", "fused_ln")}
+    paths = {"savedmodel": saved, "fused_ln": saved + "_fused_ln"}
+    profiled = {name: serving_graph_ops(paths[name], latency[0][0]) for name in sides
+                if name in paths}
+    ops = {name: ops_per_layer(p) for name, p in profiled.items()}
     record = {"setting": args.setting, "model": fixture.name, "load": [load, os.getloadavg()[0]],
               "onednn": bool(_pywrap_util_port.IsMklEnabled()),
               "custom_gradient_markers": custom_gradient_markers(saved),
+              "identity_n_run": sum(t == "IdentityN" for _, t in profiled["savedmodel"]),
               "ops": ops, "sides": {
                   n: {"p50_ms": t.p(50), "p95_ms": t.p(95), "rate": t.rate,
                       "max_diff_vs_ort": diffs[n]} for n, t in timings.items()}}
@@ -302,7 +322,7 @@ def main() -> None:
       continue
     for r in results:
       log(f"{setting}/{r['model']}: ops per layer {r['ops']}, custom_gradient markers "
-          f"{r['custom_gradient_markers']}", "levers")
+          f"{r['custom_gradient_markers']} (IdentityN run: {r.get('identity_n_run')})", "levers")
     records += results
     for r in results:
       append_json(args.json, r)

@@ -45,3 +45,21 @@ def test_table_ratios_are_against_ort_of_the_same_record():
             "sides": {"ort_fp32": side(10.0, 200.0), "savedmodel": side(20.0, 300.0)}}
   row = levers.table([record]).splitlines()[2].split(" | ")
   assert row[2] == "savedmodel" and row[6] == "0.50x" and row[9] == "1.50x" and row[11] == "8"
+
+
+def test_serving_graph_ops_are_what_tensorflow_runs_after_grappler(tmp_path):
+  """MatMul and BiasAdd run as one fused op (Grappler's remapper); arguments and constants
+  are left out."""
+  module = tf.Module()
+  module.w, module.b = tf.Variable([[2.0, 3.0]]), tf.Variable([1.0, 1.0])
+
+  @tf.function(input_signature=[tf.TensorSpec([None], tf.string, "text")])
+  def serve(text):
+    x = tf.cast(tf.strings.length(text), tf.float32)[:, None]
+    return {"y": tf.nn.bias_add(tf.matmul(x, module.w), module.b)}
+  tf.saved_model.save(module, str(tmp_path), signatures={"serving_default": serve})
+  types = sorted(t for _, t in levers.serving_graph_ops(str(tmp_path), "abc"))
+  fused = [t for t in types if t.endswith("FusedMatMul")]
+  assert len(fused) == 1 and "BiasAdd" not in types and "MatMul" not in types
+  assert "StringLength" in types and types.count("ReadVariableOp") == 2
+  assert not {"_Arg", "_Retval", "Const"} & set(types)
