@@ -24,7 +24,7 @@ step() { echo "[check_install] $*"; }
 
 if [ "$mode" != use-only ]; then
   step "building the wheel"
-  "$repo/.venv/bin/python" -m pip wheel -qq --no-deps -w "$work/dist" "$repo"
+  "$PYTHON" -m pip wheel -qq --no-deps -w "$work/dist" "$repo"  # (needs no .venv)
   step "installing it into a fresh environment ($work/venv)"
   "$PYTHON" -m venv "$work/venv"
   "$work/venv/bin/python" -m pip install -qq "$work"/dist/electra_tf2-*.whl -c "$repo/constraints.txt"

@@ -93,17 +93,23 @@ def assert_windows_equal(task, windows, expected, labels=None):
   return row
 
 
-@pytest.mark.parametrize("name,source", [("squadv1", V1_TRAIN), ("squad", V2_DEV)])
-def test_windows_and_training_labels_equal_the_runners(tmp_path, name, source):
-  config, task = squad_task(tmp_path, name, {"train": source})
-  examples = task.read_examples(task.split_path("train"), "train")[:60]
-  vocab, tokenizer = tokenizer_of(config)
+def labelled_windows(config, task, examples, tokenizer, vocab):
+  """The in-graph windows of `examples` with their training labels, and the runner's
+  features of the same examples (the oracle)."""
   windows, context = graph_windows(config, examples, tokenizer, vocab)
   starts = [-1 if e.is_impossible else e.answer_start for e in examples]
   ends = [-1 if e.is_impossible else e.answer_start + len(e.orig_answer_text) for e in examples]
   labels = qa_windows.answer_labels(windows, tokenizer, context, tf.constant(starts),
                                     tf.constant(ends))
-  expected = python_windows(task, examples, True)
+  return windows, labels, python_windows(task, examples, True)
+
+
+@pytest.mark.parametrize("name,source", [("squadv1", V1_TRAIN), ("squad", V2_DEV)])
+def test_windows_and_training_labels_equal_the_runners(tmp_path, name, source):
+  config, task = squad_task(tmp_path, name, {"train": source})
+  examples = task.read_examples(task.split_path("train"), "train")[:60]
+  vocab, tokenizer = tokenizer_of(config)
+  windows, labels, expected = labelled_windows(config, task, examples, tokenizer, vocab)
   n_windows = assert_windows_equal(task, windows, expected, labels)
   # Long contexts (several windows each) and answers labelled in two windows (overlaps).
   in_two = sum(sum(f[f"{name}_start_positions"] > 0 for f in features) >= 2
@@ -221,12 +227,7 @@ def test_sentencepiece_windows_labels_and_char_spans_equal_the_runners(tmp_path,
   examples = task.read_examples(task.split_path("train"), "train")
   assert len(examples) == sum(len(a) if name == "squad" else len([x for x in a if x])
                               for a in SP_ANSWERS.values())  # none skipped
-  windows, context = graph_windows(config, examples, module, vocab)
-  starts = [-1 if e.is_impossible else e.answer_start for e in examples]
-  ends = [-1 if e.is_impossible else e.answer_start + len(e.orig_answer_text) for e in examples]
-  labels = qa_windows.answer_labels(windows, module, context, tf.constant(starts),
-                                    tf.constant(ends))
-  expected = python_windows(task, examples, True)
+  windows, labels, expected = labelled_windows(config, task, examples, module, vocab)
   assert_windows_equal(task, windows, expected, labels)
   char_starts, char_ends = (t.numpy() for t in qa_windows.token_chars(windows))
   row, found = 0, set()
