@@ -29,12 +29,15 @@ fi
 pins="$(cat pyproject.toml constraints.txt scripts/setup.sh | sha1sum | cut -c1-12)"
 stamp_for() { echo ".venv/.installed-$1-$pins"; }
 if [ ! -f "$(stamp_for "${sets%% *}")" ]; then
-  .venv/bin/python -m pip install -q -e ".$extra" -c constraints.txt
+  # pip byte-compiles on one core; compileall after it uses every core (half the time on 2).
+  .venv/bin/python -m pip install -q --no-compile -e ".$extra" -c constraints.txt
   if [ "${1:-}" = test ]; then
     # MediaPipe Tasks (extra "mediapipe"), for tests/test_mediapipe.py: without its
     # dependencies, since its text tasks use the cv2 of opencv-python-headless that
     # tf-models-official installs; its opencv-contrib-python would be a second cv2 over it.
-    .venv/bin/python -m pip install -q --no-deps mediapipe -c constraints.txt
+    .venv/bin/python -m pip install -q --no-compile --no-deps mediapipe -c constraints.txt
   fi
+  # (-qq: some packages ship files that are not Python 3, as pip's own compile skips them)
+  .venv/bin/python -m compileall -qq -j 0 .venv/lib/python3.11/site-packages || true
   for set in $sets; do touch "$(stamp_for "$set")"; done
 fi

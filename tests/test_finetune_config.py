@@ -188,3 +188,11 @@ def test_hparams_json_file_and_round_trip(tmp_path):
   assert (c.task_names, c.num_trials) == (["mrpc"], 3)
   again = type(c).from_dict(json.loads(json.dumps(c.to_dict())))
   assert again.to_dict() == c.to_dict()
+
+
+def test_the_config_knows_the_tasks_the_builder_makes():
+  """configs/finetuning_rules.json "tasks" (what config resolution accepts, without importing
+  TensorFlow) names the tasks of tasks/task_builder.py TASKS, in the same order."""
+  from electra_tf2.tasks.config import known_tasks  # pylint: disable=g-import-not-at-top
+  from electra_tf2.tasks.task_builder import TASKS  # pylint: disable=g-import-not-at-top
+  assert known_tasks() == list(TASKS)
