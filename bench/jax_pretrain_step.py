@@ -25,6 +25,11 @@ precision), and records the mean losses of every `--log-every` steps (the numeri
 of scripts/gpu_run.sh --backend jax). `--profile N` traces N more steps with
 `jax.profiler` and adds where their device time goes (bench/trace_summary.py: the top
 kernels and the share of matmuls, scatters, random bits, reductions, copies) to the row.
+On the CPU it traces every HLO instruction XLA runs (host tracer level 3) and adds their
+time, summed over threads, by phase of the step (masking, generator forward, sampling,
+discriminator forward, each part's backward, the optimizer update: from the instructions'
+`op_name`, the step traced with `phase_scopes`) and by category (dot, elementwise, reduce,
+gather or scatter, copy or transpose, random bits), with the traced step's time.
 
 ELECTRA_BLOCK_TENSORFLOW=1 makes `import tensorflow` fail (the GPU machine has none).
 """
@@ -32,6 +37,7 @@ ELECTRA_BLOCK_TENSORFLOW=1 makes `import tensorflow` fail (the GPU machine has n
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -92,8 +98,9 @@ class Bench:
     self.features = self.put(common.fake_pretraining_batch(
         batch, args.seq_len, self.config.vocab_size, args.seed))
     start = time.perf_counter()
-    self.step_function = self.run.step_function.lower(
-        self.state, self.features, np.int32(0)).compile()
+    with phase_scopes() if args.profile else contextlib.nullcontext():
+      lowered = self.run.step_function.lower(self.state, self.features, np.int32(0))
+    self.step_function = lowered.compile()
     self.compile_seconds = time.perf_counter() - start
     self.step = 0
 
@@ -156,16 +163,54 @@ class Bench:
     import jax  # pylint: disable=g-import-not-at-top
 
     import trace_summary  # pylint: disable=g-import-not-at-top
+    on_cpu = jax.devices()[0].platform == "cpu"
+    options = jax.profiler.ProfileOptions()
+    if on_cpu:  # XLA:CPU traces each instruction it runs at this level only
+      options.host_tracer_level = trace_summary.HOST_TRACER_LEVEL
     with tempfile.TemporaryDirectory() as log_dir:
-      with jax.profiler.trace(log_dir, create_perfetto_trace=True):
+      start = time.perf_counter()
+      with jax.profiler.trace(log_dir, create_perfetto_trace=True, profiler_options=options):
         self.run_steps(steps)
+        traced_seconds = (time.perf_counter() - start) / steps
       if keep_dir:
         os.makedirs(keep_dir, exist_ok=True)
         shutil.copy(trace_summary.trace_file(log_dir),
                     os.path.join(keep_dir, "perfetto_trace.json.gz"))
         with gzip.open(os.path.join(keep_dir, "step_hlo.txt.gz"), "wt") as f:
           f.write(self.step_function.as_text())
-      return trace_summary.summarize(trace_summary.load_events(log_dir), top=60)
+      events = trace_summary.load_events(log_dir)
+    summary = (trace_summary.summarize_host_ops(events, self.step_function.as_text(), top=60)
+               if on_cpu else trace_summary.summarize(events, top=60))
+    return {**summary, "traced_step_seconds": traced_seconds}
+
+
+@contextlib.contextmanager
+def phase_scopes():
+  """Names the parts of the step that are no layer of their own, for a profile: masking,
+  sampling, the two losses and the metric statistics run under `jax.named_scope`s
+  (`masking`, `sampling`, `generator_loss`, `discriminator_loss`, `metrics`) while the step
+  is traced, and so appear in its instructions' `op_name` (bench/trace_summary.py
+  `phase_of`). The computation is the same."""
+  import jax  # pylint: disable=g-import-not-at-top
+  from electra_tf2.pretraining import helpers, objectives
+  wrapped = [(helpers, "mask", "masking"), (objectives, "get_fake_data", "sampling"),
+             (objectives, "softmax_output", "generator_loss"),
+             (objectives, "discriminator_output", "discriminator_loss"),
+             (objectives, "metric_statistics", "metrics")]
+  originals = [getattr(module, name) for module, name, _ in wrapped]
+
+  def scoped(function, scope):
+    def call(*args, **kwargs):
+      with jax.named_scope(scope):
+        return function(*args, **kwargs)
+    return call
+  try:
+    for (module, name, scope), function in zip(wrapped, originals):
+      setattr(module, name, scoped(function, scope))
+    yield
+  finally:
+    for (module, name, _), function in zip(wrapped, originals):
+      setattr(module, name, function)
 
 
 def make_config(args: argparse.Namespace, batch: int):
@@ -239,6 +284,8 @@ def print_row(r: Dict[str, Any]) -> None:
           f"{(s - fb) * 1e3:.1f} ms ({(s - fb) / s:.0%}) of {s * 1e3:.1f} ms", flush=True)
   if "profile" in r:
     import trace_summary  # pylint: disable=g-import-not-at-top
+    print(f"      traced: {r['profile']['traced_step_seconds'] * 1e3:.1f} ms per step "
+          f"(untraced {r['step_seconds'] * 1e3:.1f})", flush=True)
     trace_summary.print_summary(r["profile"], r["profile_steps"])
 
 

@@ -9,7 +9,9 @@ prints the time per step of each op type and of the `--top` slowest op
 instances (only those of type `--op`, if given). Times are summed over the
 threads that ran the ops, so on 2 cores they add up to about twice the wall
 time; compare op types with each other, and measure speed with
-bench/pretrain_throughput.py.
+bench/pretrain_throughput.py. The op types are also summed by category (dot, elementwise,
+reduce, gather or scatter, copy or transpose, random bits: bench/trace_summary.py), as
+`bench/jax_pretrain_step.py --profile` sums the JAX step's instructions on the CPU.
 
 On a GPU the trace also has a plane per device: for each of its lines (CUDA
 streams, XLA modules and ops) it prints the busy time per step against the
@@ -40,6 +42,7 @@ from electra_tf2.training.driver import RunOptions  # noqa: E402
 from electra_tf2.training.pretraining import PretrainingRun  # noqa: E402
 from common import add_step_flags, append_json  # noqa: E402
 from pretrain_throughput import fake_features, time_steps  # noqa: E402
+import trace_summary  # noqa: E402
 
 
 def read_space(xplane_file: str) -> xplane_pb2.XSpace:
@@ -131,6 +134,12 @@ def main() -> None:
   print(f"op time {total:.1f} ms per step, summed over threads")
   for op_type, value in by_type.most_common(args.top):
     print(f"  {op_type:36s} {value:9.1f} ms {value / total:6.1%}")
+  by_category = collections.Counter()
+  for op_type, value in by_type.items():
+    by_category[trace_summary.tf_op_category(op_type)] += value
+  print("by category (bench/trace_summary.py's, as jax_pretrain_step.py --profile prints):")
+  for category, value in by_category.most_common():
+    print(f"  {category:36s} {value:9.1f} ms {value / total:6.1%}")
   print("slowest op instances:")
   instances = [(k, v) for k, v in sorted(ms.items(), key=lambda kv: -kv[1])
                if args.op is None or k[1] == args.op]
@@ -143,6 +152,7 @@ def main() -> None:
       "seq_len": args.seq_len, "precision": args.mixed_precision,
       "jit_compile": args.jit_compile, "step_ms": wall_ms, "traced_step_ms": traced_ms,
       "host_op_ms": total, "host_op_types": [[k, v] for k, v in by_type.most_common(args.top)],
+      "host_op_categories": dict(by_category),
       "device_lines": planes})
 
 

@@ -94,6 +94,16 @@ def test_softmax_output_matches_numpy():
   np.testing.assert_allclose(numpy(out["log_probs"]), log_probs, rtol=1e-5, atol=1e-6)
 
 
+def test_softmax_output_preds_take_the_first_of_equal_maxima():
+  """-0.0 equals 0.0, as in numpy and tf.argmax: the first maximum wins. (Keras' argmax on
+  JAX's CPU ranks -0.0 below 0.0 and took the later 0.0.)"""
+  logits = np.array([[[-0.0, 0.0, -1.0], [0.0, -0.0, -2.0], [-3.0, 2.0, 2.0]]], np.float32)
+  out = objectives.softmax_output(tensor(logits), tensor(np.zeros((1, 3), np.int32)),
+                                  tensor(np.ones((1, 3), np.float32)))
+  np.testing.assert_array_equal(numpy(out["preds"]), logits.argmax(-1))
+  np.testing.assert_array_equal(logits.argmax(-1), [[0, 0, 1]])
+
+
 def test_discriminator_output_matches_numpy():
   rng = np.random.default_rng(1)
   logits = rng.normal(size=(3, 6)).astype(np.float32)

@@ -52,3 +52,75 @@ def test_kinds_of_xla_and_library_kernel_names():
   assert trace_summary.kind_of("input_reduce_fusion_12") == "reduction"
   assert trace_summary.kind_of("loop_threefry2x32_fusion") == "random bits"
   assert trace_summary.kind_of("loop_multiply_fusion_3") == "other fusion"
+
+
+# A compiled module's HLO text as `Compiled.as_text()` writes it (shortened): a dot of the
+# discriminator's forward pass, a fusion whose root is a generator-loss reduce but whose
+# other instructions draw the sampling noise, a `call` of an XLA-made computation (no
+# metadata) whose body is a transpose, and the optimizer's elementwise update.
+HLO = """HloModule jit__train_step
+
+%fused_computation.1 (p.0: f32[8,16]) -> (f32[8], s32[8]) {
+  %p.0 = f32[8,16]{1,0} parameter(0)
+  %log.1 = f32[8,16]{1,0} log(%p.0), metadata={op_name="jvp(sampling)/jit(_gumbel)/log"}
+  %log.2 = f32[8,16]{1,0} log(%log.1), metadata={op_name="jvp(sampling)/log"}
+  %iota.1 = s32[8,16]{1,0} iota(), iota_dimension=1
+  ROOT %reduce.1 = (f32[8]{0}, s32[8]{0}) reduce(%log.2, %iota.1), dimensions={1}, \
+metadata={op_name="jvp(generator_loss)/reduce"}
+}
+
+%call_body.2 (p.1: f32[16,8]) -> f32[8,16] {
+  %p.1 = f32[16,8]{1,0} parameter(0)
+  ROOT %transpose.3.clone = f32[8,16]{1,0} transpose(%p.1), dimensions={1,0}
+}
+
+ENTRY %main.9 (Arg_0.1: f32[8,16], Arg_1.2: f32[16,16]) -> f32[8,16] {
+  %Arg_0.1 = f32[8,16]{1,0} parameter(0)
+  %dot.4 = f32[8,16]{1,0} dot(%Arg_0.1, %Arg_1.2), lhs_contracting_dims={1}, \
+rhs_contracting_dims={0}, metadata={op_name="transpose(jvp(electra))/layer_0/dot_general" \
+source_file="numpy.py" source_line=1}
+  %iota_reduce_fusion = (f32[8]{0}, s32[8]{0}) fusion(%dot.4), kind=kLoop, \
+calls=%fused_computation.1, metadata={op_name="jvp(generator_loss)/reduce"}
+  %call.5 = f32[8,16]{1,0} call(%dot.4), to_apply=%call_body.2, \
+metadata={op_name="jit(main)/jvp(generator)/layer_0/attention/transpose"}
+  ROOT %multiply.6 = f32[8,16]{1,0} multiply(%call.5, %Arg_0.1), \
+metadata={op_name="jit(main)/adam_weight_decay_1/mul"}
+}
+"""
+
+
+def test_cpu_trace_by_instruction_self_time_phase_and_category(tmp_path):
+  def op(name, ts, dur, tid=1):
+    return {"ph": "X", "pid": 1, "tid": tid, "name": name, "ts": ts, "dur": dur}
+  events = [_process(1, "/host:CPU"),
+            op("ThunkExecutor::Execute", 0.0, 10000.0),  # not an instruction: left out
+            op("dot.4", 0.0, 3000.0),
+            op("iota_reduce_fusion", 3000.0, 2000.0),
+            op("call.5", 5000.0, 1500.0), op("transpose.3.clone", 5100.0, 1200.0),
+            op("multiply.6", 6500.0, 400.0), op("multiply.6", 0.0, 600.0, tid=2)]
+  summary = trace_summary.summarize_host_ops(
+      trace_summary.load_events(_trace(tmp_path, events)), HLO)
+  # Hand-computed self times (ms): dot 3.0, fusion 2.0, call 1.5 - 1.2 = 0.3 (its body's
+  # transpose 1.2 apart), transpose 1.2, multiply 0.4 + 0.6 over two threads: 7.5 in all.
+  seconds = {k["name"]: k["seconds"] for k in summary["kernels"]}
+  assert abs(seconds["call.5"] - 0.3e-3) < 1e-12
+  assert abs(seconds["multiply.6"] - 1.0e-3) < 1e-12
+  assert abs(summary["seconds"] - 7.5e-3) < 1e-12
+  phases = {k: round(v["seconds"] * 1e3, 6) for k, v in summary["phases"].items()}
+  # The fusion counts as sampling (two of its three named instructions), the XLA-made
+  # transpose as the generator's forward pass (its caller's op_name).
+  assert phases == {"discriminator backward": 3.0, "sampling": 2.0, "generator forward": 1.5,
+                    "optimizer update": 1.0}
+  kinds = {k: round(v["seconds"] * 1e3, 6) for k, v in summary["kinds"].items()}
+  assert kinds == {"dot": 3.0, "reduce": 2.0, "copy or transpose": 1.2, "elementwise": 1.0,
+                   "control": 0.3}
+
+
+def test_tensorflow_op_types_in_the_same_categories():
+  expected = {"_MklFusedMatMul": "dot", "_MklBatchMatMulV2": "dot", "MatMul": "dot",
+              "UnsortedSegmentSum": "gather or scatter", "ResourceGather": "gather or scatter",
+              "StatelessRandomUniformV2": "random bits", "Sum": "reduce", "Max": "reduce",
+              "Maximum": "elementwise", "BiasAddGrad": "reduce", "Transpose": "copy or transpose",
+              "StridedSliceGrad": "copy or transpose", "Mul": "elementwise",
+              "ResourceApplyAdam": "elementwise"}
+  assert {op: trace_summary.tf_op_category(op) for op in expected} == expected
