@@ -270,3 +270,23 @@ def test_the_bench_extra_installs_the_litert_interpreter():
     extras = tomllib.load(f)["project"]["optional-dependencies"]
   assert "electra-tf2[litert]" in extras["bench"]
   assert any(r.startswith("ai-edge-litert") for r in extras["litert"])
+
+
+@pytest.mark.parametrize("cores,threads", [(1, 1), (2, 2), (16, 2), (None, 1)])
+def test_interpreter_threads_default_to_one_per_core_up_to_two(discriminator, monkeypatch,
+                                                               cores, threads):
+  """The rule measured on an idle 2-core host (docs/benchmarks.md#litert-tflite); an explicit
+  num_threads wins; the outputs do not depend on the threads."""
+  from electra_tf2.litert import model as model_lib
+  _, lite = discriminator
+  made = []
+  original = model_lib.make_interpreter
+
+  def recording(**kwargs):
+    made.append(kwargs["num_threads"])
+    return original(**kwargs)
+  monkeypatch.setattr(model_lib, "make_interpreter", recording)
+  monkeypatch.setattr(model_lib.os, "cpu_count", lambda: cores)
+  default, three = LiteRTModel(lite.path), LiteRTModel(lite.path, num_threads=3)
+  assert made == [threads, 3]
+  assert_same_outputs(default.predict(TEXTS), three.predict(TEXTS))

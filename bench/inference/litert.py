@@ -9,8 +9,8 @@ kernels), one side per quantization:
   100 training texts of the task: SST-2 or MRPC train, else texts past the timed ones).
 
 Each `.tflite` file is kept under the fixture's work directory and its size is in the
-row's note. The interpreter runs on `LiteRTModel`'s default threads (`DEFAULT_THREADS`,
-chosen by bench/profile_litert_predict.py), as ONNX Runtime runs on its own default (one
+row's note. The interpreter runs on `LiteRTModel`'s default threads (`default_threads()`,
+chosen by bench/litert_threads_vs_ort.py), as ONNX Runtime runs on its own default (one
 thread per core): each side as a user gets it. A batch of raw strings goes through
 `LiteRTModel.predict` with that batch size, one interpreter call (tokenisation in the file).
 """
@@ -43,7 +43,7 @@ def calibration_texts(fixture):
 
 def _litert(fixture, quantize: str) -> Side:
   from electra_tf2 import LiteRTModel
-  from electra_tf2.litert.model import DEFAULT_THREADS
+  from electra_tf2.litert.model import default_threads
   pairs = fixture.texts.pairs
   path = fixture.path(f"litert_{'pairs' if pairs else 'single'}_{quantize}.tflite")
   if not os.path.exists(path):
@@ -56,7 +56,7 @@ def _litert(fixture, quantize: str) -> Side:
     return lite.predict(tuple(texts) if pairs else texts[0], len(texts[0]))["logits"]
   return Side(f"ours: LiteRT .tflite ({quantize})", predict,
               note=f"export_litert(quantize={quantize!r}), {os.path.getsize(path) / 2**20:.1f} "
-                   f"MiB; LiteRTModel on raw strings, {DEFAULT_THREADS} thread(s)")
+                   f"MiB; LiteRTModel on raw strings, {default_threads()} thread(s)")
 
 
 # Side name -> the quantize option of export_litert.

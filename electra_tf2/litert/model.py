@@ -19,12 +19,17 @@ from electra_tf2.errors import ElectraError
 
 Texts = Union[Sequence[str], Sequence[bytes]]
 METADATA_NAME = "electra_tf2"  # the .tflite metadata entry of our settings (JSON)
-# Interpreter threads unless told: on the shared 2-core host one was faster than two at
-# batch 1 and 32 (dynamic-int8 and float32; CoLA, SST-2, MRPC) while other jobs ran; in one
-# run with free cores two were faster at batch 32 (bench/profile_litert_predict.py,
-# bench/litert_threads_vs_ort.py, docs/benchmarks.md#litert-tflite). ai-edge-litert's and
-# tf.lite's own default is also 1.
-DEFAULT_THREADS = 1
+# Interpreter threads unless told: one per core up to 2. On an idle 2-core host two threads
+# were 1.7-1.9x one at batch 32 (dynamic-int8; CoLA, SST-2, MRPC) and faster at batch 1 on
+# CoLA and SST-2, slower on MRPC's long pairs (bench/litert_threads_vs_ort.py,
+# docs/benchmarks.md#litert-tflite); under load one thread was ahead. More than 2 was not
+# measured: pass num_threads.
+MAX_DEFAULT_THREADS = 2
+
+
+def default_threads() -> int:
+  """The interpreter threads of a LiteRTModel not told otherwise: min(cores, 2)."""
+  return min(os.cpu_count() or 1, MAX_DEFAULT_THREADS)
 
 
 class LiteRTModelError(ElectraError, ValueError):
@@ -59,7 +64,8 @@ class LiteRTModel:
 
   Args:
     path: a `.tflite` file written by `export_litert` / `electra export --format litert`.
-    num_threads: the interpreter's threads (None: DEFAULT_THREADS, 1).
+    num_threads: the interpreter's threads (None: `default_threads()`, one per core up
+        to 2).
 
   >>> import os, tempfile
   >>> from electra_tf2 import BertConfig, TextClassifier, LiteRTModel
@@ -79,7 +85,7 @@ class LiteRTModel:
                              "or `electra export --format litert`")
     try:
       self._interpreter = make_interpreter(model_path=path,
-                                           num_threads=num_threads or DEFAULT_THREADS)
+                                           num_threads=num_threads or default_threads())
       signatures = self._interpreter.get_signature_list()
     except (ValueError, RuntimeError) as e:
       raise LiteRTModelError(f"{path} is not a .tflite model LiteRT can load: "

@@ -114,8 +114,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                       help="SavedModel signature (default serving_default; text_pair for "
                            "the pairs of an `electra export` SavedModel)")
   parser.add_argument("--num-threads", type=int, default=None,
-                      help=".tflite: interpreter threads (default 1: the fastest measured "
-                           "on a 2-core host, docs/benchmarks.md#litert-tflite)")
+                      help=".tflite: interpreter threads (default: one per core up to 2, "
+                           "docs/benchmarks.md#litert-tflite)")
   args = parser.parse_args(argv)
   if args.batch_size < 1:
     raise PredictError(f"--batch-size must be >= 1, got {args.batch_size}")
