@@ -55,6 +55,7 @@ HPARAMS = st.one_of(
 @PROPERTY
 @given(HPARAMS)
 @example({"gradient_accumulation_steps": 0})  # was a ZeroDivisionError
+@example({"mask_prob": 1e308})  # was an OverflowError (max_predictions_per_seq)
 def test_hparams_are_resolved_or_refused_naming_the_field(tmp_path, hparams):
   try:
     config = resolve_pretraining_config("electra_small", str(tmp_path), json.dumps(hparams))

@@ -83,7 +83,8 @@ def test_examples_decode_as_tf_train_example(tmp_path):
   features = {"input_ids": [3, -1, 2**40], "x": []}
   example = tf.train.Example(features=tf.train.Features(feature={
       k: tf.train.Feature(int64_list=tf.train.Int64List(value=v)) for k, v in features.items()}))
-  assert tfrecord.int64_example(features) == example.SerializeToString()
+  # (a map's order in protobuf's default serialization can differ between processes)
+  assert tfrecord.int64_example(features) == example.SerializeToString(deterministic=True)
   values = [0, 1, 127, 128, 30521, 2**40, -1, -2**63, 2**63 - 1]  # 1 to 10 varint bytes
   records = [tfrecord.int64_example({"a": values}), tfrecord.int64_example({"a": values[::-1]})]
   got = tfrecord.parse_int64_features(records, ["a"], len(values), str)[0]

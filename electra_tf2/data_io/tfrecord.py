@@ -248,8 +248,9 @@ def parse_int64_features(records: Sequence[bytes], names: Sequence[str], length:
 
 
 def int64_example(features: Dict[str, Sequence[int]]) -> bytes:
-  """A serialized Example of int64 features (for tests and tools)."""
+  """A serialized Example of int64 features (for tests and tools), its feature map in key
+  order (protobuf's deterministic serialization: the same bytes in every process)."""
   example = example_class()()
   for name, values in features.items():
     example.features.feature[name].int64_list.value.extend(int(v) for v in values)
-  return example.SerializeToString()
+  return example.SerializeToString(deterministic=True)

@@ -239,6 +239,8 @@ def resolve_pretraining_config(model_name: str, data_dir: Optional[str] = None,
   values = {k: copy.deepcopy(v["default"]) for k, v in spec.items()}
   values.update(preset)
   values.update(user)
+  if not 0.0 < values["mask_prob"] < 1.0:  # (before it scales max_seq_length: 1e308 overflows)
+    raise ConfigError(f"mask_prob must be in (0, 1), got {values['mask_prob']}")
   values["max_predictions_per_seq"] = int((values["mask_prob"] + 0.005) * values["max_seq_length"])
   if values["debug"]:
     values.update(read_config("debug.json")["training"])
@@ -274,8 +276,6 @@ def _check_consistency(values: Mapping[str, Any]) -> None:
                       f"{', '.join(sizes)} (and model_hparam_overrides for other shapes)")
   if values["do_train"] == values["do_eval"]:
     raise ConfigError("do_train and do_eval: exactly one must be true (as in the official code)")
-  if not 0.0 < values["mask_prob"] < 1.0:
-    raise ConfigError(f"mask_prob must be in (0, 1), got {values['mask_prob']}")
   if values["temperature"] <= 0:
     raise ConfigError(f"temperature must be > 0, got {values['temperature']}")
   if values["num_warmup_steps"] < 0:
