@@ -33,7 +33,8 @@ def jax_env(cache: str, devices: int = 1) -> dict:
                 JAX_COMPILATION_CACHE_DIR=cache, JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",
                 JAX_PLATFORMS="cpu")
   if devices > 1:
-    values["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices}"
+    values["XLA_FLAGS"] = (f"{values.get('XLA_FLAGS', '')} "
+                           f"--xla_force_host_platform_device_count={devices}").strip()
   return values
 
 
