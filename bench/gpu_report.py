@@ -239,6 +239,25 @@ def embedding_gradients(results: Results) -> List[str]:
           + table(["ids", "way", "ms", "max abs error", "scatter types"], lines) + [""])
 
 
+def attention_ways(results: Results) -> List[str]:
+  """bench/attention_ways.py's rows: each way of computing the attention block."""
+  found = rows(results, "attention")
+  if not found:
+    return []
+  base = {(r["batch"], r["heads"]): r["ms"] for r in found
+          if r["way"] == "official" and r["status"] == "ok"}
+  lines = [[f"{r['batch']}x{r['seq_len']}, {r['heads']}x{r['head_size']}", r["way"],
+            fmt(r["dropout"], ".2g"),
+            fmt(r["ms"], ".3f") if r["status"] == "ok" else r["status"],
+            fmt(base[(r["batch"], r["heads"])] / r["ms"], ".2f")
+            if r["status"] == "ok" and (r["batch"], r["heads"]) in base else "-",
+            fmt(r["max_abs_error"], ".3g") if "max_abs_error" in r else "-"]
+           for r in found]
+  return (["## The attention block alone, forward and backward (bench/attention_ways.py)", ""]
+          + table(["tokens, heads", "way", "dropout", "ms", "x official", "max abs error"],
+                  lines) + [""])
+
+
 def profile(results: Results) -> List[str]:
   prof = rows(results, "profile")
   if not prof:
@@ -366,7 +385,8 @@ def write(out_dir: str, paths: List[str]) -> str:
   """Writes out_dir/results.md (and numerics.png) from the results files; returns the text."""
   results = load_results(paths)
   text = "\n".join(["# GPU run", ""] + machine(results) + pretraining(results)
-                   + jax_throughput(results) + embedding_gradients(results) + profile(results)
+                   + jax_throughput(results) + embedding_gradients(results)
+                   + attention_ways(results) + profile(results)
                    + levers(results)
                    + finetuning(results)
                    + numerics(results, out_dir) + projection(results) + study(results)

@@ -109,6 +109,7 @@ class JaxSizes:
   levers: tuple  # (model, hparams, length, batch): the bf16 step with each of LEVERS
   late: List[tuple]  # throughput rows run last, if time remains (key, model, hparams, ...)
   embgrad: List[tuple]  # the word-embedding gradient alone (key, batch, length, width)
+  attention: List[tuple]  # the attention block alone (key, batch, length, heads, head size)
 
 
 JAX_GPU = JaxSizes(
@@ -124,7 +125,8 @@ JAX_GPU = JaxSizes(
               ("base512", "electra_base", {}, 128, 512)],
     levers=("electra_small", {}, 128, 1024),
     late=[("base512", "electra_base", {}, 512, 128)],
-    embgrad=[("small1024", 1024, 128, 128), ("base512", 512, 128, 768)])
+    embgrad=[("small1024", 1024, 128, 128), ("base512", 512, 128, 768)],
+    attention=[("base512", 512, 128, 12, 64), ("small1024", 1024, 128, 4, 64)])
 DRY_JAX_MODEL = {"debug": True, "vocab_size": 1100}
 JAX_DRY = JaxSizes(
     throughput=[("base128", "electra_base", DRY_JAX_MODEL, 32, 4),
@@ -138,7 +140,8 @@ JAX_DRY = JaxSizes(
     profiles=[("small4", "electra_small", DRY_JAX_MODEL, 32, 4)],
     levers=("electra_small", DRY_JAX_MODEL, 32, 4),
     late=[("base512", "electra_base", DRY_JAX_MODEL, 64, 2)],
-    embgrad=[("small4", 4, 32, 16)])
+    embgrad=[("small4", 4, 32, 16)],
+    attention=[("small4", 4, 32, 2, 8)])
 
 
 # What the JAX step's bf16 throughput is re-measured with, one at a time, against the
@@ -294,10 +297,14 @@ def jax_items(sizes: JaxSizes, peak: Optional[float], out: str = "gpu_out") -> L
   embgrad = [Item(f"embgrad/{key}", python(
       "embedding_grad.py", "--batch", batch, "--seq-len", length, "--width", width),
       keep_output=True, min_seconds=30) for key, batch, length, width in sizes.embgrad]
+  attention = [Item(f"attention/{key}", python(
+      "attention_ways.py", "--batch", batch, "--seq-len", length, "--heads", heads,
+      "--head-size", size), keep_output=True, min_seconds=30)
+      for key, batch, length, heads, size in sizes.attention]
   early = [i for t in sizes.throughput for i in throughput(*t, sizes.precisions)]
   late = [i for t in sizes.late for i in throughput(*t, sizes.precisions[:1])]
   return ([Item("env", python("gpu_env.py", "--backend", "jax"), min_seconds=10)]
-          + early + numerics + [projection] + profiles + levers + embgrad + late)
+          + early + numerics + [projection] + profiles + levers + embgrad + attention + late)
 
 
 def selected(all_items: List[Item], selection: List[str]) -> List[Item]:

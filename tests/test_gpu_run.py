@@ -2,6 +2,7 @@
 a dry run of two items end to end on the CPU (the whole dry run, the inference bench
 included, takes many minutes on 2 cores: `bash scripts/gpu_run.sh --dry` runs it by hand)."""
 
+import argparse
 import json
 import os
 import subprocess
@@ -224,6 +225,42 @@ def test_embedding_gradient_items_read_scatter_types_and_report(tmp_path):
   text = gpu_report.write(str(tmp_path), [str(path)])
   assert "| 1024x128, E 128 | autodiff_f32_gather | 0.145 | 0.0001 | f32 |" in text
   assert "| 1024x128, E 128 | one_hot | 15.980 | 0.0001 | none |" in text
+
+
+def test_attention_ways_compute_the_official_attention_and_report(tmp_path):
+  """bench/attention_ways.py: its items' sizes; on the CPU, the ways without dropout give
+  numpy's float64 attention and the same gradient on the real positions, the official
+  way's dropout changes the output, the GPU-only ways skip with a reason; the table."""
+  import jax  # pylint: disable=g-import-not-at-top
+  import attention_ways  # pylint: disable=g-import-not-at-top
+  items = {i.key: i.command for i in gpu_suite.jax_items(gpu_suite.JAX_GPU, 989.4)
+           if i.key.startswith("attention/")}
+  assert list(items) == ["attention/base512", "attention/small1024"]
+  assert items["attention/base512"][-8:] == ["--batch", "512", "--seq-len", "128", "--heads",
+                                             "12", "--head-size", "64"]
+  qkv, lengths, upstream = attention_ways.inputs(3, 16, 2, 8)
+  upstream[np.arange(16)[None, :] >= lengths[:, None]] = 0.0  # the padded queries unread
+  want = attention_ways.reference(qkv, lengths)
+  ways = attention_ways.ways(dropout=0.5)
+  outputs = {name: [np.asarray(x) for x in attention_ways.forward_backward(ways[name])(
+      qkv, lengths, jax.random.key(1), upstream)]
+      for name in ("official", "official_no_dropout", "dpa_xla")}
+  for name in ("official_no_dropout", "dpa_xla"):
+    assert attention_ways.valid_error(outputs[name][0], want, lengths) < 1e-5, name
+  np.testing.assert_allclose(outputs["dpa_xla"][1], outputs["official_no_dropout"][1],
+                             atol=1e-5)
+  assert attention_ways.valid_error(outputs["official"][0], want, lengths) > 1e-2
+  rows = attention_ways.measure(argparse.Namespace(
+      batch=2, seq_len=8, heads=2, head_size=4, dropout=0.1, dtype="float32", rounds=1))
+  by_way = {row["way"]: row for row in rows}
+  assert list(by_way) == list(attention_ways.WAYS)
+  assert by_way["dpa_cudnn"]["status"] == "skipped" and "GPU" in by_way["dpa_cudnn"]["reason"]
+  assert by_way["dpa_xla"]["max_abs_error"] < 1e-5 and "max_abs_error" not in by_way["official"]
+  path = tmp_path / "results.jsonl"
+  path.write_text(json.dumps({"key": "attention/small4", "status": "ok", "data": rows}) + "\n")
+  text = gpu_report.write(str(tmp_path), [str(path)])
+  assert "| 2x8, 2x4 | official | 0.1 |" in text and "| 1.00 | - |" in text
+  assert "| 2x8, 2x4 | dpa_cudnn | 0 | skipped | - | - |" in text
 
 
 def _row(side, seq_per_s, **extra):
