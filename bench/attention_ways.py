@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import time
 from typing import Any, Callable, Dict, List, Optional
 
 import numpy as np
@@ -168,14 +167,7 @@ def time_way(f: Callable, device_args: list, rounds: int) -> Dict[str, Any]:
   import jax
   compiled = jax.jit(f).lower(*device_args).compile()
   context = np.asarray(compiled(*device_args)[0]).astype(np.float32)
-  best = float("inf")
-  for _ in range(rounds):
-    start = time.perf_counter()
-    for _ in range(10):
-      out = compiled(*device_args)
-    jax.block_until_ready(out)
-    best = min(best, (time.perf_counter() - start) / 10)
-  return {"ms": best * 1e3, "context": context}
+  return {"ms": common.best_seconds(compiled, device_args, rounds) * 1e3, "context": context}
 
 
 def main(argv: Optional[List[str]] = None) -> int:

@@ -74,6 +74,20 @@ def fake_pretraining_batch(batch: int, seq_len: int, vocab_size: int, seed: int 
 OUT_OF_MEMORY_WORDS = ("RESOURCE_EXHAUSTED", "Out of memory", "out of memory", "OOM")
 
 
+def best_seconds(compiled: Callable, args: Sequence[Any], rounds: int, calls: int = 10) -> float:
+  """The best of `rounds` mean times of `calls` calls of a compiled JAX function, each round
+  waited for on the device (jax.block_until_ready)."""
+  import jax  # pylint: disable=g-import-not-at-top
+  best = float("inf")
+  for _ in range(rounds):
+    start = time.perf_counter()
+    for _ in range(calls):
+      out = compiled(*args)
+    jax.block_until_ready(out)
+    best = min(best, (time.perf_counter() - start) / calls)
+  return best
+
+
 def is_out_of_memory_message(error: BaseException) -> bool:
   """Whether an error's text says an allocation failed (TensorFlow, XLA, JAX, PyTorch)."""
   return any(words in str(error) for words in OUT_OF_MEMORY_WORDS)

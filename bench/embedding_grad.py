@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import re
-import time
 from typing import Any, Callable, Dict, List, Optional
 
 import numpy as np
@@ -107,13 +106,7 @@ def measure(args: argparse.Namespace, json_path: Optional[str] = None) -> List[D
   for name, way in ways(args.vocab).items():
     compiled = jax.jit(way).lower(*device_args).compile()
     got = np.asarray(compiled(*device_args))
-    best = float("inf")
-    for _ in range(args.rounds):
-      start = time.perf_counter()
-      for _ in range(10):
-        out = compiled(*device_args)
-      jax.block_until_ready(out)
-      best = min(best, (time.perf_counter() - start) / 10)
+    best = common.best_seconds(compiled, device_args, args.rounds)
     rows.append({"way": name, "ms": best * 1e3, "max_abs_error": float(np.abs(got - want).max()),
                  "hot_id_repeats": int((ids == 103).sum()), "scatter_types":
                  scatter_types(compiled.as_text()), "batch": args.batch,
