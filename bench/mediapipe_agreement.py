@@ -17,7 +17,7 @@ whether MediaPipe's scores are ours (same tokens) or not.
 
 Needs the mediapipe extra beside the project's environment:
 
-  python bench/mediapipe_agreement.py [--train 4000] [--epochs 2]
+  python bench/mediapipe_agreement.py [--train 4000] [--epochs 2] [--seed 0]
 """
 
 from __future__ import annotations
@@ -66,6 +66,7 @@ def main() -> None:
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument("--train", type=int, default=4000, help="SST-2 training sentences")
   parser.add_argument("--epochs", type=int, default=2)
+  parser.add_argument("--seed", type=int, default=0, help="the initialisation and shuffling")
   args = parser.parse_args()
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from mediapipe.tasks import python as mp_python
@@ -75,7 +76,7 @@ def main() -> None:
 
   vocab = vocab_lib.load_vocab(os.path.join(SHARED_DATA, "vocab", "vocab.txt"))
   tokens = sorted(vocab, key=vocab.get)
-  tf.keras.utils.set_random_seed(0)
+  tf.keras.utils.set_random_seed(args.seed)
   bert = electra_tf2.BertConfig(len(tokens), hidden_size=64, num_hidden_layers=2,
                                 num_attention_heads=2, intermediate_size=256)
   model = electra_tf2.TextClassifier(bert, None, tokens, max_seq_length=MAX_SEQ_LENGTH,
