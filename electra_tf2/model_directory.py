@@ -10,13 +10,14 @@ guards a resumed run.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import Any, Dict, Mapping, Optional
 
 import tensorflow as tf
 
 from electra_tf2 import checkpoint_files, variable_names
-from electra_tf2.pretraining import state as pretraining_state
+from electra_tf2.pretraining import input_pipeline, state as pretraining_state
 from electra_tf2.text import description as tokenizer_description
 from electra_tf2.atomic_io import write_json_atomic
 from electra_tf2.checkpoints import directories, portable
@@ -154,7 +155,24 @@ def check_same_architecture(config: "PretrainingConfig", saved_values: Mapping[s
 
 
 def write_tokenizer_description(config: PretrainingConfig, model_dir: str) -> None:
-  """`model_dir/tokenizer_description.json`: the config's vocabulary and casing (if any)."""
-  if config.vocab_file and os.path.exists(config.vocab_file):
-    tokenizer_description.write_description(
-        model_dir, tokenizer_description.describe_vocab(config.vocab_file, config.do_lower_case))
+  """`model_dir/tokenizer_description.json`: `pretraining_tokenizer(config)` (if any)."""
+  description = pretraining_tokenizer(config)
+  if description is not None:
+    tokenizer_description.write_description(model_dir, description)
+
+
+def pretraining_tokenizer(config: PretrainingConfig
+                          ) -> Optional[tokenizer_description.TokenizerDescription]:
+  """The tokenizer the model is pre-trained with: the config's vocabulary (None without
+  one), with the casing of the TFRecords' description where they have one (`electra
+  build-data --no-strip-accents` for Korean), else with the config's do_lower_case."""
+  if not (config.vocab_file and os.path.exists(config.vocab_file)):
+    return None
+  described = tokenizer_description.describe_vocab(config.vocab_file, config.do_lower_case)
+  files = input_pipeline.tfrecord_files(config.pretrain_tfrecords or "")
+  for data_dir in sorted({os.path.dirname(f) for f in files}):
+    if os.path.exists(os.path.join(data_dir, tokenizer_description.DESCRIPTION_FILE)):
+      data = tokenizer_description.read_description(data_dir, config.vocab_file)
+      return dataclasses.replace(described, do_lower_case=data.do_lower_case,
+                                 strip_accents=data.strip_accents)
+  return described

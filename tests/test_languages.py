@@ -620,3 +620,98 @@ def test_question_answerer_with_sentencepiece_fits_predicts_and_exports(spm_mode
   assert [t.decode("utf-8") if isinstance(t, bytes) else t
           for t in from_lite["span_text"]] == out["span_text"].tolist()
   assert from_lite["answer_start"].tolist() == out["answer_start"].tolist()
+
+
+@pytest.fixture(scope="module")
+def korean_model_dir(tmp_path_factory):
+  """DATA/vocab.txt learned, and TFRecords built, without accent stripping (the vocabulary
+  report's advice for Korean), and a tiny model pre-trained 2 steps on them."""
+  from electra_tf2.pretraining.config import resolve_pretraining_config
+  from electra_tf2.data_prep.builder import BuildConfig, build_pretraining_data
+  from electra_tf2.training.pretraining import run_pretraining
+  root = tmp_path_factory.mktemp("korean_data")
+  data = root / "data"
+  data.mkdir()
+  corpus = write_corpus(str(root / "corpus"), documents=8)
+  vocab = str(data / "vocab.txt")
+  build_vocab.learn_vocab_from_files([corpus], 120, vocab, strip_accents=False, log=None)
+  build_pretraining_data(BuildConfig(inputs=[corpus], vocab_file=vocab, strip_accents=False,
+                                     output_dir=str(data / "pretrain_tfrecords"),
+                                     max_seq_length=32, num_shards=1, seed=0, progress=False),
+                         log=lambda s: None)
+  config = resolve_pretraining_config("electra_small", str(data), {
+      "num_train_steps": 2, "train_batch_size": 4, "max_seq_length": 32, "vocab_size": 120,
+      "model_hparam_overrides": TINY_ENCODER, "embedding_size": 16,
+      "save_checkpoints_steps": 2, "seed": 1})
+  run_pretraining(config)
+  return str(data), config.model_dir
+
+
+KOREAN_TEXTS = ["한국어 문장 학교", "선생님 사랑 über schön", "Привет 中文 句子"]
+
+
+def test_korean_without_accent_stripping_from_the_data_to_every_model(korean_model_dir,
+                                                                      tmp_path):
+  """The casing of the TFRecords (`--no-strip-accents`) reaches the model directory's
+  description, and from there the Keras models, fine-tuning, `electra export` and
+  `hf-export`: Hangul syllables stay whole (oracle: transformers' BertTokenizerFast with
+  strip_accents=False; the official rule would decompose them into jamo)."""
+  transformers = pytest.importorskip("transformers")
+  import tensorflow as tf
+  import electra_tf2
+  from electra_tf2.checkpoints import describe as describe_lib
+  from electra_tf2.conversion import hf_export
+  from electra_tf2.serving import export
+  from electra_tf2.tasks.config import resolve_finetuning_config
+  from electra_tf2.tasks.task_builder import make_tokenizer
+  import numpy as np
+  data, model_dir = korean_model_dir
+  vocab = os.path.join(data, "vocab.txt")
+  oracle = transformers.BertTokenizerFast(vocab, do_lower_case=True, strip_accents=False)
+  expected = [oracle(t)["input_ids"] for t in KOREAN_TEXTS]
+  stripped = transformers.BertTokenizerFast(vocab, do_lower_case=True)
+  assert expected != [stripped(t)["input_ids"] for t in KOREAN_TEXTS]  # jamo otherwise
+
+  def rows(features):
+    return [row[mask == 1].tolist() for row, mask in
+            zip(np.asarray(features["input_ids"]), np.asarray(features["input_mask"]))]
+  assert describe_lib.describe(model_dir).tokenizer.strip_accents is False
+  classifier = electra_tf2.TextClassifier.from_pretrained(model_dir, num_classes=2)
+  assert rows(classifier.featurize(KOREAN_TEXTS)) == expected  # on the host
+  assert rows(classifier.text_inputs(tf.constant(KOREAN_TEXTS))) == expected  # in the graph
+  inputs = classifier.text_inputs.get_config()
+  assert type(classifier.text_inputs).from_config(inputs).strip_accents is False  # .keras
+  del inputs["strip_accents"]  # a config written before the option: the official rule
+  assert type(classifier.text_inputs).from_config(inputs).strip_accents is True
+  from electra_tf2.text.litert_tokenizer import litert_featurizer
+  lite = litert_featurizer(classifier.text_inputs.vocab, True, 32, None, False)
+  assert rows(lite.features(tf.constant(KOREAN_TEXTS))) == expected  # the .tflite's graph
+  config = resolve_finetuning_config("electra_small", data, {"vocab_size": 120}, "sst")
+  assert config.strip_accents is False
+  assert resolve_finetuning_config("electra_small", data, {"vocab_size": 120,
+                                                           "strip_accents": True},
+                                   "sst").strip_accents is True  # the user's value wins
+  tokenizer = make_tokenizer(config, config.do_lower_case)
+  assert [[2] + tokenizer.tokenizer.encode(t) + [3] for t in KOREAN_TEXTS] == expected
+  out = str(tmp_path / "saved")
+  assert export.main(["--model-dir", model_dir, "--output-dir", out]) == 0
+  signature = tf.saved_model.load(out).signatures["text"]
+  assert rows(signature(text=tf.constant(KOREAN_TEXTS))) == expected
+  from electra_tf2.scoring.scorer import TextScorer
+  for scorer in (TextScorer.load(model_dir), TextScorer.load(out)):  # directory, SavedModel
+    assert scorer.strip_accents is False
+    words = [[w.text for w in result.words] for result in scorer.score(KOREAN_TEXTS[:1])]
+    assert words == [["한국어", "문장", "학교"]]
+  hf_dir = str(tmp_path / "hf")
+  assert hf_export.main(["--model-dir", model_dir, "--output-dir", hf_dir]) == 0
+  loaded = transformers.AutoTokenizer.from_pretrained(hf_dir)
+  assert [loaded(t)["input_ids"] for t in KOREAN_TEXTS] == expected
+
+
+def test_get_final_text_keeps_accents_when_the_tokenizer_did():
+  from electra_tf2.tasks.qa_decoding import get_final_text
+  # The official rule strips the context's accents: "café" is not found, the whole text
+  # comes back; without stripping the span is cut out of the original characters.
+  assert get_final_text("café", "Café!", True) == "Café!"
+  assert get_final_text("cafe", "Café!", True) == "Café"
+  assert get_final_text("café", "Café!", True, strip_accents=False) == "Café"

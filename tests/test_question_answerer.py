@@ -177,7 +177,7 @@ def test_export_command_writes_a_saved_model_of_the_runners_answers(squad_v2, tm
   assert [t.decode() for t in got["answer_text"]] == out["answer_text"]
   assert got["answer_start"].tolist() == out["answer_start"]
   # --window-stride is the QA windows' stride (doc_stride), not ignored
-  model, _, vocab, lower, _, described = export._load(finetuned.model_dir, None, None)
+  model, _, vocab, lower, _, described, _ = export._load(finetuned.model_dir, None, None)
   assert export._question_answerer(described, model, vocab, lower, None, 7).doc_stride == 7
 
 

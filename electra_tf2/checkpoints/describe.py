@@ -85,6 +85,8 @@ class Description:
   architecture: a Hugging Face directory's class (`architectures[0]`).
   tokenizer: the directory's tokenizer description (tokenizer_description.json, checked
     against the vocabulary; derived from the vocabulary for directories without one).
+  strip_accents: a Hugging Face directory's tokenizer_config.json value (None: the
+    official rule, stripped when lowercasing); `tokenizer` says what is used.
   """
   path: str
   kind: str
@@ -100,6 +102,7 @@ class Description:
   model_config: Optional[Dict[str, Any]] = None
   architecture: Optional[str] = None
   tokenizer: Optional[TokenizerDescription] = None
+  strip_accents: Optional[bool] = None
 
 
 def kind_of(path: str) -> str:
@@ -155,7 +158,8 @@ def describe(path: str, model_name: Optional[str] = None) -> Description:
   else:
     found = _official(path, kind, model_name)
   directory = found.model_dir or (path if os.path.isdir(path) else os.path.dirname(path))
-  tokenizer = read_description(directory, found.vocab_file, found.do_lower_case)
+  tokenizer = read_description(directory, found.vocab_file, found.do_lower_case,
+                               found.strip_accents)
   if tokenizer is None:
     return found
   # The vocabulary the description was checked against (the one beside it first).
@@ -171,7 +175,8 @@ def _huggingface(path: str) -> Description:
   architecture = (config.get("architectures") or ["ElectraModel"])[0]
   return Description(path, "huggingface", None, None, bert, embedding_size,
                      vocab if os.path.exists(vocab) else None,
-                     huggingface.read_do_lower_case(path), architecture=architecture)
+                     huggingface.read_do_lower_case(path),
+                     strip_accents=huggingface.read_strip_accents(path), architecture=architecture)
 
 
 def _pretrained(path: str) -> Description:

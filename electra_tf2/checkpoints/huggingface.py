@@ -294,11 +294,25 @@ def _check_tied_output(tensors: Mapping[str, np.ndarray], config: Mapping[str, A
 
 def read_do_lower_case(path: str) -> bool:
   """tokenizer_config.json's do_lower_case (ElectraTokenizer's default True)."""
+  return bool(_tokenizer_config(path).get("do_lower_case", True))
+
+
+def read_strip_accents(path: str) -> Optional[bool]:
+  """tokenizer_config.json's strip_accents (None, the default, strips when lowercasing)."""
+  value = _tokenizer_config(path).get("strip_accents")
+  return None if value is None else bool(value)
+
+
+def _tokenizer_config(path: str) -> Dict[str, Any]:
+  """tokenizer_config.json of the directory `path` ({} without one)."""
   config_path = os.path.join(path, TOKENIZER_CONFIG_FILE)
   if not os.path.exists(config_path):
-    return True
+    return {}
   try:
     with open(config_path, encoding="utf-8") as f:
-      return bool(json.load(f).get("do_lower_case", True))
-  except (ValueError, AttributeError) as e:
+      values = json.load(f)
+  except ValueError as e:
     raise HuggingFaceImportError(f"{config_path} is not a JSON object ({e})") from None
+  if not isinstance(values, dict):
+    raise HuggingFaceImportError(f"{config_path} is not a JSON object")
+  return values

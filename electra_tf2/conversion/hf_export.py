@@ -128,8 +128,10 @@ def hf_state_dict(model, generator: bool = False) -> Dict[str, np.ndarray]:
 
 
 def export_hugging_face(model, output_dir: str, generator: bool = False,
-                        vocab_file: Optional[str] = None, do_lower_case: bool = True) -> str:
-  """Writes `output_dir` with config.json, model.safetensors and (with a vocab) the tokenizer."""
+                        vocab_file: Optional[str] = None, do_lower_case: bool = True,
+                        strip_accents: Optional[bool] = None) -> str:
+  """Writes `output_dir` with config.json, model.safetensors and (with a vocab) the tokenizer
+  (strip_accents: WordPiece's accent stripping, None the official rule: when lowercasing)."""
   state = hf_state_dict(model, generator)
   encoder = model.mlm_encoder if generator else model.discriminator
   architecture = "ElectraForMaskedLM" if generator else "ElectraForPreTraining"
@@ -139,7 +141,7 @@ def export_hugging_face(model, output_dir: str, generator: bool = False,
                               model.objective.special_ids.pad), sort_keys=False)
   write_safetensors(os.path.join(output_dir, WEIGHTS_FILE), state)
   if vocab_file is not None:
-    description = tokenizer_description.describe_vocab(vocab_file, do_lower_case)
+    description = tokenizer_description.describe_vocab(vocab_file, do_lower_case, strip_accents)
     if description.kind == "sentencepiece":
       # DeBERTa-v3's tokenizer: a SentencePiece model packed as [CLS] a [SEP] (b [SEP]),
       # the special tokens named by their spellings in the model.
@@ -154,6 +156,7 @@ def export_hugging_face(model, output_dir: str, generator: bool = False,
     else:
       vocab_name = "vocab.txt"
       tokenizer = {"tokenizer_class": "ElectraTokenizer", "do_lower_case": do_lower_case,
+                   "strip_accents": description.strip_accents,
                    "model_max_length": bert.max_position_embeddings}
     copy_file_atomic(vocab_file, os.path.join(output_dir, vocab_name))
     write_json_atomic(os.path.join(output_dir, "tokenizer_config.json"), tokenizer,
@@ -182,9 +185,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   config = directories.load_pretraining_config(args.model_dir)
   model = model_directory.restore_pretrainer(args.model_dir, args.checkpoint, config)
   vocab_file = args.vocab_file or directories.find_vocab(args.model_dir, config)
+  # The casing the model was pre-trained with (its tokenizer description), else the config's.
+  casing = tokenizer_description.read_description(args.model_dir, None, config.do_lower_case)
   with hold(args.output_dir):
     export_hugging_face(model, args.output_dir, args.generator, vocab_file,
-                        config.do_lower_case)
+                        casing.do_lower_case if casing else config.do_lower_case,
+                        casing.strip_accents if casing else None)
   print(f"wrote {args.output_dir} (config.json, {WEIGHTS_FILE}"
         f"{', the vocabulary, tokenizer_config.json' if vocab_file else ''})")
   return 0

@@ -19,7 +19,7 @@ from typing import Any, Dict, Optional, Sequence
 import keras
 import numpy as np
 
-from electra_tf2.text.py_tokenizer import PyTextFeaturizer
+from electra_tf2.text.py_tokenizer import PyTextFeaturizer, resolve_strip_accents
 
 Features = Dict[str, Any]
 
@@ -31,10 +31,14 @@ class TextInputs(keras.layers.Layer):
   (TensorFlow backend); `featurize` does the same on the host on every backend."""
 
   def __init__(self, vocab: Sequence[str], do_lower_case: bool = True,
-               max_seq_length: int = 128, sentencepiece_model: Optional[str] = None, **kwargs):
+               max_seq_length: int = 128, sentencepiece_model: Optional[str] = None,
+               strip_accents: Optional[bool] = None, **kwargs):
     super().__init__(trainable=False, **kwargs)
     self.vocab = list(vocab)
     self.do_lower_case = bool(do_lower_case)
+    # WordPiece's accent stripping (the official rule: when lowercasing); None in configs
+    # written before it was one (text/py_tokenizer.py resolve_strip_accents).
+    self.strip_accents = resolve_strip_accents(self.do_lower_case, strip_accents)
     self.max_seq_length = max_seq_length
     # A SentencePiece model (base64, so that the config stays JSON): its pieces are `vocab`.
     self.sentencepiece_model = sentencepiece_model
@@ -43,7 +47,8 @@ class TextInputs(keras.layers.Layer):
       from electra_tf2.text.packing import TextFeaturizer  # pylint: disable=g-import-not-at-top
       self.featurizer = TextFeaturizer(
           self.vocab, self.do_lower_case, max_seq_length,
-          sentencepiece_model=sentencepiece_model and base64.b64decode(sentencepiece_model))
+          sentencepiece_model=sentencepiece_model and base64.b64decode(sentencepiece_model),
+          strip_accents=self.strip_accents)
       self.supports_jit = False  # string ops: Keras' jit_compile="auto" (XLA on GPUs) stays off
     elif max_seq_length < 3:
       raise ValueError(f"max_seq_length must be >= 3, got {max_seq_length}")
@@ -68,7 +73,8 @@ class TextInputs(keras.layers.Layer):
     if not cache:
       model = self.sentencepiece_model and base64.b64decode(self.sentencepiece_model)
       cache.append(PyTextFeaturizer(self.vocab, self.do_lower_case, self.max_seq_length,
-                                    sentencepiece_model=model or None))
+                                    sentencepiece_model=model or None,
+                                    strip_accents=self.strip_accents))
     return cache[0]
 
   def featurize(self, texts: Sequence, texts_b: Optional[Sequence] = None,
@@ -86,5 +92,5 @@ class TextInputs(keras.layers.Layer):
     config.pop("trainable", None)
     config.update(vocab=self.vocab, do_lower_case=self.do_lower_case,
                   max_seq_length=self.max_seq_length,
-                  sentencepiece_model=self.sentencepiece_model)
+                  sentencepiece_model=self.sentencepiece_model, strip_accents=self.strip_accents)
     return config

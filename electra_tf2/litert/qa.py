@@ -53,7 +53,7 @@ class WindowAnswerer:
   """Questions and contexts -> windows -> a `.tflite` runner -> the answers.
 
   Args:
-    settings: the file's metadata (do_lower_case, max_seq_length and QA_KEY).
+    settings: the file's metadata (do_lower_case, strip_accents, max_seq_length, QA_KEY).
   """
 
   def __init__(self, settings: Mapping[str, Any]):
@@ -61,7 +61,8 @@ class WindowAnswerer:
     sentencepiece = qa.get("sentencepiece_model")
     self.featurizer = TextFeaturizer(qa["vocab"], bool(settings.get("do_lower_case", True)),
                                      int(settings["max_seq_length"]), sentencepiece_model=(
-                                         sentencepiece and base64.b64decode(sentencepiece)))
+                                         sentencepiece and base64.b64decode(sentencepiece)),
+                                     strip_accents=settings.get("strip_accents"))
     if sentencepiece:  # each piece's characters: the answers' text
       self.featurizer.tokenizer.enable_char_spans()
     self.vocab = tf.constant(qa["vocab"])

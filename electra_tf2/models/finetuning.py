@@ -160,7 +160,8 @@ def save_model_files(model: FinetuningModel, config: FinetuningConfig, model_dir
   directories.write_config(model_dir, FINETUNING_CONFIG_FILE, config.to_dict(),
                            directories.finetuning_path_keys())
   if config.vocab_file and os.path.exists(config.vocab_file):
-    write_description(model_dir, describe_vocab(config.vocab_file, config.do_lower_case))
+    write_description(model_dir, describe_vocab(config.vocab_file, config.do_lower_case,
+                                                config.strip_accents))
 
 
 def load_finetuned_model(model_dir: str, checkpoint_path: Optional[str] = None

@@ -278,7 +278,8 @@ class QuestionAnswerer(TextModel):
       features = {"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids}
       return self.head(self.encode(features), features)
     inputs = self.text_inputs
-    settings = {"do_lower_case": inputs.do_lower_case, "max_seq_length": self.max_seq_length,
+    settings = {"do_lower_case": inputs.do_lower_case, "strip_accents": inputs.strip_accents,
+                "max_seq_length": self.max_seq_length,
                 qa.QA_KEY: qa.qa_settings(self.decoding(), self.max_query_length,
                                           self.doc_stride, inputs.vocab,
                                           inputs.sentencepiece_model)}

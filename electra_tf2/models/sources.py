@@ -49,6 +49,8 @@ class Source:
   head_kinds: their kinds ("classification", "regression", "tagging", ...), when known.
   head_specs: a fine-tuned source's head specs by task (`Task.head_spec()`).
   settings: a fine-tuned source's fine-tuning config (`FinetuningConfig.to_dict()`).
+  strip_accents: WordPiece's accent stripping, from the source's tokenizer description
+    (None: the official rule, stripped when lowercasing).
   """
   path: str
   kind: str
@@ -62,6 +64,7 @@ class Source:
   head_kinds: Dict[str, str] = dataclasses.field(default_factory=dict)
   head_specs: Dict[str, Dict[str, Any]] = dataclasses.field(default_factory=dict)
   settings: Dict[str, Any] = dataclasses.field(default_factory=dict)
+  strip_accents: Optional[bool] = None
 
   def task_names(self) -> List[str]:
     """The fine-tuned heads' tasks (`task_specific/<task>/...`), in name order."""
@@ -130,6 +133,8 @@ def load_source(path: str, model_name: Optional[str] = None,
     raise SourceError(f"{path} is a SavedModel: load it with tf.saved_model.load; "
                       "from_pretrained reads checkpoints")
   source = read(found)
+  if found.tokenizer is not None and found.tokenizer.do_lower_case == source.do_lower_case:
+    source = dataclasses.replace(source, strip_accents=found.tokenizer.strip_accents)
   if vocab_file is not None:
     source = dataclasses.replace(source, vocab_file=vocab_file)
   return source

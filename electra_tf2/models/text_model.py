@@ -68,15 +68,18 @@ class TextModel(keras.Model):
     bert_config: the encoder's `BertConfig` (or its dict).
     embedding_size: E (None: the hidden size).
     vocab: the WordPiece tokens in id order.
-    do_lower_case: the tokenizer's lowercasing and accent stripping.
+    do_lower_case: the tokenizer's lowercasing.
     max_seq_length: WordPieces per text, [CLS] and [SEP] included.
     sentencepiece_model: a SentencePiece model (base64 of its bytes; `vocab` its pieces):
       text is tokenized with it instead of WordPiece.
+    strip_accents: WordPiece's accent stripping; None is the official rule (stripped when
+      lowercasing). `from_pretrained` takes it from the checkpoint's tokenizer description.
   """
 
   def __init__(self, bert_config: BertConfig | Dict[str, Any], embedding_size: Optional[int],
                vocab: List[str], do_lower_case: bool = True, max_seq_length: int = 128,
-               sentencepiece_model: Optional[str] = None, **kwargs):
+               sentencepiece_model: Optional[str] = None, strip_accents: Optional[bool] = None,
+               **kwargs):
     super().__init__(**kwargs)
     if isinstance(bert_config, dict):
       bert_config = BertConfig(**bert_config)
@@ -86,7 +89,7 @@ class TextModel(keras.Model):
     self.bert_config = bert_config
     self.max_seq_length = max_seq_length
     self.text_inputs = TextInputs(vocab, do_lower_case, max_seq_length, sentencepiece_model,
-                                  name="text_inputs")
+                                  strip_accents, name="text_inputs")
     self.encoder = Encoder(bert_config, embedding_size, name="electra", dtype=self.dtype_policy)
     self.loading_report = None
 
@@ -173,6 +176,7 @@ class TextModel(keras.Model):
     defaults to 128 or the source's max_position_embeddings if fewer."""
     options.setdefault("max_seq_length", min(128, source.bert_config.max_position_embeddings))
     options.setdefault("sentencepiece_model", source.sentencepiece_model())
+    options.setdefault("strip_accents", source.strip_accents)
     return cls(source.bert_config, source.embedding_size, source.vocab_tokens(),
                source.do_lower_case, **options)
 
@@ -440,8 +444,10 @@ class TextModel(keras.Model):
     sentencepiece = self.text_inputs.sentencepiece_model
     featurizer = litert_featurizer(self.text_inputs.vocab, self.text_inputs.do_lower_case,
                                    self.max_seq_length,
-                                   sentencepiece and base64.b64decode(sentencepiece))
+                                   sentencepiece and base64.b64decode(sentencepiece),
+                                   self.text_inputs.strip_accents)
     settings = {"do_lower_case": featurizer.do_lower_case,
+                "strip_accents": self.text_inputs.strip_accents,
                 "max_seq_length": self.max_seq_length}
     if sentencepiece:
       settings["tokenizer"] = "sentencepiece"
@@ -463,7 +469,8 @@ class TextModel(keras.Model):
                   embedding_size=self.encoder.embedding_size, vocab=self.text_inputs.vocab,
                   do_lower_case=self.text_inputs.do_lower_case,
                   max_seq_length=self.max_seq_length,
-                  sentencepiece_model=self.text_inputs.sentencepiece_model)
+                  sentencepiece_model=self.text_inputs.sentencepiece_model,
+                  strip_accents=self.text_inputs.strip_accents)
     return config
 
 

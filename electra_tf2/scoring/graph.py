@@ -126,7 +126,7 @@ def check_stride(max_seq_length: int, window_stride: Optional[int]) -> int:
 
 
 def score_function(model, vocab_file: str, do_lower_case: bool, max_seq_length: int,
-                   window_stride: Optional[int] = None):
+                   window_stride: Optional[int] = None, strip_accents: Optional[bool] = None):
   """`(tf.function text [batch] -> outputs, vocab tokens by id, stride)` of an
   `ElectraPretrainer`; `vocab_file` a WordPiece vocab.txt or a SentencePiece .model."""
   vocab = vocab_lib.load_vocab(vocab_file)
@@ -137,7 +137,7 @@ def score_function(model, vocab_file: str, do_lower_case: bool, max_seq_length: 
     with tf.io.gfile.GFile(vocab_file, "rb") as f:
       sentencepiece = f.read()
   featurizer = TextFeaturizer(tokens, do_lower_case, max_seq_length,
-                              sentencepiece_model=sentencepiece)
+                              sentencepiece_model=sentencepiece, strip_accents=strip_accents)
   logits_fn = discriminator_logits(model)
   function = tf.function(lambda text: score_text_graph(featurizer, logits_fn, text, stride),
                          input_signature=[tf.TensorSpec([None], tf.string, name="text")])

@@ -27,6 +27,7 @@ from electra_tf2 import vocab as vocab_lib
 from electra_tf2.checkpoints import describe as describe_lib
 from electra_tf2.scoring import graph
 from electra_tf2.scoring.graph import SENTENCE_SCORES, ScoringError
+from electra_tf2.text.py_tokenizer import resolve_strip_accents
 from electra_tf2.text.sentencepiece import SentencePieceTokenizer
 
 DEFAULT_RANK_SCORE = "mean_log_odds"
@@ -40,30 +41,35 @@ def _is_punctuation(char: str) -> bool:
   return unicodedata.category(char).startswith("P")
 
 
-def _normalized_chars(text: str, do_lower_case: bool) -> Tuple[str, List[int]]:
-  """BERT's normalisation character by character, and the source index of each output char."""
+def _normalized_chars(text: str, do_lower_case: bool, strip_accents: Optional[bool] = None
+                      ) -> Tuple[str, List[int]]:
+  """BERT's normalisation character by character, and the source index of each output char
+  (strip_accents: None is the official rule, stripped when lowercasing)."""
+  strip = resolve_strip_accents(do_lower_case, strip_accents)
   out, owner = [], []
   for index, char in enumerate(text):
     category = unicodedata.category(char)
     if (category == "Cc" and char not in "\t\n\r") or category == "Cf" or char == "\ufffd":
       continue
     if do_lower_case:
-      char = "".join(c for c in unicodedata.normalize("NFD", char.lower())
+      char = char.lower()
+    if strip:
+      char = "".join(c for c in unicodedata.normalize("NFD", char)
                      if unicodedata.category(c) != "Mn")
     out.append(char)
     owner.extend([index] * len(char))
   return "".join(out), owner
 
 
-def word_spans(text: str, words: Sequence[Optional[str]], do_lower_case: bool
-               ) -> List[Optional[Tuple[int, int]]]:
+def word_spans(text: str, words: Sequence[Optional[str]], do_lower_case: bool,
+               strip_accents: Optional[bool] = None) -> List[Optional[Tuple[int, int]]]:
   """Character spans `(start, end)` of the tokenizer's words in the original `text`.
 
   `words` are the normalised words in order (their WordPieces joined), None for a
   word that became [UNK]. A word that cannot be found (a character whose Unicode
   properties differ between Python and TensorFlow) leaves it and the rest None.
   """
-  normal, owner = _normalized_chars(text, do_lower_case)
+  normal, owner = _normalized_chars(text, do_lower_case, strip_accents)
   normal = normal.replace("\u03c2", "\u03c3")  # final sigma: str.lower of a lone char
   spans: List[Optional[Tuple[int, int]]] = []
   cursor = 0
@@ -151,7 +157,7 @@ class TextScorer:
   def __init__(self, score_fn: Callable[[tf.Tensor], Dict[str, tf.Tensor]],
                vocab_tokens: Sequence[str], do_lower_case: bool, max_seq_length: int,
                window_stride: int, batch_size: int = 64,
-               sentencepiece_file: Optional[str] = None):
+               sentencepiece_file: Optional[str] = None, strip_accents: Optional[bool] = None):
     if batch_size < 1:
       raise ScoringError(f"batch_size must be >= 1, got {batch_size}")
     self._score_fn = score_fn
@@ -162,6 +168,7 @@ class TextScorer:
     self._sentencepiece = (None if sentencepiece_file is None
                            else SentencePieceTokenizer(sentencepiece_file))
     self.do_lower_case = bool(do_lower_case)
+    self.strip_accents = resolve_strip_accents(do_lower_case, strip_accents)
     self.max_seq_length = int(max_seq_length)
     self.window_stride = int(window_stride)
     self.batch_size = int(batch_size)
@@ -197,24 +204,29 @@ class TextScorer:
       raise ScoringError(f"{model_dir} has no vocab.txt and its config's vocab_file "
                          f"{config.vocab_file} is missing: copy the vocabulary to "
                          f"{os.path.join(model_dir, 'vocab.txt')}")
-    return cls.from_pretrainer(model, found.vocab_file, config.do_lower_case,
+    tokenizer = found.tokenizer  # the casing the model was pre-trained with
+    return cls.from_pretrainer(model, found.vocab_file,
+                               tokenizer.do_lower_case if tokenizer else config.do_lower_case,
                                max_seq_length or config.max_seq_length, batch_size,
-                               window_stride, model_dir)
+                               window_stride, model_dir,
+                               strip_accents=tokenizer.strip_accents if tokenizer else None)
 
   @classmethod
   def from_pretrainer(cls, model, vocab_file: str, do_lower_case: bool, max_seq_length: int,
                       batch_size: int = 64, window_stride: Optional[int] = None,
-                      name: str = "the model") -> "TextScorer":
-    """A TextScorer on an `ElectraPretrainer` already in memory."""
+                      name: str = "the model", *, strip_accents: Optional[bool] = None
+                      ) -> "TextScorer":
+    """A TextScorer on an `ElectraPretrainer` already in memory (strip_accents: None is
+    the official rule, stripped when lowercasing)."""
     model.check_electra_discriminator(f"scoring {name}", "scoring needs an ELECTRA model")
     if max_seq_length > model.discriminator.bert_config.max_position_embeddings:
       raise ScoringError(f"max_seq_length {max_seq_length} exceeds max_position_embeddings "
                          f"{model.discriminator.bert_config.max_position_embeddings}")
     function, tokens, stride = graph.score_function(model, vocab_file, do_lower_case,
-                                                    max_seq_length, window_stride)
+                                                    max_seq_length, window_stride, strip_accents)
     sentencepiece = vocab_lib.vocab_kind(vocab_file) == "sentencepiece"
     return cls(function, tokens, do_lower_case, max_seq_length, stride, batch_size,
-               vocab_file if sentencepiece else None)
+               vocab_file if sentencepiece else None, strip_accents)
 
   @classmethod
   def _from_saved_model(cls, path, batch_size):
@@ -231,7 +243,8 @@ class TextScorer:
     return cls(lambda text: score(text=text), sorted(vocab, key=vocab.get),
                bool(settings["do_lower_case"]), int(settings["max_seq_length"]),
                int(settings["window_stride"]), batch_size,
-               vocab_file if sentencepiece else None)
+               vocab_file if sentencepiece else None,
+               bool(settings["strip_accents"]) if "strip_accents" in settings else None)
 
   # -- scoring ---------------------------------------------------------------
 
@@ -269,7 +282,8 @@ class TextScorer:
       if self._sentencepiece is not None:
         spans = self._sentencepiece_spans(text, ids, starts)
       else:
-        spans = word_spans(text, [w.text for w in words], self.do_lower_case)
+        spans = word_spans(text, [w.text for w in words], self.do_lower_case,
+                           self.strip_accents)
       for word, span in zip(words, spans):
         if span is not None:
           word.start, word.end = span

@@ -63,13 +63,15 @@ class ServingModule(tf.Module):
       `[batch, seq_len]` inputs, a Python function over Keras layers.
     variables: the `keras.Variable`s that `predict` reads.
     vocab_file: the vocabulary of the in-graph tokenizer; None for no text signatures.
-    do_lower_case: the tokenizer's lowercasing (and accent stripping).
+    do_lower_case: the tokenizer's lowercasing.
     max_seq_length: WordPieces per row of the text signatures, [CLS]/[SEP] included.
     score_logits: `(input_ids, input_mask, segment_ids) -> [batch, seq_len]` discriminator
       logits; with a vocabulary, adds the windowed `score` signature.
     window_stride: tokens between the score signature's windows (default half a window).
     litert_predict: `predict` of a `.tflite`, where it differs (a fine-tuned model's:
       without the old output names the SavedModel keeps as aliases).
+    strip_accents: WordPiece's accent stripping; None is the official rule (stripped when
+      lowercasing).
 
   The module tracks the TensorFlow variables under the Keras ones, not the
   Keras layers: a Keras 3 variable is saved as a copy of itself, which TF2
@@ -81,7 +83,8 @@ class ServingModule(tf.Module):
                vocab_file: Optional[str] = None, do_lower_case: bool = True,
                max_seq_length: int = 128, score_logits: Optional[Callable] = None,
                window_stride: Optional[int] = None,
-               litert_predict: Optional[Callable[..., Dict[str, tf.Tensor]]] = None):
+               litert_predict: Optional[Callable[..., Dict[str, tf.Tensor]]] = None,
+               strip_accents: Optional[bool] = None):
     super().__init__()
     self._predict = predict
     self._litert_predict = litert_predict or predict
@@ -93,7 +96,8 @@ class ServingModule(tf.Module):
       return
     if max_seq_length < 3:
       raise ExportError(f"max_seq_length must be >= 3 for text pairs, got {max_seq_length}")
-    self.description = tokenizer_description.describe_vocab(vocab_file, do_lower_case)
+    self.description = tokenizer_description.describe_vocab(vocab_file, do_lower_case,
+                                                            strip_accents)
     vocab = vocab_lib.load_vocab(vocab_file)
     self._vocab_tokens = sorted(vocab, key=vocab.get)
     self._sentencepiece_model = None  # the .model's bytes, for a SentencePiece vocabulary
@@ -101,7 +105,8 @@ class ServingModule(tf.Module):
       with tf.io.gfile.GFile(vocab_file, "rb") as f:
         self._sentencepiece_model = f.read()
     self.featurizer = TextFeaturizer(self._vocab_tokens, do_lower_case, max_seq_length,
-                                     sentencepiece_model=self._sentencepiece_model)
+                                     sentencepiece_model=self._sentencepiece_model,
+                                     strip_accents=self.description.strip_accents)
     self.vocab_file = tf.saved_model.Asset(vocab_file)
     self.text = tf.function(lambda text: self._with_features(self.featurizer.single(text)),
                             input_signature=[_TEXT])
@@ -117,7 +122,8 @@ class ServingModule(tf.Module):
                                                       stride),
           input_signature=[_TEXT])
       settings = {"max_seq_length": max_seq_length, "window_stride": stride,
-                  "do_lower_case": bool(do_lower_case)}
+                  "do_lower_case": bool(do_lower_case),
+                  "strip_accents": self.description.strip_accents}
       self.score_settings = tf.function(
           lambda: {k: tf.constant(v) for k, v in settings.items()}, input_signature=[])
 
@@ -138,8 +144,9 @@ class ServingModule(tf.Module):
       raise ExportError("a .tflite takes text: it needs the vocabulary (--vocab-file)")
     length = self.featurizer.max_seq_length
     featurizer = litert_featurizer(self._vocab_tokens, self.description.do_lower_case, length,
-                                   self._sentencepiece_model)
-    settings = {"do_lower_case": featurizer.do_lower_case, "max_seq_length": length}
+                                   self._sentencepiece_model, self.description.strip_accents)
+    settings = {"do_lower_case": featurizer.do_lower_case, "max_seq_length": length,
+                "strip_accents": self.description.strip_accents}
     if self._sentencepiece_model is not None:
       settings["tokenizer"] = "sentencepiece"
     return convert.write_tflite(
@@ -264,13 +271,15 @@ def float32_outputs(predict: Callable[..., Dict[str, tf.Tensor]]
 def serving_module(model, kind: str, vocab_file: Optional[str] = None,
                    do_lower_case: bool = True, max_seq_length: int = 128,
                    window_stride: Optional[int] = None,
-                   dtype: Optional[str] = None) -> ServingModule:
+                   dtype: Optional[str] = None, *,
+                   strip_accents: Optional[bool] = None) -> ServingModule:
   """The `ServingModule` of one `kind`.
 
   `model` is an `ElectraPretrainer` for "encoder" and "discriminator", a
   `FinetuningModel` for "finetuned". `window_stride` is the discriminator's
   `score` signature's (default half a window). dtype "bfloat16": bfloat16 weights
-  and matmuls (electra_tf2/precision.py), float32 outputs.
+  and matmuls (electra_tf2/precision.py), float32 outputs. strip_accents: WordPiece's
+  accent stripping (None: the official rule, stripped when lowercasing).
   """
   if kind not in KINDS:
     raise ExportError(f"unknown kind {kind!r}: use one of {', '.join(KINDS)}")
@@ -280,7 +289,7 @@ def serving_module(model, kind: str, vocab_file: Optional[str] = None,
     raise ExportError(f"max_seq_length {max_seq_length} exceeds max_position_embeddings "
                       f"{encoder.bert_config.max_position_embeddings}")
   options = dict(vocab_file=vocab_file, do_lower_case=do_lower_case,
-                 max_seq_length=max_seq_length)
+                 max_seq_length=max_seq_length, strip_accents=strip_accents)
   if kind == "finetuned":
     model = precision.with_dtype(model, dtype)
     return ServingModule(float32_outputs(finetuned_outputs(model)), model.variables,
@@ -300,8 +309,9 @@ def serving_module(model, kind: str, vocab_file: Optional[str] = None,
 
 
 def _load(model_dir: str, kind: Optional[str], checkpoint_path: Optional[str]):
-  """`(model, kind, vocab_file, do_lower_case, max_seq_length, finetuned)` of a model
-  directory; finetuned: a fine-tuned model's `(Description, FinetuningConfig)`, else None."""
+  """`(model, kind, vocab_file, do_lower_case, max_seq_length, finetuned, tokenizer)` of a
+  model directory; finetuned: a fine-tuned model's `(Description, FinetuningConfig)`, else
+  None; tokenizer: its tokenizer description (text/description.py), or None."""
   found = describe_lib.describe(model_dir)
   if found.kind not in ("pretrained", "finetuned"):
     raise ExportError(f"--model-dir {model_dir} is {describe_lib.KIND_NAMES[found.kind]}: export "
@@ -314,21 +324,24 @@ def _load(model_dir: str, kind: Optional[str], checkpoint_path: Optional[str]):
     model, config = finetune_model.load_finetuned_model(found.model_dir,
                                                         checkpoint_path or found.checkpoint)
     return (model, kind, found.vocab_file, found.do_lower_case, config.max_seq_length,
-            (found, config))
+            (found, config), found.tokenizer)
   config = found.pretraining_config
   model = model_directory.restore_pretrainer(found.model_dir, checkpoint_path or found.checkpoint,
                                              config)
-  return model, kind, found.vocab_file, found.do_lower_case, config.max_seq_length, None
+  return (model, kind, found.vocab_file, found.do_lower_case, config.max_seq_length, None,
+          found.tokenizer)
 
 
 def _question_answerer(finetuned, model, vocab_file: str, do_lower_case: bool,
-                       max_seq_length: Optional[int], doc_stride: Optional[int] = None):
+                       max_seq_length: Optional[int], doc_stride: Optional[int] = None,
+                       strip_accents: Optional[bool] = None):
   """The `QuestionAnswerer` of a loaded fine-tuned QA model (SQuAD, MRQA); doc_stride:
   the tokens between its windows over a long context (default the config's)."""
   from electra_tf2.models import sources as source_lib  # pylint: disable=g-import-not-at-top
   from electra_tf2.models import question_answerer  # pylint: disable=g-import-not-at-top
   source = dataclasses.replace(source_lib.finetuned_source(*finetuned, model),
-                               vocab_file=vocab_file, do_lower_case=do_lower_case)
+                               vocab_file=vocab_file, do_lower_case=do_lower_case,
+                               strip_accents=strip_accents)
   options = {} if max_seq_length is None else {"max_seq_length": max_seq_length}
   if doc_stride is not None:
     options["doc_stride"] = doc_stride
@@ -385,20 +398,22 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                            "units (AVX512_BF16, AMX); outputs stay float32")
   args = parser.parse_args(argv)
   calibration_texts = _check_format_flags(args)
-  model, kind, vocab_file, lower, max_seq_length, finetuned = _load(args.model_dir, args.kind,
-                                                                    args.checkpoint)
+  model, kind, vocab_file, lower, max_seq_length, finetuned, tokenizer = _load(
+      args.model_dir, args.kind, args.checkpoint)
   vocab_file = args.vocab_file or vocab_file
   if args.text and vocab_file is None:
     raise ExportError("the text signatures need the vocabulary: pass --vocab-file (or "
                       "--no-text-signatures)")
   lower = lower if args.do_lower_case is None else args.do_lower_case
+  # The directory's accent stripping, where its casing is the one exported.
+  strip = tokenizer.strip_accents if tokenizer and tokenizer.do_lower_case == lower else None
   qa = kind == "finetuned" and any(spec["kind"] == "qa" for spec in model.head_specs)
   _check_window_stride(args, kind, qa)
   if args.target == "mediapipe":
-    return _write_mediapipe(args, model, kind, vocab_file, lower, max_seq_length)
+    return _write_mediapipe(args, model, kind, vocab_file, lower, max_seq_length, strip)
   if qa and args.text:
     answerer = _question_answerer(finetuned, model, vocab_file, lower, args.max_seq_length,
-                                  args.window_stride)
+                                  args.window_stride, strip)
     if args.format == "litert":
       answerer.export_litert(args.output, args.quantize, calibration_texts)
       print(f"wrote {args.output} (question answering, quantize {args.quantize}; inputs: "
@@ -411,7 +426,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
           f"(question, context), {', '.join(answerer.extra_signatures())})")
     return 0
   module = serving_module(model, kind, vocab_file if args.text else None, lower,
-                          args.max_seq_length or max_seq_length, args.window_stride, args.dtype)
+                          args.max_seq_length or max_seq_length, args.window_stride, args.dtype,
+                          strip_accents=strip)
   if args.format == "litert":
     text_pairs = args.text_pairs or (kind == "finetuned" and any(
         task_builder.takes_pairs(task) for task in model.task_names))
@@ -426,7 +442,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 def _write_mediapipe(args, model, kind: str, vocab_file: str, lower: bool,
-                     max_seq_length: int) -> int:
+                     max_seq_length: int, strip_accents: Optional[bool]) -> int:
   """--target mediapipe: a fine-tuned model with one classification head."""
   heads = [f"{spec['task']} ({spec['kind']})" for spec in model.head_specs] \
       if kind == "finetuned" else []
@@ -435,7 +451,8 @@ def _write_mediapipe(args, model, kind: str, vocab_file: str, lower: bool,
     raise ExportError(f"--target mediapipe writes a text classifier: give a fine-tuned model "
                       f"with one classification head ({args.model_dir} has {has})")
   spec = model.head_specs[0]
-  module = serving_module(model, kind, vocab_file, lower, args.max_seq_length or max_seq_length)
+  module = serving_module(model, kind, vocab_file, lower, args.max_seq_length or max_seq_length,
+                          strip_accents=strip_accents)
   module.write_mediapipe(args.output, args.quantize, list(spec["label_list"]),
                          args.text_pairs or task_builder.takes_pairs(spec["task"]),
                          f"--model-dir {args.model_dir}")

@@ -41,9 +41,10 @@ from electra_tf2.hparams import (ConfigError, ResolvedConfig, check_hparams, che
 
 from electra_tf2.checkpoints.directories import (PRETRAIN_CONFIG_FILE, model_dir_of,
                                                  read_saved_pretraining_config)
+from electra_tf2.text.description import DESCRIPTION_FILE, read_description
 
 # Port hparams added after fine-tuned directories were first written (their files lack them).
-ADDED_HPARAMS = ("num_train_steps",)
+ADDED_HPARAMS = ("num_train_steps", "strip_accents")
 _DERIVED = ("encoder_config", "bert_config", "model_name", "data_dir", "pretrained_model_dir")
 LOSS_REDUCTIONS = ("sum", "mean")
 GLUE_TASKS = ("cola", "mrpc", "mnli", "sst", "rte", "qnli", "qqp", "sts", "wnli")
@@ -142,6 +143,7 @@ class FinetuningConfig(ResolvedConfig):
   pretrained_model_dir: Optional[str]
   encoder_config: BertConfig
   num_train_steps: Optional[int] = None  # port; last, with a default: older saved configs lack it
+  strip_accents: Optional[bool] = None  # port; as num_train_steps
 
   @classmethod
   def from_preset(cls, model_name: str, data_dir: str, tasks: Union[str, Sequence[str]],
@@ -300,6 +302,7 @@ def resolve_finetuning_config(model_name: str, data_dir: str,
   if pretrained is not None:
     values["embedding_size"] = pretrained["embedding_size"]
     values["vocab_size"] = pretrained["vocab_size"]
+  values["strip_accents"] = _pretrained_strip_accents(source, values["do_lower_case"])
   # 9. user values win
   values.update(user)
 
@@ -314,6 +317,16 @@ def resolve_finetuning_config(model_name: str, data_dir: str,
     raise ConfigError(f"max_seq_length {config.max_seq_length} exceeds the encoder's "
                       f"max_position_embeddings {config.encoder_config.max_position_embeddings}")
   return config
+
+
+def _pretrained_strip_accents(model_dir: Optional[str], do_lower_case: bool
+                              ) -> Optional[bool]:
+  """The accent stripping of the pre-trained model's tokenizer description, where it
+  has one with this casing; None (the official rule) otherwise."""
+  if model_dir is None or not os.path.isfile(os.path.join(model_dir, DESCRIPTION_FILE)):
+    return None
+  description = read_description(model_dir)
+  return description.strip_accents if description.do_lower_case == do_lower_case else None
 
 
 def _encoder_config(values: Mapping[str, Any], pretrained: Optional[Mapping[str, Any]]

@@ -36,7 +36,7 @@ from electra_tf2.atomic_io import write_json_atomic
 from electra_tf2.tasks import qa_eval
 from electra_tf2.tasks.config import FinetuningConfig
 from electra_tf2.tasks.scorers import Results, Scorer
-from electra_tf2.text.tokenizer import is_control
+from electra_tf2.text.tokenizer import is_control, resolve_strip_accents
 
 OUTPUT_NAMES = ("start_logits", "end_logits", "answerable_logit", "start_top_log_probs",
                 "start_top_index", "end_top_log_probs", "end_top_index")
@@ -69,16 +69,21 @@ def compute_softmax(scores: Sequence[float]) -> List[float]:
   return [e / total for e in exps]
 
 
-@functools.lru_cache(maxsize=2)
-def _basic_tokenizer(do_lower_case: bool):
+@functools.lru_cache(maxsize=4)
+def _basic_tokenizer(do_lower_case: bool, strip_accents: Optional[bool] = None):
   """The official BasicTokenizer in Python, as get_final_text builds it
   (`tokenization.BasicTokenizer(do_lower_case=...)`): tf-models-official's copy of
-  BERT's, with ELECTRA's `_is_control` (every category C*, text/tokenizer.py)."""
+  BERT's, with ELECTRA's `_is_control` (every category C*, text/tokenizer.py).
+  port: `strip_accents` False keeps accents when lowercasing, as the tokenizer did."""
   from official.nlp.tools import tokenization  # pylint: disable=g-import-not-at-top
+  keep_accents = not resolve_strip_accents(do_lower_case, strip_accents)
 
   class ElectraBasicTokenizer(tokenization.BasicTokenizer):
     def _clean_text(self, text):
       return super()._clean_text("".join(c for c in text if not is_control(c)))
+
+    def _run_strip_accents(self, text):
+      return text if keep_accents else super()._run_strip_accents(text)
 
   return ElectraBasicTokenizer(do_lower_case=do_lower_case)
 
@@ -94,7 +99,8 @@ def _strip_spaces(text: str) -> Tuple[str, Dict[int, int]]:
   return "".join(chars), ns_to_s_map
 
 
-def get_final_text(pred_text: str, orig_text: str, do_lower_case: bool) -> str:
+def get_final_text(pred_text: str, orig_text: str, do_lower_case: bool,
+                   strip_accents: Optional[bool] = None) -> str:
   """Projects normalised wordpiece text back onto the original characters.
 
   E.g. pred_text "steve smith", orig_text "Steve Smith's" -> "Steve Smith".
@@ -102,7 +108,7 @@ def get_final_text(pred_text: str, orig_text: str, do_lower_case: bool) -> str:
   characters as orig_text, they are aligned one to one and pred_text's span
   is cut out of orig_text; when any step fails, orig_text is returned.
   """
-  tok_text = " ".join(_basic_tokenizer(do_lower_case).tokenize(orig_text))
+  tok_text = " ".join(_basic_tokenizer(do_lower_case, strip_accents).tokenize(orig_text))
   start_position = tok_text.find(pred_text)
   if start_position == -1:
     return orig_text
@@ -123,13 +129,14 @@ def get_final_text(pred_text: str, orig_text: str, do_lower_case: bool) -> str:
 
 
 def _candidate_text(feature: Mapping[str, Any], task: str, doc_tokens: Sequence[str],
-                    start_index: int, end_index: int, do_lower_case: bool) -> str:
+                    start_index: int, end_index: int, do_lower_case: bool,
+                    strip_accents: Optional[bool]) -> str:
   tok_tokens = feature[task + "_tokens"][start_index:end_index + 1]
   token_to_orig_map = feature[task + "_token_to_orig_map"]
   orig_tokens = doc_tokens[token_to_orig_map[start_index]:token_to_orig_map[end_index] + 1]
   tok_text = " ".join(tok_tokens).replace(" ##", "").replace("##", "")
   tok_text = " ".join(tok_text.strip().split())
-  return get_final_text(tok_text, " ".join(orig_tokens), do_lower_case)
+  return get_final_text(tok_text, " ".join(orig_tokens), do_lower_case, strip_accents)
 
 
 def decode_example(example, features: Sequence[Mapping[str, Any]],
@@ -199,7 +206,7 @@ def decode_example(example, features: Sequence[Mapping[str, Any]],
       text = example.context[char_spans[start_index][0]:char_spans[end_index][1]]
     else:
       text = _candidate_text(features[window], task, example.doc_tokens, start_index,
-                             end_index, config.do_lower_case)
+                             end_index, config.do_lower_case, config.strip_accents)
     if text in seen:
       continue
     seen.add(text)

@@ -26,9 +26,12 @@ def takes_pairs(name: str) -> bool:
 
 def make_tokenizer(config: FinetuningConfig, lower_case: bool) -> CachedTokenizer:
   """The vocabulary's tokenizer (by its kind): our tensorflow-text FullTokenizer (BERT's),
-  with the official default strip_accents, or a SentencePieceTokenizer."""
+  with the config's strip_accents when its casing is the config's (else the official
+  rule), or a SentencePieceTokenizer."""
   from electra_tf2.text.kinds import load_tokenizer  # pylint: disable=g-import-not-at-top
+  strip = config.strip_accents if lower_case == config.do_lower_case else None
   return CachedTokenizer(load_tokenizer(config.vocab_file, do_lower_case=lower_case,
+                                        strip_accents=strip,
                                         expected_vocab_size=config.vocab_size))
 
 

@@ -221,11 +221,13 @@ class LiteRTSentencePieceFeaturizer(LiteRTPacking):
 
 
 def litert_featurizer(vocab_tokens: Sequence[str], do_lower_case: bool, max_seq_length: int,
-                      sentencepiece_model: Optional[bytes] = None) -> LiteRTPacking:
-  """The LiteRT featurizer of a vocabulary: WordPiece, or the SentencePiece model given."""
+                      sentencepiece_model: Optional[bytes] = None,
+                      strip_accents: Optional[bool] = None) -> LiteRTPacking:
+  """The LiteRT featurizer of a vocabulary: WordPiece (with its casing), or the
+  SentencePiece model given."""
   if sentencepiece_model is not None:
     return LiteRTSentencePieceFeaturizer(sentencepiece_model, vocab_tokens, max_seq_length)
-  return LiteRTFeaturizer(vocab_tokens, do_lower_case, max_seq_length=max_seq_length)
+  return LiteRTFeaturizer(vocab_tokens, do_lower_case, strip_accents, max_seq_length)
 
 
 def _row_ids(splits: tf.Tensor, size: tf.Tensor) -> tf.Tensor:

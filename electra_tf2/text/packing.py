@@ -97,14 +97,16 @@ class TextFeaturizer(tf.Module):
 
   Args:
     vocab: the WordPiece tokens (or SentencePiece pieces) in id order.
-    do_lower_case: the tokenizer's lowercasing (and accent stripping).
+    do_lower_case: the tokenizer's lowercasing.
     max_seq_length: WordPieces per row, [CLS] and [SEP] included (at least 3).
     sentencepiece_model: a SentencePiece model's bytes: its tokenizer instead of WordPiece.
+    strip_accents: accent stripping; None is the official rule (stripped when lowercasing).
   """
 
   def __init__(self, vocab: Sequence[str], do_lower_case: bool = True,
                max_seq_length: int = 128, name: Optional[str] = None,
-               sentencepiece_model: Optional[bytes] = None):
+               sentencepiece_model: Optional[bytes] = None,
+               strip_accents: Optional[bool] = None):
     super().__init__(name=name)
     if max_seq_length < 3:
       raise ValueError(f"max_seq_length must be >= 3, got {max_seq_length}")
@@ -113,7 +115,8 @@ class TextFeaturizer(tf.Module):
     if sentencepiece_model is not None:
       self.tokenizer = SentencePieceModule(sentencepiece_model)
     else:
-      self.tokenizer = TokenizerModule(vocab, do_lower_case=do_lower_case, unk_token=special[1])
+      self.tokenizer = TokenizerModule(vocab, do_lower_case=do_lower_case,
+                                       strip_accents=strip_accents, unk_token=special[1])
     self.max_seq_length = max_seq_length
     self.cls_id, self.sep_id = vocab.index(special[2]), vocab.index(special[3])
 

@@ -358,14 +358,17 @@ class PyTextFeaturizer:
   Args:
     vocab: the WordPiece tokens in id order, or a vocab.txt path; with a SentencePiece
       model, its pieces in id order.
-    do_lower_case: the tokenizer's lowercasing (and accent stripping); WordPiece only.
+    do_lower_case: the tokenizer's lowercasing; WordPiece only.
     max_seq_length: WordPieces per row, [CLS] and [SEP] included (at least 3).
     sentencepiece_model: a SentencePiece model's bytes: its tokenizer instead of WordPiece
       (CLS and SEP found by role, vocab.SPECIAL_SPELLINGS).
+    strip_accents: WordPiece's accent stripping; None is the official rule (stripped when
+      lowercasing).
   """
 
   def __init__(self, vocab: Union[str, Sequence[str]], do_lower_case: bool = True,
-               max_seq_length: int = 128, sentencepiece_model: Optional[bytes] = None):
+               max_seq_length: int = 128, sentencepiece_model: Optional[bytes] = None,
+               strip_accents: Optional[bool] = None):
     if max_seq_length < 3:
       raise ValueError(f"max_seq_length must be >= 3, got {max_seq_length}")
     self.max_seq_length = max_seq_length
@@ -375,8 +378,9 @@ class PyTextFeaturizer:
       cls, sep = special_tokens({t: i for i, t in enumerate(pieces)})[2:4]
       self.cls_id, self.sep_id = pieces.index(cls), pieces.index(sep)
       return
-    self.tokenizer = (PyFullTokenizer(vocab, do_lower_case) if isinstance(vocab, str)
-                      else PyFullTokenizer.from_tokens(list(vocab), do_lower_case))
+    self.tokenizer = (PyFullTokenizer(vocab, do_lower_case, strip_accents)
+                      if isinstance(vocab, str)
+                      else PyFullTokenizer.from_tokens(list(vocab), do_lower_case, strip_accents))
     missing = [t for t in ("[CLS]", "[SEP]") if t not in self.tokenizer.vocab]
     if missing:
       raise VocabError(f"the vocabulary lacks {' and '.join(missing)}")
