@@ -36,6 +36,7 @@ from electra_tf2 import batching, optimization, precision, predictions, variable
 from electra_tf2.atomic_io import atomic_directory
 from electra_tf2.encoder_config import BertConfig
 from electra_tf2.errors import ElectraError
+from electra_tf2.hparams import ConfigError
 from electra_tf2.layers.text_inputs import TextInputs
 from electra_tf2.models import keras_data, sources
 from electra_tf2.networks.encoder import Encoder
@@ -81,8 +82,9 @@ class TextModel(keras.Model):
     if isinstance(bert_config, dict):
       bert_config = BertConfig(**bert_config)
     if max_seq_length > bert_config.max_position_embeddings:
-      raise ValueError(f"max_seq_length {max_seq_length} exceeds max_position_embeddings "
-                       f"{bert_config.max_position_embeddings}")
+      raise ConfigError(f"max_seq_length {max_seq_length} exceeds max_position_embeddings "
+                        f"{bert_config.max_position_embeddings}: pass max_seq_length <= "
+                        f"{bert_config.max_position_embeddings}")
     self.bert_config = bert_config
     self.max_seq_length = max_seq_length
     self.text_inputs = TextInputs(vocab, do_lower_case, max_seq_length, sentencepiece_model,
@@ -171,7 +173,12 @@ class TextModel(keras.Model):
   def from_source(cls, source: sources.Source, **options) -> "TextModel":
     """A model of `source`'s shape and vocabulary (weights not loaded); max_seq_length
     defaults to 128 or the source's max_position_embeddings if fewer."""
-    options.setdefault("max_seq_length", min(128, source.bert_config.max_position_embeddings))
+    limit = source.bert_config.max_position_embeddings
+    options.setdefault("max_seq_length", min(128, limit))
+    if options["max_seq_length"] > limit:
+      raise sources.SourceError(f"max_seq_length {options['max_seq_length']} exceeds the "
+                                f"max_position_embeddings {limit} of {source.path}: pass "
+                                f"max_seq_length <= {limit}")
     options.setdefault("sentencepiece_model", source.sentencepiece_model())
     return cls(source.bert_config, source.embedding_size, source.vocab_tokens(),
                source.do_lower_case, **options)
