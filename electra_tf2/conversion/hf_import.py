@@ -29,7 +29,7 @@ from electra_tf2.pretraining.config import resolve_pretraining_config
 from electra_tf2.models.pretrainer import ElectraPretrainer
 
 
-def model_size_of(bert: BertConfig) -> str:
+def _model_size(bert: BertConfig) -> str:
   """The official model_size with the encoder's width and depth (model_sizes.json), "small"
   for other shapes: fine-tuning takes its defaults from it (large: learning rate 5e-5,
   layer-wise decay 0.9; configure_finetuning.py:134-163)."""
@@ -52,7 +52,7 @@ def pretraining_config(directory: HuggingFaceDirectory):
         "applies hidden_act (run_pretraining.py:254-268): its generator has no ELECTRA "
         "equivalent; the Keras models' from_pretrained reads its encoder")
   overrides = {k: v for k, v in bert.to_dict().items() if k != "vocab_size"}
-  hparams = {"model_size": model_size_of(bert), "model_hparam_overrides": overrides,
+  hparams = {"model_size": _model_size(bert), "model_hparam_overrides": overrides,
              "embedding_size": directory.embedding_size,
              "vocab_size": bert.vocab_size, "vocab_file": directory.vocab_file,
              "do_lower_case": directory.do_lower_case, "electra_objective": not masked_lm,
