@@ -218,3 +218,19 @@ def test_question_answerer_of_a_short_checkpoint_says_what_to_pass(tmp_path):
                   "max_query_length <= 36")
   model = electra_tf2.QuestionAnswerer.from_pretrained(path, max_query_length=16)
   assert model.head_kind == "hf" and model.loading_report.ok
+
+
+def test_pairs_on_one_token_type_are_one_line(tmp_path):
+  """type_vocab_size 1: segment id 1 has no embedding (transformers fails on it too)."""
+  path = save_hf_model(str(tmp_path / "hf"), type_vocab_size=1, **TINY)
+  model = electra_tf2.TextClassifier.from_pretrained(path, num_classes=2)
+  assert model.predict(["a cat"], verbose=0).shape == (1, 2)
+  for pairs in (lambda: model.predict((["a cat"], ["the mat"]), verbose=0),
+                lambda: model.featurize(["a cat"], ["the mat"]),
+                lambda: model((tf.constant(["a cat"]), tf.constant(["the mat"])))):
+    with pytest.raises(electra_tf2.ElectraError) as error:
+      pairs()
+    assert_one_line(error.value, "type_vocab_size 1", "single texts")
+  with pytest.raises(electra_tf2.ElectraError) as error:
+    electra_tf2.QuestionAnswerer.from_pretrained(path, max_query_length=16)
+  assert_one_line(error.value, "type_vocab_size is 1", "segment 1")

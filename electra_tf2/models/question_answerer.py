@@ -127,6 +127,10 @@ class QuestionAnswerer(TextModel):
       self.text_inputs.featurizer.tokenizer.enable_char_spans()
     if head not in HEADS:
       raise ValueError(f"head must be one of {', '.join(HEADS)}, got {head!r}")
+    if self.bert_config.type_vocab_size < 2:
+      raise QuestionAnswererError(
+          f"question answering puts the context in segment 1, and this encoder's "
+          f"type_vocab_size is {self.bert_config.type_vocab_size}: it has no token type for it")
     if max_seq_length - max_query_length - 3 < 1:
       raise QuestionAnswererError(
           f"max_seq_length {max_seq_length} leaves no room for the context after "

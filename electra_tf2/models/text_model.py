@@ -100,6 +100,8 @@ class TextModel(keras.Model):
     super().build(input_shape)
 
   def __call__(self, inputs, *args, **kwargs):
+    if isinstance(inputs, (tuple, list)) and len(inputs) > 1:
+      self.check_pairs()
     if not isinstance(inputs, dict) and not tensorflow_backend():
       raise BackendError(f"{type(self).__name__} on {keras.backend.backend()} takes token-id "
                          "features, not strings: call it on model.featurize(texts), or use "
@@ -133,7 +135,17 @@ class TextModel(keras.Model):
     """The features of Python strings (and second texts of pairs), int32 numpy `[batch,
     longest row]` (or max_seq_length), made on the host without TensorFlow: what `call`
     takes on every backend, equal to the in-graph tokenizer's."""
+    if texts_b is not None:
+      self.check_pairs()
     return self.text_inputs.featurize(texts, texts_b, pad_to_max_length)
+
+  def check_pairs(self) -> None:
+    """One line unless the encoder has a second token type for the second text of a pair
+    (segment id 1: a checkpoint with type_vocab_size 1 has no embedding for it)."""
+    if self.bert_config.type_vocab_size < 2:
+      raise keras_data.InputDataError(
+          f"this model's encoder has type_vocab_size {self.bert_config.type_vocab_size}: no "
+          "token type for the second text of a pair (segment id 1); give single texts")
 
   def encode(self, features: Features, training: bool = False):
     """The encoder's states `[batch, seq_len, hidden]` of TextInputs' features."""
@@ -224,6 +236,8 @@ class TextModel(keras.Model):
   def _text_inputs_of(self, columns: Tuple[np.ndarray, ...]):
     """Checked text columns -> what `call` takes from Keras: tf.string tensors on
     TensorFlow, else their features padded to max_seq_length (Keras batches them)."""
+    if len(columns) > 1:
+      self.check_pairs()
     if not tensorflow_backend():
       return self.featurize(*columns, pad_to_max_length=True)
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
@@ -258,6 +272,8 @@ class TextModel(keras.Model):
     if dtype is not None and precision.check_dtype(dtype) != self.dtype_policy.name:
       return self.with_dtype(dtype).predict(x, batch_size, verbose, steps, callbacks)
     columns = _string_columns(keras_data.texts(x, "x", self.text_columns()))
+    if columns is not None and len(columns) > 1:
+      self.check_pairs()
     if columns is None or steps is not None or callbacks is not None:
       return _padded(super().predict(**self._keras_arguments(
           keras.Model.predict, (x,), dict(batch_size=batch_size, verbose=verbose, steps=steps,
@@ -345,6 +361,8 @@ class TextModel(keras.Model):
 
   def text_features(self, *texts) -> Features:
     """The BERT features `call` computes from tf.string `[batch]` texts (TextInputs')."""
+    if len(texts) > 1:
+      self.check_pairs()
     return self.text_inputs(*texts)
 
   def litert_features(self, featurizer, *texts) -> Features:
