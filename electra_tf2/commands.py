@@ -1,6 +1,6 @@
 """The `electra` command (also `python -m electra_tf2`): one subcommand per stage.
 
-  electra build-vocab   --corpus-dir DIR --output vocab.txt [--vocab-size 30522]
+  electra build-vocab   --corpus-dir DIR --output vocab.txt --vocab-size 30522
   electra build-data    --corpus-dir DIR --vocab-file vocab.txt --output-dir OUT
                         [--runner DirectRunner|DataflowRunner|...: the Apache Beam builder]
   electra pretrain      --data-dir DIR --model-name electra_small [--hparams ...]
@@ -59,7 +59,8 @@ SUBCOMMANDS: Dict[str, Tuple[str, str]] = {
     "flops": ("electra_tf2.flops", "pre-training FLOPs, counted as the paper"),
 }
 BEAM_MODULE = "electra_tf2.data_prep.beam_pretraining"
-# The command modules' old paths, aliases since they moved (docs/design.md#layers).
+# The command modules' old paths, aliases since they moved
+# (docs/design.md#layers-which-module-may-import-which).
 MOVED_COMMAND_MODULES: Dict[str, str] = {
     "electra_tf2.convert": "convert", "electra_tf2.export": "export",
     "electra_tf2.predict": "predict", "electra_tf2.hf_export": "hf-export",

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import functools
 import os
-from typing import Dict, NamedTuple, Optional, Tuple
+from typing import Dict, Iterable, List, NamedTuple, Optional, Tuple
 
 from electra_tf2.errors import ElectraError
 
@@ -194,3 +194,28 @@ def special_tokens(vocab: Dict[str, int], path: str = "the vocabulary") -> Tuple
 def special_token_ids(vocab: Dict[str, int]) -> SpecialTokenIds:
   """The ids of the PAD, UNK, CLS, SEP and MASK tokens (found by role) of a validated vocab."""
   return SpecialTokenIds(*(vocab[t] for t in special_tokens(vocab)))
+
+
+class VocabLookups:
+  """Token <-> id lookups of a tokenizer that holds `vocab` (token -> id) and `inv_vocab`
+  (id -> token) and encodes one text with `encode` (the tokenizers' shared methods)."""
+
+  vocab: Dict[str, int]
+  inv_vocab: Dict[int, str]
+
+  @property
+  def vocab_size(self) -> int:
+    return len(self.vocab)
+
+  def tokenize(self, text) -> List[str]:
+    """The tokens of one text (as the official FullTokenizer.tokenize)."""
+    return self.convert_ids_to_tokens(self.encode(text))
+
+  def convert_tokens_to_ids(self, tokens: Iterable[str]) -> List[int]:
+    """Ids of tokens; a token not in the vocab raises KeyError, as in the official code."""
+    vocab = self.vocab
+    return [vocab[t] for t in tokens]
+
+  def convert_ids_to_tokens(self, ids: Iterable[int]) -> List[str]:
+    inv = self.inv_vocab
+    return [inv[int(i)] for i in ids]

@@ -43,10 +43,12 @@ def model_for(objective: str) -> ElectraPretrainer:
   return ElectraPretrainer.from_pretraining_config(config)
 
 
-def features(batch: int = 3, seq_len: int = 16) -> Dict[str, np.ndarray]:
-  """[CLS] words [SEP] words [SEP] padding, rows of different lengths."""
-  rng = np.random.default_rng(0)
-  ids = rng.integers(200, 1000, (batch, seq_len)).astype(np.int32)
+def features(batch: int = 3, seq_len: int = 16, seed: int = 0,
+             word_ids=(200, 1000)) -> Dict[str, np.ndarray]:
+  """[CLS] words [SEP] words [SEP] padding, rows of different lengths; words are drawn
+  from the range `word_ids`."""
+  rng = np.random.default_rng(seed)
+  ids = rng.integers(*word_ids, (batch, seq_len)).astype(np.int32)
   mask = np.zeros((batch, seq_len), np.int32)
   segments = np.zeros((batch, seq_len), np.int32)
   for row, length in enumerate(rng.integers(seq_len // 2, seq_len + 1, batch)):

@@ -3,26 +3,40 @@
 A ```python block runs here, on tiny models built in a temporary working directory
 (the paths the examples use: DATA/models/electra_small, export/electra_small_discriminator,
 DIR/models/NAME/finetuning_models/sst_model_1), unless an HTML comment
-`<!-- not run: reason -->` stands on the line before it. Paths of the repository, `electra`
-subcommands, their flags and `electra_tf2.` names in the text must exist.
+`<!-- not run: reason -->` stands on the line before it. Paths of the repository, tests,
+`electra` subcommands, their flags and `electra_tf2.` names in the text must exist; relative
+links and `NAME.md#anchor` mentions (in the code too) must find their file and heading; a
+command line (in a shell block or a `code span`) gives an `electra` subcommand, run_*.py,
+data_prep/*.py, bench/*.py or scripts/*.sh only flags that its parser accepts.
 """
 
+import argparse
+import collections
+import functools
 import glob
 import importlib
 import os
 import re
+import shlex
+import sys
+import tomllib
+import types
+from typing import Dict, List, Optional, Set, Tuple
+from unittest import mock
 
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
+import electra_tf2
 from electra_tf2 import commands
 from electra_tf2.serving import export
 from electra_tf2.pretraining.config import resolve_pretraining_config
 from electra_tf2.tasks import config as finetune_config
 from electra_tf2.models import finetuning as finetune_model
 from electra_tf2.model_directory import write_model_dir
+from electra_tf2.training import cli
 from tests.conftest import REPO_ROOT
 from tests.fixtures import WORD_VOCAB, noisy_pretrainer, write_vocab
 
@@ -132,6 +146,19 @@ def test_docs_name_only_what_exists(doc):
   assert missing_names(read(doc)) == []
 
 
+def test_readme_names_every_public_name_and_extra():
+  """README's `electra_tf2.__all__` paragraph and its two lists of extras are the package's."""
+  readme = read("README.md")
+  public = readme.split("`electra_tf2.__all__`:")[1].split("\n\n")[0]
+  assert set(re.findall(r"`(\w+)`", public)) == set(electra_tf2.__all__)
+  with open(os.path.join(REPO_ROOT, "pyproject.toml"), "rb") as f:
+    extras = set(tomllib.load(f)["project"]["optional-dependencies"])
+  described = readme.split("Extras: ")[1].split("`constraints.txt`")[0]
+  assert set(re.findall(r"`([a-z-]+)`", described)) == extras
+  assert set(re.search(r"# extras: ([a-z, -]+)\n", readme).group(1).split(", ")) == extras - {
+      "gpu"}  # the line below it installs gpu
+
+
 def test_quickstart_ends_saying_what_its_model_is():
   """Its last lines: a smoke test; the command of a real model, with its time on a CPU
   (measured, extrapolated) and on a GPU (docs/benchmarks.md#gpu); all of it exists."""
@@ -144,19 +171,40 @@ def test_quickstart_ends_saying_what_its_model_is():
   assert missing_names(closing.replace('\\"', '"')) == []
 
 
+def test_a_test_that_does_not_exist_is_found():
+  assert missing_names("`tests/test_docs.py::test_python_examples_run`, `::test_no_such_test`; "
+                       "`tests/test_atomic_io.py::test_docs_name_only_what_exists`") == [
+      "test tests/test_docs.py::test_no_such_test",
+      "test tests/test_atomic_io.py::test_docs_name_only_what_exists"]
+
+
+def test_a_name_imported_from_the_package_must_exist():
+  assert missing_names("from electra_tf2.scoring import TextScorer, render\n"
+                       "from electra_tf2.models.finetuning import load_finetuned_models") == [
+      "name electra_tf2.models.finetuning.load_finetuned_models"]
+
+
 def missing_names(text):
-  """The files, `electra` subcommands, flags and `electra_tf2.` names `text` names that
-  do not exist."""
+  """The files, tests (`tests/a.py::test_b`), `electra` subcommands, flags and
+  `electra_tf2.` names `text` names that do not exist."""
   missing = []
   for path in re.findall(r"`((?:electra_tf2|bench|scripts|tests|docs|data_prep|configs)/"
                          r"[^`\s:#]*)", text):
     if not any(c in path for c in "<{*[") and not os.path.exists(
         os.path.join(REPO_ROOT, path.rstrip(".,)"))):
       missing.append(f"file {path}")
+  test_file = None
+  for path, name in re.findall(r"(tests/\w+\.py)?::(test_\w+)", text):
+    test_file = path or test_file  # `tests/a.py::test_b`, `::test_c`: test_c of tests/a.py
+    if not (test_file and os.path.isfile(os.path.join(REPO_ROOT, test_file))
+            and re.search(rf"^def {name}\(", read(test_file), re.M)):
+      missing.append(f"test {test_file}::{name}")
   for name in re.findall(r"(?:^|[`\s(])electra ([a-z][a-z-]+)", text, re.M):
     if name not in commands.SUBCOMMANDS:
       missing.append(f"subcommand electra {name}")
-  for name in set(re.findall(r"\b(electra_tf2(?:\.[A-Za-z_]\w*)+)", text)):
+  imported = {f"{module}.{name.strip()}" for module, names in re.findall(
+      r"^\s*from (electra_tf2[\w.]*) import ([\w, ]+)$", text, re.M) for name in names.split(",")}
+  for name in imported | set(re.findall(r"\b(electra_tf2(?:\.[A-Za-z_]\w*)+)", text)):
     if not resolves(name):
       missing.append(f"name {name}")
   flags = defined_flags()
@@ -166,3 +214,268 @@ def missing_names(text):
       missing += [f"flag {flag}" for flag in re.findall(r"(?<![\w-])(--[a-z][a-z0-9_-]*)", line)
                   if "_" not in flag and flag not in flags]
   return missing
+
+
+def outside_code(text):
+  """`text`'s lines with those of fenced blocks blanked (line numbers kept)."""
+  lines, fenced = [], False
+  for line in text.split("\n"):
+    if line.lstrip().startswith("```"):
+      fenced = not fenced
+    lines.append("" if fenced or line.lstrip().startswith("```") else line)
+  return lines
+
+
+@functools.lru_cache(maxsize=None)
+def anchors(doc):
+  """The #anchors of `doc`'s headings, spelled as GitHub spells them."""
+  seen, found = collections.Counter(), set()
+  for line in outside_code(read(doc)):
+    heading = re.match(r"#{1,6}\s+(.*?)\s*$", line)
+    if heading:
+      slug = re.sub(r"[^\w\- ]", "", heading.group(1).lower()).replace(" ", "-")
+      found.add(f"{slug}-{seen[slug]}" if seen[slug] else slug)
+      seen[slug] += 1
+  return found
+
+
+def broken_references(doc, text, links=True):
+  """The relative links `[x](path#anchor)` of `text` (in `doc`; unless not `links`), and
+  its mentions of `NAME.md#anchor`, whose file or heading does not exist."""
+  broken = []
+  for number, line in enumerate(outside_code(text), 1):
+    for target in re.findall(r"\]\(([^)\s]+)\)", line) if links else []:
+      if re.match(r"[a-z]+:", target):
+        continue  # https:, mailto:
+      path, _, anchor = target.partition("#")
+      linked = os.path.relpath(os.path.normpath(os.path.join(
+          REPO_ROOT, os.path.dirname(doc), path)), REPO_ROOT) if path else doc
+      if not os.path.exists(os.path.join(REPO_ROOT, linked)):
+        broken.append(f"{doc}:{number} no file {target}")
+      elif anchor and linked.endswith(".md") and anchor not in anchors(linked):
+        broken.append(f"{doc}:{number} no heading #{anchor} in {linked}")
+    for name, anchor in re.findall(r"(?<![\w/])(?<!\]\()(?:docs/)?(\w+\.md)#([\w-]+)", line):
+      linked = name if name == "README.md" else f"docs/{name}"
+      if not os.path.exists(os.path.join(REPO_ROOT, linked)):
+        broken.append(f"{doc}:{number} no file {linked}")
+      elif anchor not in anchors(linked):
+        broken.append(f"{doc}:{number} no heading #{anchor} in {linked}")
+  return broken
+
+
+@pytest.mark.parametrize("doc", DOCS)
+def test_links_and_anchors_resolve(doc):
+  assert broken_references(doc, read(doc)) == []
+
+
+def test_the_code_names_only_existing_doc_headings():
+  sources = [os.path.relpath(p, REPO_ROOT) for pattern in (
+      "electra_tf2/**/*.py", "bench/**/*.py", "scripts/*.sh", "*.py", "configs/**/*")
+             for p in glob.glob(os.path.join(REPO_ROOT, pattern), recursive=True)]
+  assert len(sources) > 100
+  assert [b for path in sources if os.path.isfile(os.path.join(REPO_ROOT, path))
+          for b in broken_references(path, read(path), links=False)] == []
+
+
+def test_a_broken_link_or_anchor_is_found():
+  text = ("[a](docs/design.md#layers) [b](docs/nothing.md) [c](docs/design.md#the-optimizer)\n"
+          "```\n[d](docs/nothing.md)\n```\nsee `docs/keras.md#no-such-heading` (design.md#layers), "
+          "[e](https://example.com/x.md#y)")
+  assert broken_references("README.md", text) == [
+      "README.md:1 no heading #layers in docs/design.md", "README.md:1 no file docs/nothing.md",
+      "README.md:5 no heading #no-such-heading in docs/keras.md",
+      "README.md:5 no heading #layers in docs/design.md"]
+
+
+class _Parser(BaseException):
+  """Raised instead of parsing: carries the parser that a command built."""
+
+  def __init__(self, parser):
+    super().__init__()
+    self.parser = parser
+
+
+def argparse_flags(parser: argparse.ArgumentParser) -> Dict[Optional[str], Set[str]]:
+  """{None: every flag of `parser` and its subcommands, ACTION: those ACTION accepts}."""
+  own = {s for a in parser._actions for s in a.option_strings}  # pylint: disable=protected-access
+  accepted: Dict[Optional[str], Set[str]] = {None: set(own)}
+  for action in parser._actions:  # pylint: disable=protected-access
+    if isinstance(action, argparse._SubParsersAction):  # pylint: disable=protected-access
+      for name, sub in action.choices.items():
+        accepted[name] = own | argparse_flags(sub)[None]
+        accepted[None] |= accepted[name]
+  return accepted
+
+
+def absl_flags(command) -> Set[str]:
+  """The flags that `cli.pretrain` or `cli.finetune` defines (recorded, not defined)."""
+  names = {"--help", "--helpshort", "--helpfull"}
+
+  def define(kind):
+    def record(name, *unused_args, **unused_kwargs):
+      names.add(f"--{name}")
+      if kind == "bool":
+        names.add(f"--no{name}")
+    return record
+  recorder = types.SimpleNamespace(**{f"DEFINE_{kind}": define(kind) for kind in (
+      "string", "enum", "bool", "integer", "float", "list", "multi_string")})
+  with mock.patch.object(cli, "flags", recorder), mock.patch.object(cli, "run"):
+    command([], "electra")
+  return names
+
+
+def script_sources(script: str) -> List[str]:
+  """`script` and the bench/ modules and packages that it imports, transitively."""
+  sources, pending = [], [script]
+  while pending:
+    source = pending.pop()
+    if source in sources:
+      continue
+    sources.append(source)
+    if source.startswith("bench/"):
+      for name in re.findall(r"^\s*(?:from|import) (\w+)", read(source), re.M):
+        if os.path.isfile(os.path.join(REPO_ROOT, "bench", name + ".py")):
+          pending.append(f"bench/{name}.py")
+        pending += sorted(os.path.relpath(p, REPO_ROOT) for p in glob.glob(
+            os.path.join(REPO_ROOT, "bench", name, "*.py")))
+  return sources
+
+
+@functools.lru_cache(maxsize=None)
+def accepted_flags(program: str) -> Dict[Optional[str], Set[str]]:
+  """The flags that `program` accepts: `electra SUB` (its parser, built by its own main
+  and not run), `electra build-data --runner` (the Beam builder's and Beam's pipeline
+  options), bench/X.py and scripts/X.sh (the flags their source spells)."""
+  if program.startswith(("bench/", "scripts/")):
+    spelled = {"--help"}
+    for source in script_sources(program):
+      spelled |= set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", read(source)))
+    return {None: spelled}
+  if program in ("electra pretrain", "electra finetune"):
+    return {None: absl_flags(getattr(cli, program.split()[1]))}
+  name, *argv = program.split()[1:]
+  if argv == ["--runner"]:
+    pytest.importorskip("apache_beam")
+
+  def capture(parser, *unused_args, **unused_kwargs):
+    raise _Parser(parser)
+  with mock.patch.object(argparse.ArgumentParser, "parse_known_args", capture), \
+      mock.patch.object(sys, "argv", list(sys.argv)):
+    try:
+      commands.subcommand_main(name, argv)()
+    except _Parser as parsed:
+      accepted = argparse_flags(parsed.parser)
+    else:
+      raise AssertionError(f"{program} ran without parsing its arguments")
+  if argv == ["--runner"]:  # every other flag goes to Beam's pipeline options
+    from apache_beam.options import pipeline_options  # pylint: disable=g-import-not-at-top
+    accepted[None] |= {f"--{option}" for option in
+                       pipeline_options.PipelineOptions([]).get_all_options()}
+  return accepted
+
+
+def shell_commands(text) -> List[str]:
+  """The command lines of `text`: those of its bash/sh/console blocks (continuation lines
+  joined; after a `cd bench` line, the block's lines start with `cd bench && `) and its
+  `code spans` outside them."""
+  found, block, directory = [], None, ""
+  for line in text.split("\n"):
+    if line.lstrip().startswith("```"):
+      shell = line.strip()[3:] in ("bash", "sh", "shell", "console", "")
+      block = shell if block is None else None
+      directory = ""
+      continue
+    if block:
+      if found and found[-1].endswith("\\"):
+        found[-1] = found[-1][:-1] + " " + line.strip()
+      else:
+        found.append(directory + line.strip())
+        directory = "cd bench && " if line.strip() == "cd bench" else directory
+    elif block is None:
+      found += re.findall(r"`([^`]+)`", line)
+  return found
+
+
+def module_program(module: str) -> Optional[str]:
+  """The subcommand that `python -m module` runs (the Beam builder: with --runner)."""
+  name = commands.MODULE_COMMANDS.get(module)
+  return name and f"electra {name}" + (" --runner" if module == commands.BEAM_MODULE else "")
+
+
+def program_of(words: List[str], index: int) -> Tuple[Optional[str], int]:
+  """The program that words[index] starts (with the subcommand), if it is one checked, and
+  the number of words that name it."""
+  word = words[index]
+  following = words[index + 1:index + 3] + ["", ""]
+  if word == "electra" and following[0] in commands.SUBCOMMANDS:
+    return f"electra {following[0]}", 2
+  if word == "-m" and following[0] == "electra_tf2" and following[1] in commands.SUBCOMMANDS:
+    return f"electra {following[1]}", 3
+  if word == "-m":
+    return module_program(following[0]), 2
+  if word.endswith(("run_pretraining.py", "run_finetuning.py")):
+    return "electra " + ("pretrain" if "pretraining" in word else "finetune"), 1
+  path = word[2:] if word.startswith("./") else word
+  script = re.fullmatch(r"data_prep/(\w+)\.py", path)  # the official scripts: subcommands
+  if script:
+    return module_program(f"electra_tf2.data_prep.{script.group(1)}"), 1
+  if re.fullmatch(r"\w+\.py", path) and "cd bench" in " ".join(words[:index]):
+    path = f"bench/{path}"  # cd bench && python X.py
+  return (path if re.fullmatch(r"(bench/\w+\.py|scripts/\w+\.sh)", path) else None), 1
+
+
+def unknown_flags(text) -> List[str]:
+  """`PROGRAM --flag` for each flag given in `text`'s command lines to an `electra`
+  subcommand, run_*.py, bench/ script or scripts/ script that does not accept it."""
+  unknown = []
+  for line in shell_commands(text):
+    try:
+      words = shlex.split(line, comments=True)
+    except ValueError:
+      words = line.split()
+    words = [word.lstrip("[(") for word in words]  # [--optional FLAG]
+    program, action, named_until = None, None, 0
+    for index, word in enumerate(words):
+      found, length = program_of(words, index)
+      if index < named_until:
+        continue  # the words that name the program
+      if word in ("||", "&&", ";") or word.endswith(";"):  # not |: [--a X | --b Y] in usages
+        program = None
+      elif found:
+        program, action, named_until = found, None, index + length
+        if program == "electra build-data" and "--runner" in words[index:]:  # Beam's
+          program = "electra build-data --runner"
+        if "/" in program and not os.path.isfile(os.path.join(REPO_ROOT, program)):
+          unknown.append(f"{program}: no such file")
+          program = None
+      elif program and word.startswith("--") and len(word) > 2:
+        flag = re.split(r"[=\]]", word)[0]
+        accepted = accepted_flags(program)
+        if flag not in accepted.get(action, accepted[None]):
+          unknown.append(" ".join(w for w in (program.split(" --")[0], action, flag) if w))
+      elif program and action is None and word in accepted_flags(program):
+        action = word
+  return unknown
+
+
+@pytest.mark.parametrize("doc", DOCS)
+def test_command_lines_give_only_flags_their_command_accepts(doc):
+  assert unknown_flags(read(doc)) == []
+
+
+def test_a_flag_the_command_does_not_accept_is_found():
+  text = ("```bash\nelectra export --model-dir M --kind discriminator \\\n"
+          "    --output-dir O --no-such-flag\nelectra convert to-tf2 --checkpoint C "
+          "--hf-dir H  # from-hf's\n```\n"
+          "`electra pretrain --data-dir D [--task sst]` and "
+          "`python run_finetuning.py --backend jax` and `electra finetune --task sst`, "
+          "`electra score score --model-dir M --input I --output O --by mean_log_odds`, "
+          "`bench/jax_pretrain_step.py --batch-sizes 8 --no-such-flag`, "
+          "`python bench/no_such_script.py --x 1`, "
+          "`python data_prep/build_vocab.py --output-dir V`, "
+          "`electra build-data --runner DataflowRunner --temp_location T --no_such_option 1`")
+  assert unknown_flags(text) == [
+      "electra export --no-such-flag", "electra convert to-tf2 --hf-dir",
+      "electra pretrain --task", "electra finetune --backend", "electra score score --by",
+      "bench/jax_pretrain_step.py --no-such-flag", "bench/no_such_script.py: no such file",
+      "electra build-vocab --output-dir", "electra build-data --no_such_option"]

@@ -5,6 +5,7 @@ import pytest
 import tensorflow as tf
 import keras
 
+import backend_parity
 from electra_tf2 import variable_names
 from electra_tf2.pretraining.config import resolve_pretraining_config
 from electra_tf2.encoder_config import BertConfig
@@ -13,28 +14,16 @@ from electra_tf2.models.pretrainer import ElectraPretrainer
 from electra_tf2.networks.encoder import Encoder
 
 OBJECTIVES = {
-    "electra": {},
-    "electric": {"electric_objective": True},
-    "bert": {"electra_objective": False, "untied_generator": False,
-             "generator_hidden_size": 1.0},
+    **backend_parity.OBJECTIVES,
     "uniform_generator": {"uniform_generator": True},
     "tied_generator": {"untied_generator": False, "generator_hidden_size": 1.0},
 }
 
 
 def debug_features(batch=2, seq_len=16, seed=0):
-  """Real-looking rows: [CLS] words [SEP] words [SEP] padding."""
-  rng = np.random.default_rng(seed)
-  ids = rng.integers(1000, 30000, (batch, seq_len)).astype(np.int32)
-  mask = np.zeros((batch, seq_len), np.int32)
-  segments = np.zeros((batch, seq_len), np.int32)
-  for row, length in enumerate(rng.integers(seq_len // 2, seq_len + 1, batch)):
-    ids[row, 0], ids[row, length // 2], ids[row, length - 1] = 101, 102, 102
-    ids[row, length:] = 0
-    mask[row, :length] = 1
-    segments[row, length // 2 + 1:length] = 1
-  return {"input_ids": tf.constant(ids), "input_mask": tf.constant(mask),
-          "segment_ids": tf.constant(segments)}
+  """Real-looking rows: [CLS] words [SEP] words [SEP] padding (the BERT vocabulary's ids)."""
+  rows = backend_parity.features(batch, seq_len, seed, word_ids=(1000, 30000))
+  return {name: tf.constant(value) for name, value in rows.items()}
 
 
 def debug_model(**hparams):

@@ -1,4 +1,5 @@
-"""What is at a path, and its weights by official name (docs/design.md#layers).
+"""What is at a path, and its weights by official name
+(docs/design.md#layers-which-module-may-import-which).
 
 - `describe`: the one place that tells the kinds of ELECTRA checkpoint apart
   (ours pre-trained or fine-tuned, official TF1, Hugging Face, SavedModel) and

@@ -52,7 +52,8 @@ def add_example_flags(parser: argparse.ArgumentParser) -> None:
 
 def add_vocab_and_output_flags(parser: argparse.ArgumentParser) -> None:
   """--vocab-file and --output-dir (both required)."""
-  parser.add_argument("--vocab-file", required=True, help="The WordPiece vocab.txt.")
+  parser.add_argument("--vocab-file", required=True,
+                      help="The vocabulary: a WordPiece vocab.txt or a SentencePiece .model.")
   parser.add_argument("--output-dir", required=True,
                       help="Directory for the pretrain_data.tfrecord-* shards (created; other "
                            "files in it are left alone).")

@@ -45,6 +45,35 @@ from electra_tf2.vocab import SPECIAL_TOKENS
 _BATCH_LINES = 8192
 
 
+def _corpus_chunks(files: Sequence[str], max_bytes: Optional[int],
+                   warn: Callable[[str], None], left_out_of: str, stats: Dict[str, int]):
+  """Yields the corpus' non-blank lines, a chunk at a time, read as the data builder reads
+  them (up to about `max_bytes`); counts "files", "skipped", "lines" (read, blank ones
+  included) and "bytes" into `stats`. A line over 8 MB is left out with a warning naming
+  `left_out_of`; an unreadable file is skipped with a warning."""
+  for path in files:
+    if max_bytes is not None and stats["bytes"] >= max_bytes:
+      break
+    try:
+      with open_input(path) as stream:
+        reader = LineReader(stream, path)
+        reader.sniff()
+        for kind, _, payload in reader:
+          if kind == "long":
+            payload.drain()
+            warn(f"{path} line {payload.line_no}: longer than 8 MB, left out of {left_out_of}")
+            continue
+          yield [line for line in payload if line and not line.isspace()]
+          stats["lines"] += len(payload)
+          if max_bytes is not None and reader.bytes_read + stats["bytes"] >= max_bytes:
+            break
+        stats["bytes"] += reader.bytes_read
+      stats["files"] += 1
+    except SkipFile as e:
+      stats["skipped"] += 1
+      warn(f"skipped {path}: {e}")
+
+
 def count_words(files: Sequence[str], do_lower_case: bool = True,
                 strip_accents: Optional[bool] = None, max_bytes: Optional[int] = None,
                 warn: Callable[[str], None] = lambda s: None) -> Dict[str, object]:
@@ -69,31 +98,11 @@ def count_words(files: Sequence[str], do_lower_case: bool = True,
       counts.update(dict(zip(unique.tolist(), n.tolist())))
     pending.clear()
 
-  for path in files:
-    if max_bytes is not None and stats["bytes"] >= max_bytes:
-      break
-    try:
-      with open_input(path) as stream:
-        reader = LineReader(stream, path)
-        reader.sniff()
-        for kind, _, payload in reader:
-          if kind == "long":
-            payload.drain()
-            warn(f"{path} line {payload.line_no}: longer than 8 MB, left out of the word counts")
-            continue
-          for line in payload:
-            if line and not line.isspace():
-              pending.append(line)
-              if len(pending) >= _BATCH_LINES:
-                flush()
-          stats["lines"] += len(payload)
-          if max_bytes is not None and reader.bytes_read + stats["bytes"] >= max_bytes:
-            break
-        stats["bytes"] += reader.bytes_read
-      stats["files"] += 1
-    except SkipFile as e:
-      stats["skipped"] += 1
-      warn(f"skipped {path}: {e}")
+  for chunk in _corpus_chunks(files, max_bytes, warn, "the word counts", stats):
+    for line in chunk:
+      pending.append(line)
+      if len(pending) >= _BATCH_LINES:
+        flush()
   flush()
   decoded = collections.Counter()
   for word, n in counts.items():
@@ -285,27 +294,9 @@ def read_corpus_lines(files: Sequence[str], max_bytes: Optional[int] = None,
   Returns {"lines": [str], "files", "skipped", "bytes"}.
   """
   lines: List[str] = []
-  stats = {"files": 0, "skipped": 0, "bytes": 0}
-  for path in files:
-    if max_bytes is not None and stats["bytes"] >= max_bytes:
-      break
-    try:
-      with open_input(path) as stream:
-        reader = LineReader(stream, path)
-        reader.sniff()
-        for kind, _, payload in reader:
-          if kind == "long":
-            payload.drain()
-            warn(f"{path} line {payload.line_no}: longer than 8 MB, left out of the vocabulary")
-            continue
-          lines.extend(line for line in payload if line and not line.isspace())
-          if max_bytes is not None and reader.bytes_read + stats["bytes"] >= max_bytes:
-            break
-        stats["bytes"] += reader.bytes_read
-      stats["files"] += 1
-    except SkipFile as e:
-      stats["skipped"] += 1
-      warn(f"skipped {path}: {e}")
+  stats = {"files": 0, "skipped": 0, "lines": 0, "bytes": 0}
+  for chunk in _corpus_chunks(files, max_bytes, warn, "the vocabulary", stats):
+    lines.extend(chunk)
   stats["lines"] = lines
   return stats
 

@@ -4,5 +4,5 @@ Each task reads its data, featurises it (`preprocessing`: the TFRecords) and sco
 predictions (`scorers`, `qa_decoding`, `qa_eval`); `task_builder` makes them by name and
 `config` is the fine-tuning config (`FinetuningConfig`). The runner is finetune/runner.py;
 the heads are layers/task_heads.py and the model models/finetuning.py
-(docs/design.md#layers: where to add a task).
+(docs/design.md#layers-which-module-may-import-which: where to add a task).
 """

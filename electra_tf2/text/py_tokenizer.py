@@ -44,7 +44,8 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from electra_tf2.vocab import VocabError, load_vocab, special_token_ids, special_tokens
+from electra_tf2.vocab import (VocabError, VocabLookups, load_vocab, special_token_ids,
+                               special_tokens)
 
 # BERT's WordpieceTokenizer(max_input_chars_per_word=200): longer words -> [UNK].
 MAX_CHARS_PER_WORD = 200
@@ -136,7 +137,7 @@ def resolve_strip_accents(do_lower_case: bool, strip_accents: Optional[bool]) ->
   return bool(do_lower_case) and (strip_accents is None or bool(strip_accents))
 
 
-class PyFullTokenizer:
+class PyFullTokenizer(VocabLookups):
   """ELECTRA's FullTokenizer in pure Python: the official ids, no TensorFlow.
 
   >>> tokenizer = PyFullTokenizer.from_tokens(
@@ -187,10 +188,6 @@ class PyFullTokenizer:
     self.unk_id = vocab["[UNK]"]
     self._longest = max(map(len, vocab), default=1)
     self._word_ids = functools.lru_cache(maxsize=WORD_CACHE_SIZE)(self._wordpiece)
-
-  @property
-  def vocab_size(self) -> int:
-    return len(self.vocab)
 
   @property
   def special_ids(self):
@@ -252,19 +249,6 @@ class PyFullTokenizer:
   def encode_batch(self, texts: Iterable[Text]) -> List[List[int]]:
     """`encode` of each text."""
     return [self.encode(text) for text in texts]
-
-  def tokenize(self, text: Text) -> List[str]:
-    """The WordPiece tokens of one text, as the official FullTokenizer.tokenize."""
-    return self.convert_ids_to_tokens(self.encode(text))
-
-  def convert_tokens_to_ids(self, tokens: Iterable[str]) -> List[int]:
-    """Ids of tokens; a token not in the vocab raises KeyError as in the official code."""
-    vocab = self.vocab
-    return [vocab[t] for t in tokens]
-
-  def convert_ids_to_tokens(self, ids: Iterable[int]) -> List[str]:
-    inv = self.inv_vocab
-    return [inv[int(i)] for i in ids]
 
 
 class PySentencePieceTokenizer:

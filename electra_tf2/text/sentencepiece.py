@@ -23,7 +23,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text as tft
 
-from electra_tf2.text.tokenizer import run_batched, to_utf8
+from electra_tf2.text.tokenizer import GraphTokenizer, split_rows
 from electra_tf2.vocab import (SPECIAL_TOKENS, SpecialTokenIds, VocabError, load_vocab,
                                special_tokens)
 
@@ -114,7 +114,7 @@ class SentencePieceModule(tf.Module):
     return self._ids(text)
 
 
-class SentencePieceTokenizer:
+class SentencePieceTokenizer(GraphTokenizer):
   """A SentencePiece `.model` with FullTokenizer's methods (ids, tokens, batches).
 
   Args:
@@ -142,25 +142,10 @@ class SentencePieceTokenizer:
                        f"model ({str(e).splitlines()[0] if str(e) else type(e).__name__})"
                        ) from None
 
-  @property
-  def vocab_size(self) -> int:
-    return len(self.vocab)
-
-  def tokenize_to_ids(self, text):
-    """In-graph: tf.string [batch] -> tf.RaggedTensor int64 [batch, None]."""
-    return self.module.tokenize_to_ids(text)
-
-  def tokenize(self, text: Union[str, bytes]) -> List[str]:
-    return self.convert_ids_to_tokens(self.encode(text))
-
   def convert_tokens_to_ids(self, tokens: Iterable[str]) -> List[int]:
     """Ids of pieces (BERT's spelling of a special role included); KeyError if unknown."""
     vocab, aliases = self.vocab, self._aliases
     return [vocab[t] if t in vocab else aliases[t] for t in tokens]
-
-  def convert_ids_to_tokens(self, ids: Iterable[int]) -> List[str]:
-    inv = self.inv_vocab
-    return [inv[int(i)] for i in ids]
 
   def char_spans(self, text: str) -> List[Tuple[int, int]]:
     """Where each piece of `encode(text)` came from: `(start, end)` character offsets in
@@ -187,32 +172,13 @@ class SentencePieceTokenizer:
       spans.append((start, end))
     return spans
 
-  def encode(self, text: Union[str, bytes]) -> List[int]:
-    return self.encode_batch([text])[0]
-
   def encode_batch(self, texts: Sequence[Union[str, bytes]]) -> List[List[int]]:
-    flat, splits = self.encode_batch_flat(texts)
-    flat_list, sp = flat.tolist(), splits.tolist()
-    return [flat_list[sp[i]:sp[i + 1]] for i in range(len(texts))]
-
-  def encode_batch_flat(self, texts: Sequence[Union[str, bytes]]
-                        ) -> Tuple[np.ndarray, np.ndarray]:
-    return self.encode_utf8_flat([to_utf8(t) for t in texts])
-
-  def encode_utf8_flat(self, texts: Sequence[Union[bytes, str]]
-                       ) -> Tuple[np.ndarray, np.ndarray]:
-    return run_batched(self.module.eager_ids_from_valid_utf8, texts)
+    """Ids of many texts."""
+    return split_rows(*self.encode_batch_flat(texts))
 
   def encode_lines_flat(self, lines: Sequence[str]) -> Tuple[np.ndarray, np.ndarray]:
     """Ids of str lines (the data builder's path)."""
     return self.encode_batch_flat(lines)
-
-  def encode_lines(self, lines: Sequence[str]) -> Tuple[List[List[int]], int, int]:
-    """Ids of each line, total tokens, number of UNK pieces."""
-    flat, splits = self.encode_lines_flat(lines)
-    n_unk = int(np.count_nonzero(flat == self.special_ids.unk))
-    flat_list, sp = flat.tolist(), splits.tolist()
-    return [flat_list[sp[i]:sp[i + 1]] for i in range(len(lines))], len(flat_list), n_unk
 
 
 __all__ = ["SentencePieceModule", "SentencePieceTokenizer", "read_model", "WORD_START"]

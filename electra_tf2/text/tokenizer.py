@@ -21,7 +21,7 @@ import tensorflow_text as tft
 # resolve_strip_accents lives in the TensorFlow-free py_tokenizer; imported from here too.
 from electra_tf2.text.py_tokenizer import resolve_strip_accents  # noqa: F401
 from electra_tf2.vocab import (load_vocab, special_token_ids, special_tokens, SPECIAL_TOKENS,
-                               VocabError)
+                               VocabError, VocabLookups)
 
 # BERT's WordpieceTokenizer(max_input_chars_per_word=200): longer words -> [UNK].
 MAX_CHARS_PER_WORD = 200
@@ -250,7 +250,44 @@ def to_utf8(text: Union[str, bytes]) -> bytes:
     return "".join("\ue000" if 0xD800 <= ord(c) <= 0xDFFF else c for c in text).encode("utf-8")
 
 
-class FullTokenizer:
+class GraphTokenizer(VocabLookups):
+  """A tokenizer whose ids come from an in-graph `module` (strings -> ragged int64 ids),
+  in the graph and batched from Python: FullTokenizer's and SentencePieceTokenizer's
+  shared methods. A subclass sets `vocab`, `inv_vocab`, `special_ids` and `module`, and
+  defines `encode_batch` and `encode_lines_flat`."""
+
+  def tokenize_to_ids(self, text):
+    """In-graph: tf.string [batch] -> tf.RaggedTensor int64 [batch, None] (self.module's)."""
+    return self.module.tokenize_to_ids(text)
+
+  def encode(self, text: Union[str, bytes]) -> List[int]:
+    """Token ids of one text."""
+    return self.encode_batch([text])[0]
+
+  def encode_batch_flat(self, texts: Sequence[Union[str, bytes]]
+                        ) -> Tuple[np.ndarray, np.ndarray]:
+    """All ids in one int64 array plus row splits: text i is flat[splits[i]:splits[i+1]]."""
+    return self.encode_utf8_flat([to_utf8(t) for t in texts])
+
+  def encode_utf8_flat(self, texts: Sequence[Union[bytes, str]]
+                       ) -> Tuple[np.ndarray, np.ndarray]:
+    """encode_batch_flat for texts that are valid UTF-8 bytes or str without lone surrogates."""
+    return run_batched(self.module.eager_ids_from_valid_utf8, texts)
+
+  def encode_lines(self, lines: Sequence[str]) -> Tuple[List[List[int]], int, int]:
+    """Ids of each line, total tokens, number of UNK tokens (see encode_lines_flat)."""
+    flat, splits = self.encode_lines_flat(lines)
+    n_unk = int(np.count_nonzero(flat == self.special_ids.unk))
+    return split_rows(flat, splits), len(flat), n_unk
+
+
+def split_rows(flat: np.ndarray, splits: np.ndarray) -> List[List[int]]:
+  """Flat ids and their row splits -> one list of ids per row."""
+  flat_list, sp = flat.tolist(), splits.tolist()
+  return [flat_list[sp[i]:sp[i + 1]] for i in range(len(sp) - 1)]
+
+
+class FullTokenizer(GraphTokenizer):
   """BERT's FullTokenizer on tensorflow-text: same ids, batched and in-graph.
 
   Args:
@@ -279,59 +316,11 @@ class FullTokenizer:
                                   strip_accents=self.strip_accents, unk_token=self.unk_token)
     self._ascii_fn = None
 
-  @property
-  def vocab_size(self) -> int:
-    return len(self.vocab)
-
-  def tokenize_to_ids(self, text):
-    """In-graph: tf.string [batch] -> tf.RaggedTensor int64 [batch, None] (self.module's)."""
-    return self.module.tokenize_to_ids(text)
-
-  # -- token strings --------------------------------------------------------
-
-  def tokenize(self, text: Union[str, bytes]) -> List[str]:
-    """WordPiece tokens of one text, as the official FullTokenizer.tokenize."""
-    return self.convert_ids_to_tokens(self.encode(text))
-
-  def convert_tokens_to_ids(self, tokens: Iterable[str]) -> List[int]:
-    """Ids of tokens; a token not in the vocab raises KeyError as in the official code."""
-    vocab = self.vocab
-    return [vocab[t] for t in tokens]
-
-  def convert_ids_to_tokens(self, ids: Iterable[int]) -> List[str]:
-    inv = self.inv_vocab
-    return [inv[int(i)] for i in ids]
-
-  # -- ids --------------------------------------------------------------------
-
-  def encode(self, text: Union[str, bytes]) -> List[int]:
-    """Token ids of one text."""
-    return self.encode_batch([text])[0]
-
   def encode_batch(self, texts: Sequence[Union[str, bytes]]) -> List[List[int]]:
     """Token ids of many texts (one TensorFlow call per few MB)."""
     strs = [t if isinstance(t, str) else t.decode("utf-8", "ignore") if isinstance(t, bytes)
             else _bad_type(t) for t in texts]
     return self.encode_lines(strs)[0]
-
-  def encode_batch_flat(self, texts: Sequence[Union[str, bytes]]
-                        ) -> Tuple[np.ndarray, np.ndarray]:
-    """All ids in one int64 array plus row splits: text i is flat[splits[i]:splits[i+1]]."""
-    return self.encode_utf8_flat([to_utf8(t) for t in texts])
-
-  def encode_utf8_flat(self, texts: Sequence[Union[bytes, str]]
-                       ) -> Tuple[np.ndarray, np.ndarray]:
-    """encode_batch_flat for texts that are valid UTF-8 bytes or str without lone surrogates."""
-    return run_batched(self.module.eager_ids_from_valid_utf8, texts)
-
-  def encode_lines(self, lines: Sequence[str]) -> Tuple[List[List[int]], int, int]:
-    """Ids of each line, total tokens, number of [UNK] (see encode_lines_flat)."""
-    flat, splits = self.encode_lines_flat(lines)
-    unk = self.special_ids.unk
-    n_unk = int(np.count_nonzero(flat == unk))
-    flat_list = flat.tolist()
-    sp = splits.tolist()
-    return [flat_list[sp[i]:sp[i + 1]] for i in range(len(lines))], len(flat_list), n_unk
 
   def encode_lines_flat(self, lines: Sequence[str]) -> Tuple[np.ndarray, np.ndarray]:
     """encode_batch_flat for str lines, faster: the data builder's path.
@@ -417,5 +406,5 @@ def _bad_type(t):
   raise TypeError(f"expected str or bytes, got {type(t).__name__}")
 
 
-__all__ = ["FullTokenizer", "TokenizerModule", "MAX_CHARS_PER_WORD", "SPECIAL_TOKENS",
-           "resolve_strip_accents", "run_batched"]
+__all__ = ["FullTokenizer", "GraphTokenizer", "TokenizerModule", "MAX_CHARS_PER_WORD",
+           "SPECIAL_TOKENS", "resolve_strip_accents", "run_batched", "split_rows"]
