@@ -7,7 +7,7 @@ tensor shows), a WordPiece vocabulary of real words, cased or uncased.
 
 import json
 import os
-from typing import Optional
+from typing import List, Optional
 
 os.environ.setdefault("USE_TF", "0")  # transformers: PyTorch classes only
 
@@ -29,10 +29,12 @@ def vocab_tokens(cased: bool):
 
 def save_hf_model(path: str, architecture: str = "ElectraForPreTraining", cased: bool = False,
                   safe: bool = True, seed: int = 0, vocab: bool = True,
-                  num_labels: Optional[int] = None, **shape) -> str:
-  """Saves a random `transformers.<architecture>` with `vocab.txt` to `path`; returns it."""
+                  num_labels: Optional[int] = None, tokens: Optional[List[str]] = None,
+                  **shape) -> str:
+  """Saves a random `transformers.<architecture>` with `vocab.txt` (`tokens`, default the
+  word vocabulary) to `path`; returns it."""
   torch.manual_seed(seed)
-  tokens = vocab_tokens(cased)
+  tokens = tokens or vocab_tokens(cased)
   values = dict(SHAPE, vocab_size=len(tokens), pad_token_id=0, **shape)
   if num_labels is not None:
     values["num_labels"] = num_labels

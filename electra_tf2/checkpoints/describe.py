@@ -82,7 +82,8 @@ class Description:
   pretraining_config: our pre-trained directory's `PretrainingConfig`.
   finetuning_values: our fine-tuned directory's finetuning_config.json.
   model_config: our fine-tuned directory's model_config.json (its heads).
-  architecture: a Hugging Face directory's class (`architectures[0]`).
+  architecture: a Hugging Face directory's class (`architectures[0]`; None when config.json
+    names none: huggingface.read_directory tells it from the weights' names).
   tokenizer: the directory's tokenizer description (tokenizer_description.json, checked
     against the vocabulary; derived from the vocabulary for directories without one).
   strip_accents: a Hugging Face directory's tokenizer_config.json value (None: the
@@ -172,7 +173,7 @@ def _huggingface(path: str) -> Description:
   bert, embedding_size = huggingface.encoder_shape(
       config, os.path.join(path, huggingface.CONFIG_FILE))
   vocab = os.path.join(path, directories.VOCAB_FILE)
-  architecture = (config.get("architectures") or ["ElectraModel"])[0]
+  architecture = (config.get("architectures") or [None])[0]  # None: read_directory infers it
   return Description(path, "huggingface", None, None, bert, embedding_size,
                      vocab if os.path.exists(vocab) else None,
                      huggingface.read_do_lower_case(path),

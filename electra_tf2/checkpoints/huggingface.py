@@ -34,6 +34,14 @@ TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
 # embeddings (read_directory checks that it equals them).
 HF_IGNORE = (r"(^|\.)position_ids$", r"^generator_lm_head\.weight$")
 PRETRAINING_ARCHITECTURES = ("ElectraForPreTraining", "ElectraForMaskedLM", "ElectraModel")
+# The class whose head a tensor name belongs to (the first that matches), for a config.json
+# without `architectures` (transformers' from_pretrained does not need it); none: ElectraModel.
+_HEAD_ARCHITECTURES = (("discriminator_predictions.", "ElectraForPreTraining"),
+                       ("generator_predictions.", "ElectraForMaskedLM"),
+                       ("sequence_summary.", "ElectraForMultipleChoice"),
+                       ("classifier.out_proj.", "ElectraForSequenceClassification"),
+                       ("classifier.", "ElectraForTokenClassification"),
+                       ("qa_outputs.", "ElectraForQuestionAnswering"))
 # ElectraConfig's defaults, for keys a config.json leaves out (as transformers reads it).
 _HF_DEFAULTS = {"vocab_size": 30522, "embedding_size": 128, "hidden_size": 256,
                 "num_hidden_layers": 12, "num_attention_heads": 4, "intermediate_size": 1024,
@@ -142,6 +150,13 @@ def encoder_shape(config: Mapping[str, Any], path: str) -> Tuple[BertConfig, int
     if values[key] != expected:
       raise HuggingFaceImportError(f"{path}: {key} is {values[key]!r}; ELECTRA (and this "
                                    f"port) uses {expected!r}")
+  from electra_tf2.layers.activations import ACTIVATION_NAMES  # pylint: disable=g-import-not-at-top
+  if values["hidden_act"] and str(values["hidden_act"]).lower() not in ACTIVATION_NAMES:
+    raise HuggingFaceImportError(
+        f"{path}: hidden_act is {values['hidden_act']!r}, which ELECTRA does not have (gelu, "
+        f"the exact erf form, relu, tanh, linear; transformers' gelu_new, gelu_fast and "
+        "gelu_pytorch_tanh approximate gelu with tanh and give other numbers): this checkpoint "
+        "does not load here")
   fields = {f.name for f in dataclasses.fields(BertConfig)}
   bert = BertConfig(**{k: values[k] for k in fields})
   try:
@@ -160,6 +175,7 @@ def encoder_shape(config: Mapping[str, Any], path: str) -> Tuple[BertConfig, int
 class HuggingFaceDirectory:
   """What a Hugging Face ELECTRA directory holds.
 
+  architecture: config.json's `architectures[0]`, else the class whose head the weights hold.
   tensors: `{PyTorch name: float32 array}` as stored (dense weights `[out, in]`).
   vocab_file: its vocab.txt, None if absent; do_lower_case from tokenizer_config.json.
   """
@@ -259,13 +275,13 @@ def read_directory(path: str) -> HuggingFaceDirectory:
   config = read_config(path)
   config_path = os.path.join(path, CONFIG_FILE)
   bert, embedding_size = encoder_shape(config, config_path)
-  architectures = config.get("architectures") or ["ElectraModel"]
-  if not architectures[0].startswith("Electra"):
-    raise HuggingFaceImportError(f"{config_path}: architectures is {architectures}, not an "
-                                 "ELECTRA class")
+  if not (config.get("architectures") or ["Electra"])[0].startswith("Electra"):
+    raise HuggingFaceImportError(f"{config_path}: architectures is {config['architectures']}, "
+                                 "not an ELECTRA class")
   tensors, weights_file = read_weights(path)
   if not any(name.startswith("electra.") for name in tensors):  # ElectraModel: no prefix
     tensors = {f"electra.{name}": value for name, value in tensors.items()}
+  architectures = config.get("architectures") or [architecture_of(tensors)]
   _check_tied_output(tensors, config, os.path.join(path, weights_file))
   vocab_file = os.path.join(path, "vocab.txt")
   vocab_file = vocab_file if os.path.exists(vocab_file) else None
@@ -278,6 +294,14 @@ def read_directory(path: str) -> HuggingFaceDirectory:
       raise HuggingFaceImportError(f"{vocab_file} has {size} tokens but the embeddings "
                                    f"(vocab_size in {CONFIG_FILE}) have {bert.vocab_size}")
   return directory
+
+
+def architecture_of(tensors: Mapping[str, Any]) -> str:
+  """The transformers class whose head the tensor names hold (ElectraModel: none)."""
+  for prefix, architecture in _HEAD_ARCHITECTURES:
+    if any(name.startswith(prefix) for name in tensors):
+      return architecture
+  return "ElectraModel"
 
 
 def _check_tied_output(tensors: Mapping[str, np.ndarray], config: Mapping[str, Any],

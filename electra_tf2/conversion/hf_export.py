@@ -110,6 +110,12 @@ def hf_state_dict(model, generator: bool = False) -> Dict[str, np.ndarray]:
     if encoder is None:
       raise HuggingFaceExportError("this model has no MLM generator (uniform or ELECTRIC "
                                    "two-tower generator): nothing maps to ElectraForMaskedLM")
+    if (encoder.bert_config.hidden_act or "linear").lower() != "gelu":
+      raise HuggingFaceExportError(
+          f"hidden_act is {encoder.bert_config.hidden_act!r}, but transformers' "
+          "ElectraForMaskedLM applies gelu in generator_predictions where ELECTRA applies "
+          "hidden_act (run_pretraining.py:254-268): the generator has no Hugging Face "
+          "equivalent; export the discriminator (without --generator)")
     scope = encoder.name
     embeddings = f"{scope}/embeddings/" if encoder.owns_embeddings else "electra/embeddings/"
     prefixes = (embeddings, f"{scope}/embeddings_project/", f"{scope}/encoder/",

@@ -23,16 +23,37 @@ from electra_tf2.checkpoints.huggingface import (  # noqa: F401  (their import p
     CONFIG_FILE, HuggingFaceDirectory, HuggingFaceImportError, read_directory,
     read_safetensors)
 from electra_tf2.checkpoints.report import ConversionReport, notice, write_report  # noqa: F401
+from electra_tf2.encoder_config import BertConfig
+from electra_tf2.hparams import read_config
 from electra_tf2.pretraining.config import resolve_pretraining_config
 from electra_tf2.models.pretrainer import ElectraPretrainer
+
+
+def _model_size(bert: BertConfig) -> str:
+  """The official model_size with the encoder's width and depth (model_sizes.json), "small"
+  for other shapes: fine-tuning takes its defaults from it (large: learning rate 5e-5,
+  layer-wise decay 0.9; configure_finetuning.py:134-163)."""
+  for name, shape in read_config("model_sizes.json")["sizes"].items():
+    if (shape["hidden_size"], shape["num_hidden_layers"]) == (bert.hidden_size,
+                                                              bert.num_hidden_layers):
+      return name
+  return "small"
+
 
 def pretraining_config(directory: HuggingFaceDirectory):
   """The `PretrainingConfig` of the directory's model: the discriminator with its head
   (uniform generator: none to load), or for ElectraForMaskedLM the BERT (MLM) objective."""
   bert = directory.bert_config
   masked_lm = directory.architecture == "ElectraForMaskedLM"
+  if masked_lm and (bert.hidden_act or "linear").lower() != "gelu":
+    raise HuggingFaceImportError(
+        f"{os.path.join(directory.path, CONFIG_FILE)}: hidden_act is {bert.hidden_act!r}, but "
+        "transformers' ElectraForMaskedLM applies gelu in generator_predictions where ELECTRA "
+        "applies hidden_act (run_pretraining.py:254-268): its generator has no ELECTRA "
+        "equivalent; the Keras models' from_pretrained reads its encoder")
   overrides = {k: v for k, v in bert.to_dict().items() if k != "vocab_size"}
-  hparams = {"model_hparam_overrides": overrides, "embedding_size": directory.embedding_size,
+  hparams = {"model_size": _model_size(bert), "model_hparam_overrides": overrides,
+             "embedding_size": directory.embedding_size,
              "vocab_size": bert.vocab_size, "vocab_file": directory.vocab_file,
              "do_lower_case": directory.do_lower_case, "electra_objective": not masked_lm,
              "uniform_generator": not masked_lm,

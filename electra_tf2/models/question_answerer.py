@@ -127,13 +127,21 @@ class QuestionAnswerer(TextModel):
       self.text_inputs.featurizer.tokenizer.enable_char_spans()
     if head not in HEADS:
       raise ValueError(f"head must be one of {', '.join(HEADS)}, got {head!r}")
+    if self.bert_config.type_vocab_size < 2:
+      raise QuestionAnswererError(
+          f"question answering puts the context in segment 1, and this encoder's "
+          f"type_vocab_size is {self.bert_config.type_vocab_size}: it has no token type for it")
     if max_seq_length - max_query_length - 3 < 1:
-      raise ValueError(f"max_seq_length {max_seq_length} leaves no room for the context after "
-                       f"max_query_length {max_query_length} and [CLS], [SEP], [SEP]")
+      raise QuestionAnswererError(
+          f"max_seq_length {max_seq_length} leaves no room for the context after "
+          f"max_query_length {max_query_length} and [CLS], [SEP], [SEP]: pass max_query_length "
+          f"<= {max_seq_length - 4} (or a larger max_seq_length, at most "
+          f"max_position_embeddings {self.bert_config.max_position_embeddings})")
     if head == "hf":  # qa_outputs: independent start and end logits, no classifier
       joint_prediction = answerable_classifier = False
     if joint_prediction and beam_size > max_seq_length:
-      raise ValueError(f"beam_size {beam_size} exceeds max_seq_length {max_seq_length}")
+      raise QuestionAnswererError(f"beam_size {beam_size} exceeds max_seq_length "
+                                  f"{max_seq_length}: pass beam_size <= {max_seq_length}")
     self.squad_v2, self.head_kind = bool(squad_v2), head
     self.max_query_length, self.doc_stride = max_query_length, doc_stride
     self.n_best_size, self.max_answer_length = n_best_size, max_answer_length

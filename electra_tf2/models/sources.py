@@ -44,7 +44,8 @@ class Source:
 
   kind: "huggingface", "pretrained", "finetuned" or "official".
   tensors: `{official name: array}` in our layout.
-  architecture: the Hugging Face class (config.json's `architectures[0]`), else None.
+  architecture: the Hugging Face class (config.json's `architectures[0]`, else told from
+    the weights' names); None for the other kinds.
   label_lists: the label names of a fine-tuned source's heads, by task, when known.
   head_kinds: their kinds ("classification", "regression", "tagging", ...), when known.
   head_specs: a fine-tuned source's head specs by task (`Task.head_spec()`).
@@ -148,7 +149,7 @@ def _huggingface(found: Description) -> Source:
     label_lists["classifier"] = [labels[k] for k in sorted(labels, key=int)]
   return Source(found.path, "huggingface", found.bert_config, found.embedding_size,
                 directory.official_tensors(), found.vocab_file, found.do_lower_case,
-                found.architecture, label_lists)
+                directory.architecture, label_lists)
 
 
 def _numpy(variable_map) -> Dict[str, np.ndarray]:

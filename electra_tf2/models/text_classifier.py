@@ -5,7 +5,7 @@ The official head (finetune/classification/classification_tasks.py:218-235,
 dense. `head="hf"` is Hugging Face's `ElectraClassificationHead` instead
 (dropout, dense + GELU, dropout, `out_proj`), so an
 `ElectraForSequenceClassification` loads with its head; it is the default for
-such a directory.
+such a directory (with num_labels 1, regression: its one logit is the score).
 
   model = TextClassifier.from_pretrained("electra-small-discriminator", num_classes=2)
   model.compile(optimizer=model.official_optimizer(1e-4, 1000),
@@ -64,6 +64,8 @@ class HuggingFaceClassificationHead(TaskHead):
         reprs = self.dropout(reprs, training=training)
       reprs = layer(reprs)
     logits = ops.cast(reprs, "float32")
+    if self.units == 1:  # regression (num_labels 1): the score, as transformers' MSE reads it
+      return {"logits": logits, "predictions": logits[:, 0]}
     return {"logits": logits, "predictions": backend_ops.argmax(logits, -1)}
 
   def get_config(self) -> Dict[str, Any]:
@@ -113,11 +115,11 @@ class TextClassifier(TextModel):
     self.num_classes, self.head_kind, self.dropout_rate = num_classes, head, dropout_rate
     self.text_pairs = text_pairs
     self.label_list = list(label_list or [str(i) for i in range(num_classes)])
-    if num_classes == 1:
-      self.head = RegressionHead(task, dropout_rate=dropout_rate, dtype=self.dtype_policy)
-    elif head == "hf":
+    if head == "hf":
       self.head = HuggingFaceClassificationHead(task, num_classes, self.bert_config.hidden_size,
                                                 dropout_rate, dtype=self.dtype_policy)
+    elif num_classes == 1:
+      self.head = RegressionHead(task, dropout_rate=dropout_rate, dtype=self.dtype_policy)
     else:
       self.head = ClassificationHead(task, self.label_list, dropout_rate,
                                      dtype=self.dtype_policy)
@@ -173,8 +175,8 @@ class TextClassifier(TextModel):
     return super().from_source(source, **options)
 
   def source_head(self, source: sources.Source) -> Tuple[VariableMap, Dict[str, str]]:
-    head = self.head_kind if self.num_classes > 1 else "official"
-    return text_model.head_to_load(self, source, _source_head(source, head, self.head.task))
+    return text_model.head_to_load(self, source,
+                                   _source_head(source, self.head_kind, self.head.task))
 
   def get_config(self) -> Dict[str, Any]:
     config = super().get_config()

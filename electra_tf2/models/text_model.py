@@ -36,6 +36,7 @@ from electra_tf2 import batching, optimization, precision, predictions, variable
 from electra_tf2.atomic_io import atomic_directory
 from electra_tf2.encoder_config import BertConfig
 from electra_tf2.errors import ElectraError
+from electra_tf2.hparams import ConfigError
 from electra_tf2.layers.text_inputs import TextInputs
 from electra_tf2.models import keras_data, sources
 from electra_tf2.networks.encoder import Encoder
@@ -84,8 +85,9 @@ class TextModel(keras.Model):
     if isinstance(bert_config, dict):
       bert_config = BertConfig(**bert_config)
     if max_seq_length > bert_config.max_position_embeddings:
-      raise ValueError(f"max_seq_length {max_seq_length} exceeds max_position_embeddings "
-                       f"{bert_config.max_position_embeddings}")
+      raise ConfigError(f"max_seq_length {max_seq_length} exceeds max_position_embeddings "
+                        f"{bert_config.max_position_embeddings}: pass max_seq_length <= "
+                        f"{bert_config.max_position_embeddings}")
     self.bert_config = bert_config
     self.max_seq_length = max_seq_length
     self.text_inputs = TextInputs(vocab, do_lower_case, max_seq_length, sentencepiece_model,
@@ -101,6 +103,8 @@ class TextModel(keras.Model):
     super().build(input_shape)
 
   def __call__(self, inputs, *args, **kwargs):
+    if isinstance(inputs, (tuple, list)) and len(inputs) > 1:
+      self.check_pairs()
     if not isinstance(inputs, dict) and not tensorflow_backend():
       raise BackendError(f"{type(self).__name__} on {keras.backend.backend()} takes token-id "
                          "features, not strings: call it on model.featurize(texts), or use "
@@ -134,7 +138,17 @@ class TextModel(keras.Model):
     """The features of Python strings (and second texts of pairs), int32 numpy `[batch,
     longest row]` (or max_seq_length), made on the host without TensorFlow: what `call`
     takes on every backend, equal to the in-graph tokenizer's."""
+    if texts_b is not None:
+      self.check_pairs()
     return self.text_inputs.featurize(texts, texts_b, pad_to_max_length)
+
+  def check_pairs(self) -> None:
+    """One line unless the encoder has a second token type for the second text of a pair
+    (segment id 1: a checkpoint with type_vocab_size 1 has no embedding for it)."""
+    if self.bert_config.type_vocab_size < 2:
+      raise keras_data.InputDataError(
+          f"this model's encoder has type_vocab_size {self.bert_config.type_vocab_size}: no "
+          "token type for the second text of a pair (segment id 1); give single texts")
 
   def encode(self, features: Features, training: bool = False):
     """The encoder's states `[batch, seq_len, hidden]` of TextInputs' features."""
@@ -174,7 +188,12 @@ class TextModel(keras.Model):
   def from_source(cls, source: sources.Source, **options) -> "TextModel":
     """A model of `source`'s shape and vocabulary (weights not loaded); max_seq_length
     defaults to 128 or the source's max_position_embeddings if fewer."""
-    options.setdefault("max_seq_length", min(128, source.bert_config.max_position_embeddings))
+    limit = source.bert_config.max_position_embeddings
+    options.setdefault("max_seq_length", min(128, limit))
+    if options["max_seq_length"] > limit:
+      raise sources.SourceError(f"max_seq_length {options['max_seq_length']} exceeds the "
+                                f"max_position_embeddings {limit} of {source.path}: pass "
+                                f"max_seq_length <= {limit}")
     options.setdefault("sentencepiece_model", source.sentencepiece_model())
     options.setdefault("strip_accents", source.strip_accents)
     return cls(source.bert_config, source.embedding_size, source.vocab_tokens(),
@@ -221,6 +240,8 @@ class TextModel(keras.Model):
   def _text_inputs_of(self, columns: Tuple[np.ndarray, ...]):
     """Checked text columns -> what `call` takes from Keras: tf.string tensors on
     TensorFlow, else their features padded to max_seq_length (Keras batches them)."""
+    if len(columns) > 1:
+      self.check_pairs()
     if not tensorflow_backend():
       return self.featurize(*columns, pad_to_max_length=True)
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
@@ -255,6 +276,8 @@ class TextModel(keras.Model):
     if dtype is not None and precision.check_dtype(dtype) != self.dtype_policy.name:
       return self.with_dtype(dtype).predict(x, batch_size, verbose, steps, callbacks)
     columns = _string_columns(keras_data.texts(x, "x", self.text_columns()))
+    if columns is not None and len(columns) > 1:
+      self.check_pairs()
     if columns is None or steps is not None or callbacks is not None:
       return _padded(super().predict(**self._keras_arguments(
           keras.Model.predict, (x,), dict(batch_size=batch_size, verbose=verbose, steps=steps,
@@ -342,6 +365,8 @@ class TextModel(keras.Model):
 
   def text_features(self, *texts) -> Features:
     """The BERT features `call` computes from tf.string `[batch]` texts (TextInputs')."""
+    if len(texts) > 1:
+      self.check_pairs()
     return self.text_inputs(*texts)
 
   def litert_features(self, featurizer, *texts) -> Features:

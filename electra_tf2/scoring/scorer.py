@@ -219,9 +219,10 @@ class TextScorer:
     """A TextScorer on an `ElectraPretrainer` already in memory (strip_accents: None is
     the official rule, stripped when lowercasing)."""
     model.check_electra_discriminator(f"scoring {name}", "scoring needs an ELECTRA model")
-    if max_seq_length > model.discriminator.bert_config.max_position_embeddings:
+    limit = model.discriminator.bert_config.max_position_embeddings
+    if max_seq_length > limit:
       raise ScoringError(f"max_seq_length {max_seq_length} exceeds max_position_embeddings "
-                         f"{model.discriminator.bert_config.max_position_embeddings}")
+                         f"{limit} of {name}: pass --max-seq-length {limit} or less")
     function, tokens, stride = graph.score_function(model, vocab_file, do_lower_case,
                                                     max_seq_length, window_stride, strip_accents)
     sentencepiece = vocab_lib.vocab_kind(vocab_file) == "sentencepiece"

@@ -314,8 +314,11 @@ def resolve_finetuning_config(model_name: str, data_dir: str,
   values["encoder_config"] = _encoder_config(values, pretrained).to_dict()
   config = FinetuningConfig.from_dict(values)
   if config.max_seq_length > config.encoder_config.max_position_embeddings:
-    raise ConfigError(f"max_seq_length {config.max_seq_length} exceeds the encoder's "
-                      f"max_position_embeddings {config.encoder_config.max_position_embeddings}")
+    limit = config.encoder_config.max_position_embeddings
+    whose = f"{source}'s" if pretrained is not None else "the encoder's"
+    raise ConfigError(f"max_seq_length {config.max_seq_length} exceeds {whose} "
+                      f"max_position_embeddings {limit}: pass --hparams "
+                      f"'{{\"max_seq_length\": {limit}}}' or less")
   return config
 
 

@@ -1,0 +1,236 @@
+"""Hugging Face ELECTRA checkpoints of shapes and settings the other tests do not use.
+
+Embedding size equal to, below and above the hidden size, head sizes 16 and 96,
+an intermediate size that is not 4 x hidden, relu and tanh, type_vocab_size 1
+and 3, a vocabulary of 8000, config.json without `architectures`, a regression
+(num_labels 1) classifier; and the settings that must be refused in one line
+(tanh-approximated GELUs, a generator head transformers computes otherwise,
+max_seq_length above max_position_embeddings). Oracle: transformers on the
+same checkpoint and the same token ids.
+"""
+
+import json
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from hf_models import TEXTS, hf_tokenizer, load_hf, save_hf_model  # noqa: E402 (USE_TF=0)
+from fixtures import WORD_VOCAB, noisy_pretrainer  # noqa: E402
+import torch  # noqa: E402
+import electra_tf2  # noqa: E402
+from electra_tf2 import model_directory  # noqa: E402
+from electra_tf2.checkpoints import directories, huggingface  # noqa: E402
+from electra_tf2.conversion import convert, hf_export, hf_import  # noqa: E402
+from electra_tf2.encoder_config import BertConfig  # noqa: E402
+from electra_tf2.tasks.config import resolve_finetuning_config  # noqa: E402
+
+TOLERANCE = 1e-4
+PAIRS_B = ["a dog runs fast", "he was born in new york city", "paris", "we see it"]
+TINY = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64)
+# (name, ElectraConfig values, pairs): every shape hidden 32 or 96, 2 layers or fewer.
+SHAPES = [
+    ("embedding = hidden, head 16, intermediate 50, relu, 3 token types",
+     dict(TINY, embedding_size=32, intermediate_size=50, hidden_act="relu", type_vocab_size=3),
+     True),
+    ("one head of 96, embedding 48 < hidden, tanh",
+     dict(TINY, hidden_size=96, num_attention_heads=1, embedding_size=48, hidden_act="tanh",
+          num_hidden_layers=1), True),
+    ("vocab 8000, embedding 48 > hidden, 1 token type",
+     dict(TINY, embedding_size=48, type_vocab_size=1,
+          tokens=WORD_VOCAB + [f"w{i}" for i in range(8000 - len(WORD_VOCAB))]), False),
+]
+
+
+def without_architectures(path):
+  """config.json as transformers reads it without `architectures` (AutoModel: ElectraModel)."""
+  config_file = os.path.join(path, "config.json")
+  with open(config_file) as f:
+    config = json.load(f)
+  del config["architectures"]
+  with open(config_file, "w") as f:
+    json.dump(config, f)
+  return path
+
+
+def torch_inputs(path, texts, texts_b=None):
+  encoded = hf_tokenizer(path)(texts, texts_b, padding=True, return_tensors="pt")
+  return encoded, encoded["attention_mask"].numpy().astype(bool)
+
+
+def assert_one_line(error, *words):
+  message = str(error)
+  assert "\n" not in message, message
+  for word in words:
+    assert word in message, (word, message)
+
+
+@pytest.mark.parametrize("name,shape,pairs", SHAPES, ids=[s[0] for s in SHAPES])
+def test_discriminator_and_encoder_equal_transformers(tmp_path, name, shape, pairs):
+  path = save_hf_model(str(tmp_path / "hf"), **shape)
+  model = electra_tf2.Discriminator.from_pretrained(path)
+  assert model.loading_report.ok
+  out = model.predict(TEXTS, verbose=0)
+  encoded, mask = torch_inputs(path, TEXTS)
+  np.testing.assert_array_equal(out["input_ids"], encoded["input_ids"].numpy())
+  torch_model = load_hf(path, "ElectraForPreTraining")
+  with torch.no_grad():
+    logits = torch_model(**encoded).logits.numpy()
+  diff = float(np.abs(out["logits"] - logits)[mask].max())
+  print(f"\n{name}: Discriminator max |diff| = {diff:.2g}")
+  assert diff <= TOLERANCE
+  if pairs:
+    classifier = electra_tf2.TextClassifier.from_pretrained(path, num_classes=2)
+    features = classifier.text_inputs(tf.constant(TEXTS), tf.constant(PAIRS_B))
+    encoded, mask = torch_inputs(path, TEXTS, PAIRS_B)
+    np.testing.assert_array_equal(features["segment_ids"], encoded["token_type_ids"].numpy())
+    with torch.no_grad():
+      hidden = torch_model.electra(**encoded).last_hidden_state.numpy()
+    diff = float(np.abs(np.asarray(classifier.encode(features)) - hidden)[mask].max())
+    print(f"{name}: encoder on pairs max |diff| = {diff:.2g}")
+    assert diff <= TOLERANCE
+
+
+def test_embedding_equal_to_hidden_round_trips_bit_exactly(tmp_path):
+  """No embeddings_project: from-hf then hf-export gives the same tensors, nothing else."""
+  path = save_hf_model(str(tmp_path / "hf"), **SHAPES[0][1])
+  out = str(tmp_path / "model")
+  assert convert.main(["from-hf", "--hf-dir", path, "--output-dir", out]) == 0
+  exported = str(tmp_path / "export")
+  hf_export.export_hugging_face(model_directory.restore_pretrainer(out), exported)
+  original = huggingface.read_directory(path).tensors
+  again = huggingface.read_directory(exported).tensors
+  assert not any("embeddings_project" in n for n in again)
+  assert sorted(again) == sorted(original)
+  for name, value in original.items():
+    assert again[name].tobytes() == value.tobytes(), name
+
+
+ARCHITECTURES = ["ElectraForPreTraining", "ElectraForMaskedLM", "ElectraModel",
+                 "ElectraForSequenceClassification", "ElectraForTokenClassification",
+                 "ElectraForQuestionAnswering", "ElectraForMultipleChoice"]
+
+
+@pytest.mark.parametrize("architecture", ARCHITECTURES)
+def test_architecture_is_told_from_the_weights_without_architectures(tmp_path, architecture):
+  path = without_architectures(save_hf_model(str(tmp_path / "hf"), architecture, **TINY))
+  assert huggingface.read_directory(path).architecture == architecture
+
+
+def test_sequence_classifier_without_architectures_loads_its_head(tmp_path):
+  path = without_architectures(save_hf_model(str(tmp_path / "hf"),
+                                             "ElectraForSequenceClassification", seed=5,
+                                             num_labels=3, **TINY))
+  model = electra_tf2.TextClassifier.from_pretrained(path)
+  assert model.head_kind == "hf" and model.num_classes == 3 and model.loading_report.ok
+  encoded, _ = torch_inputs(path, TEXTS, PAIRS_B)
+  with torch.no_grad():
+    theirs = load_hf(path, "ElectraForSequenceClassification")(**encoded).logits.numpy()
+  assert float(np.abs(model.predict((TEXTS, PAIRS_B), verbose=0) - theirs).max()) <= TOLERANCE
+
+
+def test_regression_classifier_equals_transformers(tmp_path):
+  """num_labels 1 (as STS-B): the Hugging Face head loads and gives the score [batch]."""
+  path = save_hf_model(str(tmp_path / "hf"), "ElectraForSequenceClassification", seed=5,
+                       num_labels=1, **TINY)
+  model = electra_tf2.TextClassifier.from_pretrained(path)
+  assert model.num_classes == 1 and model.head_kind == "hf" and model.loading_report.ok
+  encoded, _ = torch_inputs(path, TEXTS, PAIRS_B)
+  with torch.no_grad():
+    theirs = load_hf(path, "ElectraForSequenceClassification")(**encoded).logits.numpy()
+  ours = model.predict((TEXTS, PAIRS_B), verbose=0)
+  assert ours.shape == (len(TEXTS),)
+  assert float(np.abs(ours - theirs[:, 0]).max()) <= TOLERANCE
+
+
+@pytest.mark.parametrize("activation", ["gelu_new", "gelu_fast", "gelu_pytorch_tanh"])
+def test_tanh_approximated_gelu_is_refused_in_one_line(tmp_path, capsys, activation):
+  path = save_hf_model(str(tmp_path / "hf"), hidden_act=activation, **TINY)
+  with pytest.raises(electra_tf2.ElectraError) as error:
+    electra_tf2.Discriminator.from_pretrained(path)
+  assert_one_line(error.value, "config.json", "hidden_act", activation, "tanh")
+  out = str(tmp_path / "out")
+  assert convert.main(["from-hf", "--hf-dir", path, "--output-dir", out]) == 2
+  assert_one_line(capsys.readouterr().err.strip(), "error: ", "config.json", activation)
+  assert not os.path.exists(out)
+
+
+def test_generator_with_another_activation_is_refused_both_ways(tmp_path, capsys):
+  """transformers' generator head is gelu whatever hidden_act says; ELECTRA's is hidden_act."""
+  path = save_hf_model(str(tmp_path / "hf"), "ElectraForMaskedLM", hidden_act="relu", **TINY)
+  out = str(tmp_path / "out")
+  assert convert.main(["from-hf", "--hf-dir", path, "--output-dir", out]) == 2
+  assert_one_line(capsys.readouterr().err.strip(), "config.json", "hidden_act", "'relu'",
+                  "generator_predictions")
+  assert not os.path.exists(out)
+  model = noisy_pretrainer({"model_hparam_overrides": dict(TINY, hidden_act="relu"),
+                            "embedding_size": 16, "vocab_size": 40, "electra_objective": False,
+                            "uniform_generator": False}, seed=1, scale=0.1)
+  with pytest.raises(hf_export.HuggingFaceExportError) as error:
+    hf_export.export_hugging_face(model, str(tmp_path / "export"), generator=True)
+  assert_one_line(error.value, "hidden_act", "'relu'", "without --generator")
+  assert not os.path.exists(str(tmp_path / "export"))
+
+
+def test_max_seq_length_above_max_position_embeddings_is_one_line(tmp_path):
+  path = save_hf_model(str(tmp_path / "hf"), **TINY)  # max_position_embeddings 40
+  with pytest.raises(electra_tf2.ElectraError) as error:
+    electra_tf2.TextClassifier.from_pretrained(path, num_classes=2, max_seq_length=64)
+  assert_one_line(error.value, path, "max_seq_length 64", "max_position_embeddings 40",
+                  "max_seq_length <= 40")
+  data = tmp_path / "data"
+  model_dir = str(data / "models" / "hf40")
+  hf_import.convert_directory(path, model_dir)
+  with pytest.raises(electra_tf2.ElectraError) as error:
+    resolve_finetuning_config("hf40", str(data), {"max_seq_length": 64}, "rte")
+  assert_one_line(error.value, model_dir, "max_seq_length 64", "max_position_embeddings 40",
+                  '"max_seq_length": 40')
+
+
+@pytest.mark.parametrize("hidden,layers,size", [(1024, 24, "large"), (768, 12, "base"),
+                                                (256, 12, "small"), (32, 2, "small")])
+def test_model_size_follows_the_shape(tmp_path, hidden, layers, size):
+  """A converted electra-large fine-tunes with the official large defaults (5e-5, 0.9)."""
+  bert = BertConfig(vocab_size=len(WORD_VOCAB), hidden_size=hidden, num_hidden_layers=layers,
+                    num_attention_heads=max(1, hidden // 64), intermediate_size=4 * hidden)
+  directory = huggingface.HuggingFaceDirectory(
+      str(tmp_path / "hf"), {}, "ElectraForPreTraining", bert, hidden, {},
+      huggingface.SAFETENSORS_FILE, None, True)
+  config = hf_import.pretraining_config(directory)
+  assert config.model_size == size
+  model_dir = str(tmp_path / "data" / "models" / "hf")
+  directories.write_config(model_dir, directories.PRETRAIN_CONFIG_FILE,
+                           config.replace(model_dir=model_dir).to_dict(),
+                           directories.PRETRAIN_PATH_KEYS)
+  finetuning = resolve_finetuning_config("hf", str(tmp_path / "data"), {}, "mnli")
+  large = size == "large"
+  assert finetuning.learning_rate == (5e-5 if large else 1e-4)
+  assert finetuning.layerwise_lr_decay == (0.9 if large else 0.8)
+
+
+def test_question_answerer_of_a_short_checkpoint_says_what_to_pass(tmp_path):
+  """max_position_embeddings 40: the default max_query_length 64 leaves no window."""
+  path = save_hf_model(str(tmp_path / "hf"), "ElectraForQuestionAnswering", **TINY)
+  with pytest.raises(electra_tf2.ElectraError) as error:
+    electra_tf2.QuestionAnswerer.from_pretrained(path)
+  assert_one_line(error.value, "max_seq_length 40", "max_query_length 64",
+                  "max_query_length <= 36")
+  model = electra_tf2.QuestionAnswerer.from_pretrained(path, max_query_length=16)
+  assert model.head_kind == "hf" and model.loading_report.ok
+
+
+def test_pairs_on_one_token_type_are_one_line(tmp_path):
+  """type_vocab_size 1: segment id 1 has no embedding (transformers fails on it too)."""
+  path = save_hf_model(str(tmp_path / "hf"), type_vocab_size=1, **TINY)
+  model = electra_tf2.TextClassifier.from_pretrained(path, num_classes=2)
+  assert model.predict(["a cat"], verbose=0).shape == (1, 2)
+  for pairs in (lambda: model.predict((["a cat"], ["the mat"]), verbose=0),
+                lambda: model.featurize(["a cat"], ["the mat"]),
+                lambda: model((tf.constant(["a cat"]), tf.constant(["the mat"])))):
+    with pytest.raises(electra_tf2.ElectraError) as error:
+      pairs()
+    assert_one_line(error.value, "type_vocab_size 1", "single texts")
+  with pytest.raises(electra_tf2.ElectraError) as error:
+    electra_tf2.QuestionAnswerer.from_pretrained(path, max_query_length=16)
+  assert_one_line(error.value, "type_vocab_size is 1", "segment 1")
