@@ -183,3 +183,26 @@ def test_embedding_block_table_gradient_sums_in_float32_inside_a_mixed_precision
 
   (grad,) = gradients(loss, values[word])
   np.testing.assert_array_equal(grad[3], np.full(4, 257.0, np.float32))
+
+
+@pytest.mark.parametrize("type_vocab_size", [1, 2])
+def test_token_types_at_inference_are_the_official_one_hot(type_vocab_size):
+  """Inference gathers the token-type rows; training (and the official code) multiplies a
+  one-hot by the table, whose row for an id past the table is zeros: a model with one
+  token type given pairs (segment 1) adds nothing for segment 1 (before: a gather error)."""
+  from electra_tf2.layers.embeddings import EmbeddingBlock
+  block = EmbeddingBlock(10, 4, max_position_embeddings=8, type_vocab_size=type_vocab_size,
+                         dropout_rate=0.0)
+  ids = np.array([[2, 3, 4, 5, 6]], np.int32)
+  segments = np.array([[0, 0, 1, 1, 1]], np.int32)
+  block(tensor(ids), tensor(segments))
+  types = numpy(block.token_type_embeddings)
+  one_hot = (segments[..., None] == np.arange(type_vocab_size)).astype(np.float32)  # tf.one_hot
+  expected_sum = numpy(block.word_embeddings)[ids] + np.einsum("bst,te->bse", one_hot, types) \
+      + numpy(block.position_embeddings)[:5][None]
+  mean = expected_sum.mean(-1, keepdims=True)
+  var = ((expected_sum - mean) ** 2).mean(-1, keepdims=True)
+  expected = (expected_sum - mean) / np.sqrt(var + 1e-12)  # LayerNorm at its initial 1, 0
+  for training in (False, True):
+    np.testing.assert_allclose(numpy(block(tensor(ids), tensor(segments), training=training)),
+                               expected, atol=1e-5)

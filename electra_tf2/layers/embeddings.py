@@ -90,9 +90,12 @@ class EmbeddingBlock(keras.layers.Layer):
     # be sparse, which changes the global norm that gradients are clipped by).
     # Inference gathers the same rows (exactly: one 1 and zeros per row).
     types = ops.cast(self.token_type_embeddings, dtype)
-    if training:
-      one_hot = ops.one_hot(segment_ids, self.type_vocab_size, dtype=dtype)
+    if training:  # tf.one_hot's zeros past the table (PyTorch's one_hot raises there)
+      one_hot = ops.cast(ops.equal(ops.expand_dims(ops.cast(segment_ids, "int32"), -1),
+                                   ops.arange(self.type_vocab_size, dtype="int32")), dtype)
       embeddings += backend_ops.einsum("bst,te->bse", one_hot, types)
+    elif self.type_vocab_size == 1:  # pairs' segment 1 is past the table: the one-hot's zeros
+      embeddings += ops.expand_dims(ops.cast(ops.equal(segment_ids, 0), dtype), -1) * types[0]
     else:
       embeddings += backend_ops.take_rows(types, segment_ids)
     embeddings += ops.expand_dims(ops.cast(self.position_embeddings[:seq_len], dtype), 0)

@@ -130,7 +130,7 @@ def get_final_text(pred_text: str, orig_text: str, do_lower_case: bool,
 
 def _candidate_text(feature: Mapping[str, Any], task: str, doc_tokens: Sequence[str],
                     start_index: int, end_index: int, do_lower_case: bool,
-                    strip_accents: Optional[bool]) -> str:
+                    strip_accents: Optional[bool] = None) -> str:
   tok_tokens = feature[task + "_tokens"][start_index:end_index + 1]
   token_to_orig_map = feature[task + "_token_to_orig_map"]
   orig_tokens = doc_tokens[token_to_orig_map[start_index]:token_to_orig_map[end_index] + 1]
