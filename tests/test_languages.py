@@ -291,26 +291,34 @@ def test_build_data_on_a_corpus_empty_once_normalised_is_one_line(tmp_path, spm_
 def spm_model_dir(tmp_path_factory, spm_model):
   """DATA with spm.model only, TFRecords built with it, and a tiny model pre-trained 2 steps."""
   import shutil
-  from electra_tf2.pretraining.config import resolve_pretraining_config
-  from electra_tf2.data_prep.builder import BuildConfig, build_pretraining_data
-  from electra_tf2.training.pretraining import run_pretraining
   root = tmp_path_factory.mktemp("spm_data")
   data = root / "data"
   data.mkdir()
   shutil.copy(spm_model, data / "spm.model")
   corpus = write_corpus(str(root / "corpus"), documents=8)
-  build_pretraining_data(BuildConfig(inputs=[corpus], vocab_file=str(data / "spm.model"),
+  config = pretrain_tiny(data, corpus, str(data / "spm.model"), 60, deterministic=True)
+  assert config.vocab_file == str(data / "spm.model")  # found without a vocab.txt
+  assert config.special_ids == SpecialTokenIds(0, 1, 2, 3, 4)
+  return config.model_dir
+
+
+def pretrain_tiny(data, corpus, vocab_file, vocab_size, strip_accents=None, **hparams):
+  """DATA/pretrain_tfrecords built from `corpus` with `vocab_file`, and a tiny model
+  pre-trained 2 steps on them; returns its config."""
+  from electra_tf2.pretraining.config import resolve_pretraining_config
+  from electra_tf2.data_prep.builder import BuildConfig, build_pretraining_data
+  from electra_tf2.training.pretraining import run_pretraining
+  build_pretraining_data(BuildConfig(inputs=[corpus], vocab_file=vocab_file,
+                                     strip_accents=strip_accents,
                                      output_dir=str(data / "pretrain_tfrecords"),
                                      max_seq_length=32, num_shards=1, seed=0, progress=False),
                          log=lambda s: None)
   config = resolve_pretraining_config("electra_small", str(data), {
-      "num_train_steps": 2, "train_batch_size": 4, "max_seq_length": 32, "vocab_size": 60,
-      "model_hparam_overrides": TINY_ENCODER, "embedding_size": 16,
-      "save_checkpoints_steps": 2, "seed": 1, "deterministic": True})
-  assert config.vocab_file == str(data / "spm.model")  # found without a vocab.txt
-  assert config.special_ids == SpecialTokenIds(0, 1, 2, 3, 4)
+      "num_train_steps": 2, "train_batch_size": 4, "max_seq_length": 32,
+      "vocab_size": vocab_size, "model_hparam_overrides": TINY_ENCODER, "embedding_size": 16,
+      "save_checkpoints_steps": 2, "seed": 1, **hparams})
   run_pretraining(config)
-  return config.model_dir
+  return config
 
 
 def test_pretraining_on_sentencepiece_data_describes_the_model_directory(spm_model_dir,
@@ -626,25 +634,13 @@ def test_question_answerer_with_sentencepiece_fits_predicts_and_exports(spm_mode
 def korean_model_dir(tmp_path_factory):
   """DATA/vocab.txt learned, and TFRecords built, without accent stripping (the vocabulary
   report's advice for Korean), and a tiny model pre-trained 2 steps on them."""
-  from electra_tf2.pretraining.config import resolve_pretraining_config
-  from electra_tf2.data_prep.builder import BuildConfig, build_pretraining_data
-  from electra_tf2.training.pretraining import run_pretraining
   root = tmp_path_factory.mktemp("korean_data")
   data = root / "data"
   data.mkdir()
   corpus = write_corpus(str(root / "corpus"), documents=8)
   vocab = str(data / "vocab.txt")
   build_vocab.learn_vocab_from_files([corpus], 120, vocab, strip_accents=False, log=None)
-  build_pretraining_data(BuildConfig(inputs=[corpus], vocab_file=vocab, strip_accents=False,
-                                     output_dir=str(data / "pretrain_tfrecords"),
-                                     max_seq_length=32, num_shards=1, seed=0, progress=False),
-                         log=lambda s: None)
-  config = resolve_pretraining_config("electra_small", str(data), {
-      "num_train_steps": 2, "train_batch_size": 4, "max_seq_length": 32, "vocab_size": 120,
-      "model_hparam_overrides": TINY_ENCODER, "embedding_size": 16,
-      "save_checkpoints_steps": 2, "seed": 1})
-  run_pretraining(config)
-  return str(data), config.model_dir
+  return str(data), pretrain_tiny(data, corpus, vocab, 120, strip_accents=False).model_dir
 
 
 KOREAN_TEXTS = ["한국어 문장 학교", "선생님 사랑 über schön", "Привет 中文 句子"]
