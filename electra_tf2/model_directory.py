@@ -10,7 +10,6 @@ guards a resumed run.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from typing import Any, Dict, Mapping, Optional
 
@@ -155,24 +154,10 @@ def check_same_architecture(config: "PretrainingConfig", saved_values: Mapping[s
 
 
 def write_tokenizer_description(config: PretrainingConfig, model_dir: str) -> None:
-  """`model_dir/tokenizer_description.json`: `pretraining_tokenizer(config)` (if any)."""
-  description = pretraining_tokenizer(config)
+  """`model_dir/tokenizer_description.json`: the config's vocabulary with the casing of
+  the TFRecords (text/description.py `pretraining_description`), if there is a vocabulary."""
+  description = tokenizer_description.pretraining_description(
+      config.vocab_file, config.do_lower_case,
+      input_pipeline.tfrecord_files(config.pretrain_tfrecords or ""))
   if description is not None:
     tokenizer_description.write_description(model_dir, description)
-
-
-def pretraining_tokenizer(config: PretrainingConfig
-                          ) -> Optional[tokenizer_description.TokenizerDescription]:
-  """The tokenizer the model is pre-trained with: the config's vocabulary (None without
-  one), with the casing of the TFRecords' description where they have one (`electra
-  build-data --no-strip-accents` for Korean), else with the config's do_lower_case."""
-  if not (config.vocab_file and os.path.exists(config.vocab_file)):
-    return None
-  described = tokenizer_description.describe_vocab(config.vocab_file, config.do_lower_case)
-  files = input_pipeline.tfrecord_files(config.pretrain_tfrecords or "")
-  for data_dir in sorted({os.path.dirname(f) for f in files}):
-    if os.path.exists(os.path.join(data_dir, tokenizer_description.DESCRIPTION_FILE)):
-      data = tokenizer_description.read_description(data_dir, config.vocab_file)
-      return dataclasses.replace(described, do_lower_case=data.do_lower_case,
-                                 strip_accents=data.strip_accents)
-  return described

@@ -181,6 +181,10 @@ def test_every_tensorflow_tool_reads_the_jax_model_directory(reference, tmp_path
       HPARAMS, model_dir=continued, num_train_steps=14, save_checkpoints_steps=2))
   result = pretraining.run_pretraining(config)
   assert result["step"] == 14 and np.isfinite(result["final_losses"]["total_loss"])
+  # The JAX run described its tokenizer as the TensorFlow trainer does (it rewrote it).
+  names = [os.path.join(d, "tokenizer_description.json") for d in (whole, continued)]
+  jax_side, tf_side = (json.load(open(name, encoding="utf-8")) for name in names)
+  assert jax_side == tf_side and jax_side["kind"] == "wordpiece"
 
 
 @pytest.mark.slow

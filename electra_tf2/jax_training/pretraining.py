@@ -38,7 +38,9 @@ from electra_tf2.atomic_io import write_json_atomic
 from electra_tf2.checkpoints import portable
 from electra_tf2.checkpoints.file_names import PRETRAIN_CONFIG_FILE
 from electra_tf2.pretraining.config import PretrainingConfig
+from electra_tf2.text import description as tokenizer_description
 from electra_tf2.data_io.pretraining import PretrainingDataReader
+from electra_tf2.data_io.tfrecord import tfrecord_files
 from electra_tf2.errors import ElectraError
 from electra_tf2.hparams import ConfigError
 from electra_tf2.models.pretrainer import ElectraPretrainer
@@ -256,6 +258,10 @@ def _train(config: PretrainingConfig, options: RunOptions) -> Dict[str, Any]:
   start_step = _start(run, reader)
   os.makedirs(config.model_dir, exist_ok=True)
   write_json_atomic(os.path.join(config.model_dir, PRETRAIN_CONFIG_FILE), config.to_dict())
+  description = tokenizer_description.pretraining_description(
+      config.vocab_file, config.do_lower_case, tfrecord_files(config.pretrain_tfrecords or ""))
+  if description is not None:  # as the TensorFlow trainer's (model_directory.py)
+    tokenizer_description.write_description(config.model_dir, description)
   progress = ProgressLogger(config.num_train_steps, start_step,
                             os.path.join(config.model_dir, "train"), config.max_seq_length)
   log_every = options.log_every or config.iterations_per_loop

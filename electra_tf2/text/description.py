@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, Optional, Sequence, Tuple
 
 from electra_tf2 import vocab as vocab_lib
 from electra_tf2.atomic_io import write_json_atomic
@@ -90,6 +90,22 @@ def describe_vocab(vocab_file: str, do_lower_case: bool = True,
                               SpecialTokenIds(*(vocab[t] for t in tokens)))
 
 
+def pretraining_description(vocab_file: Optional[str], do_lower_case: bool,
+                            tfrecord_files: Sequence[str]) -> Optional[TokenizerDescription]:
+  """The tokenizer a model is pre-trained with: `vocab_file` (None without one), with the
+  casing of the TFRecords' description where their directory has one (`electra build-data
+  --no-strip-accents` for Korean), else with `do_lower_case` and the official rule."""
+  if not (vocab_file and os.path.exists(vocab_file)):
+    return None
+  described = describe_vocab(vocab_file, do_lower_case)
+  for data_dir in sorted({os.path.dirname(f) for f in tfrecord_files}):
+    if os.path.exists(os.path.join(data_dir, DESCRIPTION_FILE)):
+      data = read_description(data_dir, vocab_file)
+      return dataclasses.replace(described, do_lower_case=data.do_lower_case,
+                                 strip_accents=data.strip_accents)
+  return described
+
+
 def write_description(directory: str, description: TokenizerDescription) -> str:
   """Writes `directory/tokenizer_description.json` atomically; returns its path."""
   path = os.path.join(directory, DESCRIPTION_FILE)
@@ -150,5 +166,5 @@ def _differences(saved: TokenizerDescription, actual: TokenizerDescription) -> l
   return out
 
 
-__all__ = ["DESCRIPTION_FILE", "TokenizerDescription", "describe_vocab", "write_description",
-           "read_description"]
+__all__ = ["DESCRIPTION_FILE", "TokenizerDescription", "describe_vocab", "pretraining_description",
+           "read_description", "write_description"]
