@@ -93,12 +93,16 @@ def check_kind(path: str, kind: Optional[str], flag: str = "--kind") -> str:
 _KIND_NAMES = {"wordpiece": "WordPiece vocab.txt", "sentencepiece": "SentencePiece model"}
 
 
-def load_vocab(path: str, expected_size: Optional[int] = None) -> Dict[str, int]:
+def load_vocab(path: str, expected_size: Optional[int] = None,
+               table_size: Optional[int] = None) -> Dict[str, int]:
   """Reads and validates a vocabulary file.
 
   Args:
     path: the vocab file, one token per line.
     expected_size: if given, the number of tokens the model config expects.
+    table_size: if given, the embedding rows of the model that ships this vocab: fewer
+      tokens are a padded table (only the vocab's ids are ever looked up, as in the
+      official code and transformers), more are refused.
 
   Returns:
     token -> id, in file order.
@@ -113,11 +117,12 @@ def load_vocab(path: str, expected_size: Optional[int] = None) -> Dict[str, int]
     version = (stat.st_mtime_ns, stat.st_size)  # a changed file is read again
   except OSError:
     version = None
-  return dict(_load_vocab_cached(path, version, expected_size))
+  return dict(_load_vocab_cached(path, version, expected_size, table_size))
 
 
 @functools.lru_cache(maxsize=8)
-def _load_vocab_cached(path: str, version, expected_size: Optional[int]):
+def _load_vocab_cached(path: str, version, expected_size: Optional[int],
+                       table_size: Optional[int]):
   del version  # part of the cache key only
   if not os.path.isfile(path):
     raise VocabError(f"vocab file {path} does not exist: pass an existing vocab.txt or "
@@ -131,6 +136,10 @@ def _load_vocab_cached(path: str, version, expected_size: Optional[int]):
     raise VocabError(f"vocab file {path} has {len(vocab)} tokens but the model config "
                      f"says vocab_size={expected_size}: pass --hparams "
                      f"'{{\"vocab_size\": {len(vocab)}}}' or the matching vocab")
+  if table_size is not None and len(vocab) > table_size:
+    raise VocabError(f"vocab file {path} has {len(vocab)} tokens, more than the model's "
+                     f"{table_size} embedding rows: put back the vocab the model was "
+                     "trained with")
   return tuple(vocab.items())
 
 

@@ -35,7 +35,8 @@ def save_hf_model(path: str, architecture: str = "ElectraForPreTraining", cased:
   word vocabulary) to `path`; returns it."""
   torch.manual_seed(seed)
   tokens = tokens or vocab_tokens(cased)
-  values = dict(SHAPE, vocab_size=len(tokens), pad_token_id=0, **shape)
+  values = dict(SHAPE, vocab_size=len(tokens), pad_token_id=0)
+  values.update(shape)  # vocab_size above len(tokens): a padded embedding table
   if num_labels is not None:
     values["num_labels"] = num_labels
   model = getattr(transformers, architecture)(transformers.ElectraConfig(**values)).eval()

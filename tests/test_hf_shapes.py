@@ -3,7 +3,7 @@
 Embedding size equal to, below and above the hidden size, head sizes 16 and 96,
 an intermediate size that is not 4 x hidden, relu and tanh, type_vocab_size 1
 and 3, a vocabulary of 8000, config.json without `architectures`, a regression
-(num_labels 1) classifier; and the settings that must be refused in one line
+(num_labels 1) classifier, an embedding table padded past the vocabulary; and the settings that must be refused in one line
 (tanh-approximated GELUs, a generator head transformers computes otherwise,
 max_seq_length above max_position_embeddings). Oracle: transformers on the
 same checkpoint and the same token ids.
@@ -24,6 +24,7 @@ from electra_tf2 import model_directory  # noqa: E402
 from electra_tf2.checkpoints import directories, huggingface  # noqa: E402
 from electra_tf2.conversion import convert, hf_export, hf_import  # noqa: E402
 from electra_tf2.encoder_config import BertConfig  # noqa: E402
+from electra_tf2.tasks import task_builder  # noqa: E402
 from electra_tf2.tasks.config import resolve_finetuning_config  # noqa: E402
 
 TOLERANCE = 1e-4
@@ -234,3 +235,41 @@ def test_pairs_on_one_token_type_are_one_line(tmp_path):
   with pytest.raises(electra_tf2.ElectraError) as error:
     electra_tf2.QuestionAnswerer.from_pretrained(path, max_query_length=16)
   assert_one_line(error.value, "type_vocab_size is 1", "segment 1")
+
+
+def test_padded_embedding_table_loads_fine_tunes_and_exports(tmp_path):
+  """vocab_size 12 rows above vocab.txt (padded, as transformers accepts): the Keras
+  models equal transformers, the converted model dir fine-tunes with its own vocab and
+  hf-exports the same weights; a vocab longer than the table, or a short one that is not
+  the model's own, is still refused in one line."""
+  padded = len(WORD_VOCAB) + 12
+  path = save_hf_model(str(tmp_path / "hf"), vocab_size=padded, **TINY)
+  model = electra_tf2.Discriminator.from_pretrained(path)
+  encoded, mask = torch_inputs(path, TEXTS)
+  with torch.no_grad():
+    theirs = load_hf(path, "ElectraForPreTraining")(**encoded).logits.numpy()
+  assert float(np.abs(model.predict(TEXTS, verbose=0)["logits"] - theirs)[mask].max()) <= TOLERANCE
+
+  data = tmp_path / "data"
+  model_dir = str(data / "models" / "padded")
+  assert convert.main(["from-hf", "--hf-dir", path, "--output-dir", model_dir]) == 0
+  config = resolve_finetuning_config("padded", str(data), {"max_seq_length": 32}, "rte")
+  assert config.vocab_size == padded and config.vocab_file == os.path.join(model_dir, "vocab.txt")
+  task_builder.check_vocab(config)
+  task_builder.make_tokenizer(config, True)
+  exported = str(tmp_path / "export")
+  hf_export.export_hugging_face(model_directory.restore_pretrainer(model_dir), exported)
+  with torch.no_grad():
+    again = load_hf(exported, "ElectraForPreTraining")(**encoded).logits.numpy()
+  assert float(np.abs(again - theirs).max()) <= TOLERANCE
+
+  with open(data / "vocab.txt", "w", encoding="utf-8") as f:  # the data dir's, not the model's
+    f.write("\n".join(WORD_VOCAB) + "\n")
+  with pytest.raises(electra_tf2.ElectraError) as error:
+    task_builder.check_vocab(config.replace(vocab_file=str(data / "vocab.txt")))
+  assert_one_line(error.value, f"has {len(WORD_VOCAB)} tokens", f"vocab_size={padded}")
+  with open(os.path.join(path, "vocab.txt"), "a", encoding="utf-8") as f:
+    f.write("".join(f"extra{i}\n" for i in range(13)))
+  with pytest.raises(electra_tf2.ElectraError) as error:
+    huggingface.read_directory(path)
+  assert_one_line(error.value, f"has {padded + 1} tokens", f"more than the {padded} rows")

@@ -290,9 +290,11 @@ def read_directory(path: str) -> HuggingFaceDirectory:
   if vocab_file is not None:
     with open(vocab_file, encoding="utf-8") as f:
       size = sum(1 for _ in f)
-    if size != bert.vocab_size:
-      raise HuggingFaceImportError(f"{vocab_file} has {size} tokens but the embeddings "
-                                   f"(vocab_size in {CONFIG_FILE}) have {bert.vocab_size}")
+    if size > bert.vocab_size:  # fewer is a padded table, as transformers allows
+      raise HuggingFaceImportError(f"{vocab_file} has {size} tokens, more than the "
+                                   f"{bert.vocab_size} rows of the embeddings (vocab_size in "
+                                   f"{CONFIG_FILE}): put back the vocab.txt the model was "
+                                   "trained with")
   return directory
 
 

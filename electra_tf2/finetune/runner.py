@@ -40,7 +40,7 @@ from electra_tf2.tasks import classification
 from electra_tf2.tasks.config import FinetuningConfig, GLUE_TASKS
 from electra_tf2.tasks.preprocessing import Preprocessor
 from electra_tf2.tasks.task import FinetuningDataError, Task
-from electra_tf2.tasks.task_builder import get_tasks
+from electra_tf2.tasks.task_builder import check_vocab, get_tasks
 from electra_tf2.models import finetuning as model_lib
 from electra_tf2.checkpoints import describe as describe_lib
 from electra_tf2.checkpoints.directories import (PRETRAIN_CONFIG_FILE, PretrainedModelError,
@@ -398,7 +398,7 @@ def run_finetuning(config: FinetuningConfig, options: RunOptions = RunOptions()
   if not os.path.isdir(config.data_dir):
     raise FinetuningDataError(f"--data-dir {config.data_dir} does not exist")
   check_pretrained_model(config)  # before the vocab: a missing model is the likelier cause
-  vocab_lib.load_vocab(config.vocab_file, expected_size=config.vocab_size)
+  check_vocab(config)
   strategy = distribution.strategy_for(config, options)
   tasks = get_tasks(config)
   check_task_files(config, tasks)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from typing import Callable, Dict, List
 
 from electra_tf2.tasks import classification, qa, tagging
 from electra_tf2.tasks.config import ConfigError, FinetuningConfig
 from electra_tf2.tasks.task import CachedTokenizer, Task
+from electra_tf2.vocab import load_vocab
 
 TASKS: Dict[str, Callable[[FinetuningConfig, CachedTokenizer], Task]] = {
     "cola": classification.CoLA, "mrpc": classification.MRPC, "mnli": classification.MNLI,
@@ -24,15 +26,28 @@ def takes_pairs(name: str) -> bool:
   return bool(getattr(TASKS.get(name), "text_pairs", False))
 
 
+def check_vocab(config: FinetuningConfig) -> None:
+  """The vocab fits the encoder: as many tokens as its embedding rows, or fewer where it
+  is the pre-trained model's own vocab (a padded table, as transformers allows).
+
+  Raises:
+    VocabError: in one line, naming the vocab file and the fix.
+  """
+  model_dir = config.pretrained_model_dir
+  own = model_dir is not None and (os.path.dirname(os.path.abspath(config.vocab_file))
+                                   == os.path.abspath(model_dir))
+  load_vocab(config.vocab_file, **{"table_size" if own else "expected_size": config.vocab_size})
+
+
 def make_tokenizer(config: FinetuningConfig, lower_case: bool) -> CachedTokenizer:
   """The vocabulary's tokenizer (by its kind): our tensorflow-text FullTokenizer (BERT's),
   with the config's strip_accents when its casing is the config's (else the official
   rule), or a SentencePieceTokenizer."""
   from electra_tf2.text.kinds import load_tokenizer  # pylint: disable=g-import-not-at-top
+  check_vocab(config)
   strip = config.strip_accents if lower_case == config.do_lower_case else None
   return CachedTokenizer(load_tokenizer(config.vocab_file, do_lower_case=lower_case,
-                                        strip_accents=strip,
-                                        expected_vocab_size=config.vocab_size))
+                                        strip_accents=strip))
 
 
 def get_tasks(config: FinetuningConfig) -> List[Task]:
