@@ -28,7 +28,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
-from typing import Callable, Dict, Optional, Sequence
+from typing import Any, Callable, Dict, NamedTuple, Optional, Sequence
 
 
 import tensorflow as tf
@@ -308,10 +308,19 @@ def serving_module(model, kind: str, vocab_file: Optional[str] = None,
                        window_stride=window_stride, **options)
 
 
-def _load(model_dir: str, kind: Optional[str], checkpoint_path: Optional[str]):
-  """`(model, kind, vocab_file, do_lower_case, max_seq_length, finetuned, tokenizer)` of a
-  model directory; finetuned: a fine-tuned model's `(Description, FinetuningConfig)`, else
-  None; tokenizer: its tokenizer description (text/description.py), or None."""
+class _Loaded(NamedTuple):
+  """A model directory, loaded for export."""
+  model: Any  # the pre-trainer, or the fine-tuned model
+  kind: str  # "encoder", "discriminator" or "finetuned"
+  vocab_file: Optional[str]
+  do_lower_case: bool
+  max_seq_length: int
+  finetuned: Optional[tuple]  # a fine-tuned model's (Description, FinetuningConfig)
+  tokenizer: Any  # its tokenizer description (text/description.py), or None
+
+
+def _load(model_dir: str, kind: Optional[str], checkpoint_path: Optional[str]) -> _Loaded:
+  """The model of a model directory, with what its export needs."""
   found = describe_lib.describe(model_dir)
   if found.kind not in ("pretrained", "finetuned"):
     raise ExportError(f"--model-dir {model_dir} is {describe_lib.KIND_NAMES[found.kind]}: export "
@@ -323,13 +332,13 @@ def _load(model_dir: str, kind: Optional[str], checkpoint_path: Optional[str]):
     from electra_tf2.models import finetuning as finetune_model  # pylint: disable=g-import-not-at-top
     model, config = finetune_model.load_finetuned_model(found.model_dir,
                                                         checkpoint_path or found.checkpoint)
-    return (model, kind, found.vocab_file, found.do_lower_case, config.max_seq_length,
-            (found, config), found.tokenizer)
+    return _Loaded(model, kind, found.vocab_file, found.do_lower_case, config.max_seq_length,
+                   (found, config), found.tokenizer)
   config = found.pretraining_config
   model = model_directory.restore_pretrainer(found.model_dir, checkpoint_path or found.checkpoint,
                                              config)
-  return (model, kind, found.vocab_file, found.do_lower_case, config.max_seq_length, None,
-          found.tokenizer)
+  return _Loaded(model, kind, found.vocab_file, found.do_lower_case, config.max_seq_length,
+                 None, found.tokenizer)
 
 
 def _question_answerer(finetuned, model, vocab_file: str, do_lower_case: bool,
