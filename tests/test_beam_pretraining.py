@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import tarfile
+import tempfile
 
 import pytest
 
@@ -66,6 +67,23 @@ def test_examples_equal_the_single_machine_builder_and_the_reference(tmp_path, v
   info = read_info(str(tmp_path / "beam"))
   assert info["settings"]["runner"] == "DirectRunner" and info["settings"]["seed"] == 8
   assert info["stats"]["examples"] == summary.stats.examples
+
+
+def test_direct_runner_downloads_nothing_and_leaves_no_temporary_files(tmp_path, vocab_file,
+                                                                       monkeypatch):
+  """Beam 2.77's DirectRunner would fetch the Prism runner from GitHub first (offline: leave
+  empty beam-temp directories); ours runs the FnApiRunner at once, as its fallback does."""
+  from apache_beam.runners.portability import prism_runner
+  tried = []
+  monkeypatch.setattr(prism_runner.PrismRunner, "run_pipeline",
+                      lambda *args, **kwargs: tried.append(1) or 1 / 0)
+  temporary = tmp_path / "tmp"
+  temporary.mkdir()
+  monkeypatch.setattr(tempfile, "tempdir", str(temporary))
+  files = write_corpus(tmp_path / "corpus", seed=3, n_files=2)
+  summary, _ = beam_build(files, vocab_file, tmp_path / "beam")
+  assert summary.stats.examples > 0
+  assert not tried and not os.listdir(temporary)
 
 
 def test_archives_equal_the_single_machine_builder(tmp_path, vocab_file):

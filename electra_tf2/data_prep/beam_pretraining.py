@@ -223,9 +223,30 @@ class _InputExamplesFn(beam.DoFn):
     yield beam.pvalue.TaggedOutput(_REPORT, json.dumps(dataclasses.asdict(stats)))
 
 
+def _direct_runner(options: PipelineOptions):
+  """The DirectRunner's batch engine (Beam's FnApiRunner) where the options name the
+  DirectRunner, else None (the options' runner).
+
+  Beam 2.77's DirectRunner first downloads the Prism runner's binary from GitHub at run time
+  and runs the job there, and only offline falls back to the FnApiRunner (leaving empty
+  temporary directories behind). We go to the FnApiRunner straight away, as the fallback
+  does: no download, the same engine online and offline, and --direct_running_mode and
+  --direct_num_workers apply. `--runner PrismRunner` still chooses Prism.
+  """
+  name = options.view_as(StandardOptions).runner or "DirectRunner"
+  if name.rsplit(".", 1)[-1] not in ("DirectRunner", "SwitchingDirectRunner"):
+    return None
+  from apache_beam.portability.api import beam_provision_api_pb2
+  from apache_beam.runners.portability import portable_runner
+  from apache_beam.runners.portability.fn_api_runner import fn_runner
+  encoded = portable_runner.JobServiceHandle.encode_pipeline_options(options.get_all_options())
+  return fn_runner.FnApiRunner(provision_info=fn_runner.ExtendedProvisionInfo(
+      beam_provision_api_pb2.ProvisionInfo(pipeline_options=encoded)))
+
+
 def _pipeline(options: PipelineOptions, units: List[Tuple[str, str]], settings: Dict,
               shard_prefix: str, num_shards: int, report_path: str) -> "beam.Pipeline":
-  p = beam.Pipeline(options=options)
+  p = beam.Pipeline(runner=_direct_runner(options), options=options)
   outputs = (p
              | "Inputs" >> beam.Create(units)
              | "Spread" >> beam.Reshuffle()
