@@ -273,3 +273,32 @@ def test_padded_embedding_table_loads_fine_tunes_and_exports(tmp_path):
   with pytest.raises(electra_tf2.ElectraError) as error:
     huggingface.read_directory(path)
   assert_one_line(error.value, f"has {padded + 1} tokens", f"more than the {padded} rows")
+
+
+@pytest.mark.parametrize("setting", [{"tokenizer_class": "BertJapaneseTokenizer",
+                                      "word_tokenizer_type": "mecab"},
+                                     {"tokenize_chinese_chars": False}],
+                         ids=["mecab words", "CJK characters not split"])
+def test_a_tokenizer_other_than_wordpiece_is_refused_in_one_line(tmp_path, capsys, setting):
+  """Our models tokenize with BERT's WordPiece rules; a directory whose tokenizer_config.json
+  says otherwise would get other ids than transformers' (shown for CJK), so from_pretrained
+  and from-hf refuse it; vocab_file= takes WordPiece on its vocabulary knowingly."""
+  path = save_hf_model(str(tmp_path / "hf"), **TINY)
+  config_file = os.path.join(path, "tokenizer_config.json")
+  with open(config_file) as f:
+    tokenizer_config = json.load(f)
+  with open(config_file, "w") as f:
+    json.dump(dict(tokenizer_config, **setting), f)
+  if "tokenize_chinese_chars" in setting:  # the reason: transformers' ids differ from ours
+    ours = electra_tf2.Discriminator.from_pretrained(path, vocab_file=os.path.join(
+        path, "vocab.txt")).featurize(["the cat 猫猫 sat"])["input_ids"]
+    theirs = hf_tokenizer(path)(["the cat 猫猫 sat"])["input_ids"]
+    assert list(ours[0][:len(theirs[0])]) != theirs[0]
+  problem = next(iter(setting.items()))
+  with pytest.raises(electra_tf2.ElectraError) as error:
+    electra_tf2.Discriminator.from_pretrained(path)
+  assert_one_line(error.value, config_file, problem[0], "vocab_file=PATH")
+  assert convert.main(["from-hf", "--hf-dir", path, "--output-dir",
+                       str(tmp_path / "model")]) == 2
+  assert_one_line(capsys.readouterr().err.strip(), config_file, problem[0], "WordPiece")
+  assert not os.path.exists(tmp_path / "model")

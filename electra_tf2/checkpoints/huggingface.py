@@ -329,6 +329,31 @@ def read_strip_accents(path: str) -> Optional[bool]:
   return None if value is None else bool(value)
 
 
+# The tokenizers whose rules are BERT's WordPiece, the one our models build in.
+WORDPIECE_TOKENIZERS = ("ElectraTokenizer", "ElectraTokenizerFast", "BertTokenizer",
+                        "BertTokenizerFast")
+
+
+def check_wordpiece_tokenizer(path: str, fix: str) -> None:
+  """Refuses a directory whose tokenizer_config.json names a tokenizer that is not BERT's
+  WordPiece with its defaults (ids from our tokenizer would differ from transformers'):
+  another tokenizer_class (BertJapaneseTokenizer's MeCab words, ...), or
+  tokenize_chinese_chars or do_basic_tokenize false. `fix`: what the caller can do."""
+  values = _tokenizer_config(path)
+  found = values.get("tokenizer_class")
+  if found is not None and found not in WORDPIECE_TOKENIZERS:
+    problem = f"tokenizer_class is {found}"
+  elif values.get("tokenize_chinese_chars", True) is False:
+    problem = "tokenize_chinese_chars is false"
+  elif values.get("do_basic_tokenize", True) is False:
+    problem = "do_basic_tokenize is false"
+  else:
+    return
+  raise HuggingFaceImportError(
+      f"{os.path.join(path, TOKENIZER_CONFIG_FILE)}: {problem}, not BERT's WordPiece "
+      f"tokenizer that our models build in (their ids would differ from transformers'): {fix}")
+
+
 def _tokenizer_config(path: str) -> Dict[str, Any]:
   """tokenizer_config.json of the directory `path` ({} without one)."""
   config_path = os.path.join(path, TOKENIZER_CONFIG_FILE)

@@ -18,6 +18,7 @@ import os
 
 from electra_tf2 import model_directory, variable_names
 from electra_tf2.atomic_io import copy_file_atomic
+from electra_tf2.checkpoints import huggingface
 from electra_tf2.checkpoints.directories import VOCAB_FILE
 from electra_tf2.checkpoints.huggingface import (  # noqa: F401  (their import path here too)
     CONFIG_FILE, HuggingFaceDirectory, HuggingFaceImportError, read_directory,
@@ -78,6 +79,9 @@ def convert_directory(hf_dir: str, output_dir: str, strict: bool = True
   Everything is read and checked before anything is written.
   """
   directory = read_directory(hf_dir)
+  if directory.vocab_file is not None:
+    huggingface.check_wordpiece_tokenizer(
+        hf_dir, "from-hf converts checkpoints tokenized with BERT's WordPiece only")
   model, config, report = pretrainer_from_directory(directory, strict)
   if directory.vocab_file is not None:
     target = os.path.join(output_dir, VOCAB_FILE)

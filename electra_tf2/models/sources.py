@@ -133,6 +133,10 @@ def load_source(path: str, model_name: Optional[str] = None,
   if read is None:
     raise SourceError(f"{path} is a SavedModel: load it with tf.saved_model.load; "
                       "from_pretrained reads checkpoints")
+  if found.kind == "huggingface" and found.vocab_file is not None and vocab_file is None:
+    huggingface.check_wordpiece_tokenizer(
+        path, "pass vocab_file=PATH to use WordPiece on that vocabulary anyway, or feed the "
+        "model token ids (a dict of input_ids, input_mask, segment_ids) from that tokenizer")
   source = read(found)
   if found.tokenizer is not None and found.tokenizer.do_lower_case == source.do_lower_case:
     source = dataclasses.replace(source, strip_accents=found.tokenizer.strip_accents)
