@@ -302,3 +302,41 @@ def test_a_tokenizer_other_than_wordpiece_is_refused_in_one_line(tmp_path, capsy
                        str(tmp_path / "model")]) == 2
   assert_one_line(capsys.readouterr().err.strip(), config_file, problem[0], "WordPiece")
   assert not os.path.exists(tmp_path / "model")
+
+
+def test_tokenizer_json_without_vocab_txt_loads_and_converts(tmp_path):
+  """A fast tokenizer saved with legacy_format=False (tokenizer.json, no vocab.txt, cased):
+  the Keras model tokenizes as transformers does and equals it; from-hf writes the vocab.txt;
+  a tokenizer.json that is not WordPiece is refused in one line."""
+  import transformers
+  path = save_hf_model(str(tmp_path / "hf"), cased=True, **TINY)
+  fast = transformers.ElectraTokenizerFast(vocab_file=os.path.join(path, "vocab.txt"),
+                                           do_lower_case=False)
+  tokens = open(os.path.join(path, "vocab.txt"), encoding="utf-8").read().split("\n")[:-1]
+  for name in ("vocab.txt", "tokenizer_config.json"):
+    os.remove(os.path.join(path, name))
+  fast.save_pretrained(path, legacy_format=False)
+  assert not os.path.exists(os.path.join(path, "vocab.txt"))
+  texts = ["The Cat sat", "a Dog runs in New York"]
+  out = electra_tf2.Discriminator.from_pretrained(path).predict(texts, verbose=0)
+  encoded = transformers.AutoTokenizer.from_pretrained(path)(texts, padding=True,
+                                                             return_tensors="pt")
+  np.testing.assert_array_equal(out["input_ids"], encoded["input_ids"].numpy())
+  assert "Cat" in fast.convert_ids_to_tokens(encoded["input_ids"][0])  # cased indeed
+  with torch.no_grad():
+    theirs = load_hf(path, "ElectraForPreTraining")(**encoded).logits.numpy()
+  mask = encoded["attention_mask"].numpy().astype(bool)
+  assert float(np.abs(out["logits"] - theirs)[mask].max()) <= TOLERANCE
+  model_dir = str(tmp_path / "model")
+  assert convert.main(["from-hf", "--hf-dir", path, "--output-dir", model_dir]) == 0
+  assert open(os.path.join(model_dir, "vocab.txt"), encoding="utf-8").read().split("\n")[:-1] \
+      == tokens
+  tokenizer_json = os.path.join(path, "tokenizer.json")
+  with open(tokenizer_json, encoding="utf-8") as f:
+    values = json.load(f)
+  values["model"]["type"] = "BPE"
+  with open(tokenizer_json, "w", encoding="utf-8") as f:
+    json.dump(values, f)
+  with pytest.raises(electra_tf2.ElectraError) as error:
+    electra_tf2.Discriminator.from_pretrained(path)
+  assert_one_line(error.value, tokenizer_json, "BPE", "vocab_file=PATH")

@@ -178,6 +178,7 @@ class HuggingFaceDirectory:
   architecture: config.json's `architectures[0]`, else the class whose head the weights hold.
   tensors: `{PyTorch name: float32 array}` as stored (dense weights `[out, in]`).
   vocab_file: its vocab.txt, None if absent; do_lower_case from tokenizer_config.json.
+  vocab_tokens: without a vocab.txt, the vocabulary of its WordPiece tokenizer.json.
   """
   path: str
   config: Dict[str, Any]
@@ -188,6 +189,7 @@ class HuggingFaceDirectory:
   weights_file: str
   vocab_file: Optional[str]
   do_lower_case: bool
+  vocab_tokens: Optional[Tuple[str, ...]] = None  # tokenizer.json's, without a vocab.txt
 
   def hf_names(self, variable_map: Mapping[str, Any], scope: str = "electra",
                extra: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
@@ -285,11 +287,16 @@ def read_directory(path: str) -> HuggingFaceDirectory:
   _check_tied_output(tensors, config, os.path.join(path, weights_file))
   vocab_file = os.path.join(path, "vocab.txt")
   vocab_file = vocab_file if os.path.exists(vocab_file) else None
+  tokens = None if vocab_file else read_tokenizer_json(path)
   directory = HuggingFaceDirectory(path, config, architectures[0], bert, embedding_size,
-                                   tensors, weights_file, vocab_file, read_do_lower_case(path))
-  if vocab_file is not None:
-    with open(vocab_file, encoding="utf-8") as f:
-      size = sum(1 for _ in f)
+                                   tensors, weights_file, vocab_file, read_do_lower_case(path),
+                                   tokens)
+  if vocab_file is not None or tokens is not None:
+    if tokens is not None:
+      vocab_file, size = os.path.join(path, TOKENIZER_JSON_FILE), len(tokens)
+    else:
+      with open(vocab_file, encoding="utf-8") as f:
+        size = sum(1 for _ in f)
     if size > bert.vocab_size:  # fewer is a padded table, as transformers allows
       raise HuggingFaceImportError(f"{vocab_file} has {size} tokens, more than the "
                                    f"{bert.vocab_size} rows of the embeddings (vocab_size in "
@@ -319,7 +326,9 @@ def _check_tied_output(tensors: Mapping[str, np.ndarray], config: Mapping[str, A
 
 
 def read_do_lower_case(path: str) -> bool:
-  """tokenizer_config.json's do_lower_case (ElectraTokenizer's default True)."""
+  """tokenizer_config.json's do_lower_case (ElectraTokenizer's default True). It decides
+  over a tokenizer.json's normalizer, as in transformers (ElectraTokenizerFast rebuilds the
+  normalizer with it)."""
   return bool(_tokenizer_config(path).get("do_lower_case", True))
 
 
@@ -352,6 +361,45 @@ def check_wordpiece_tokenizer(path: str, fix: str) -> None:
   raise HuggingFaceImportError(
       f"{os.path.join(path, TOKENIZER_CONFIG_FILE)}: {problem}, not BERT's WordPiece "
       f"tokenizer that our models build in (their ids would differ from transformers'): {fix}")
+
+
+TOKENIZER_JSON_FILE = "tokenizer.json"
+
+
+def read_tokenizer_json(path: str) -> Optional[Tuple[str, ...]]:
+  """The vocabulary in id order of the directory's tokenizer.json (what transformers' fast
+  tokenizers save, with or without a vocab.txt), checked to be BERT's WordPiece; None without
+  the file. Its casing is tokenizer_config.json's (read_do_lower_case).
+
+  Raises:
+    HuggingFaceImportError: unreadable, or not BERT's WordPiece (its model, normalizer or
+      pre-tokenizer another kind, or CJK characters not split), in one line.
+  """
+  json_path = os.path.join(path, TOKENIZER_JSON_FILE)
+  if not os.path.exists(json_path):
+    return None
+  try:
+    with open(json_path, encoding="utf-8") as f:
+      values = json.load(f)
+    model, normalizer = values["model"], values.get("normalizer") or {}
+    kinds = (model.get("type"), normalizer.get("type"),
+             (values.get("pre_tokenizer") or {}).get("type"))
+    vocab = model["vocab"]
+  except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+    raise HuggingFaceImportError(f"{json_path} is not a tokenizer.json ({type(e).__name__}: "
+                                 f"{e}): pass vocab_file=PATH") from None
+  if (kinds != ("WordPiece", "BertNormalizer", "BertPreTokenizer")
+      or normalizer.get("handle_chinese_chars") is False):
+    raise HuggingFaceImportError(
+        f"{json_path}: model, normalizer and pre-tokenizer are {', '.join(map(str, kinds))}"
+        f"{' (CJK characters not split)' if kinds[0] == 'WordPiece' else ''}, not BERT's "
+        "WordPiece tokenizer that our models build in: pass vocab_file=PATH to use WordPiece "
+        "on a vocabulary anyway")
+  tokens = sorted(vocab, key=vocab.get)
+  if [vocab[t] for t in tokens] != list(range(len(tokens))):
+    raise HuggingFaceImportError(f"{json_path}: the WordPiece ids are not 0..{len(tokens) - 1}"
+                                 ": pass vocab_file=PATH")
+  return tuple(tokens)
 
 
 def _tokenizer_config(path: str) -> Dict[str, Any]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 
 from electra_tf2 import model_directory, variable_names
-from electra_tf2.atomic_io import copy_file_atomic
+from electra_tf2.atomic_io import copy_file_atomic, write_text_atomic
 from electra_tf2.checkpoints import huggingface
 from electra_tf2.checkpoints.directories import VOCAB_FILE
 from electra_tf2.checkpoints.huggingface import (  # noqa: F401  (their import path here too)
@@ -79,13 +79,16 @@ def convert_directory(hf_dir: str, output_dir: str, strict: bool = True
   Everything is read and checked before anything is written.
   """
   directory = read_directory(hf_dir)
-  if directory.vocab_file is not None:
+  if directory.vocab_file is not None or directory.vocab_tokens is not None:
     huggingface.check_wordpiece_tokenizer(
         hf_dir, "from-hf converts checkpoints tokenized with BERT's WordPiece only")
   model, config, report = pretrainer_from_directory(directory, strict)
+  target = os.path.join(output_dir, VOCAB_FILE)
   if directory.vocab_file is not None:
-    target = os.path.join(output_dir, VOCAB_FILE)
     copy_file_atomic(directory.vocab_file, target)
+    config = config.replace(vocab_file=target)
+  elif directory.vocab_tokens is not None:  # tokenizer.json, no vocab.txt
+    write_text_atomic(target, "".join(f"{token}\n" for token in directory.vocab_tokens))
     config = config.replace(vocab_file=target)
   model_directory.write_model_dir(model, config, output_dir)
   write_report(report, output_dir)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import sys
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -66,6 +66,7 @@ class Source:
   head_specs: Dict[str, Dict[str, Any]] = dataclasses.field(default_factory=dict)
   settings: Dict[str, Any] = dataclasses.field(default_factory=dict)
   strip_accents: Optional[bool] = None
+  tokens: Optional[Tuple[str, ...]] = None  # the vocabulary where there is no vocab_file
 
   def task_names(self) -> List[str]:
     """The fine-tuned heads' tasks (`task_specific/<task>/...`), in name order."""
@@ -74,6 +75,8 @@ class Source:
 
   def vocab_tokens(self) -> List[str]:
     """The vocabulary in id order; a SourceError when the source has none."""
+    if self.vocab_file is None and self.tokens is not None:
+      return list(self.tokens)
     if self.vocab_file is None:
       raise SourceError(f"{self.path} has no vocab.txt: pass vocab_file=PATH (the "
                         "vocab.txt or SentencePiece .model the model was trained with)")
@@ -133,7 +136,8 @@ def load_source(path: str, model_name: Optional[str] = None,
   if read is None:
     raise SourceError(f"{path} is a SavedModel: load it with tf.saved_model.load; "
                       "from_pretrained reads checkpoints")
-  if found.kind == "huggingface" and found.vocab_file is not None and vocab_file is None:
+  if found.kind == "huggingface" and vocab_file is None and (
+      found.vocab_file is not None or found.vocab_tokens is not None):
     huggingface.check_wordpiece_tokenizer(
         path, "pass vocab_file=PATH to use WordPiece on that vocabulary anyway, or feed the "
         "model token ids (a dict of input_ids, input_mask, segment_ids) from that tokenizer")
@@ -153,7 +157,8 @@ def _huggingface(found: Description) -> Source:
     label_lists["classifier"] = [labels[k] for k in sorted(labels, key=int)]
   return Source(found.path, "huggingface", found.bert_config, found.embedding_size,
                 directory.official_tensors(), found.vocab_file, found.do_lower_case,
-                directory.architecture, label_lists)
+                directory.architecture, label_lists, strip_accents=found.strip_accents,
+                tokens=found.vocab_tokens)
 
 
 def _numpy(variable_map) -> Dict[str, np.ndarray]:
