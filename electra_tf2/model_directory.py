@@ -87,18 +87,20 @@ def restore_weights(model, checkpoint_path: str, mismatch_hint: str) -> None:
 
 
 def write_model_dir(model, config: PretrainingConfig, output_dir: str,
-                    global_step: int = 0) -> str:
+                    global_step: int = 0, strip_accents: Optional[bool] = None) -> str:
   """Saves an `ElectraPretrainer` as a model directory; returns the `ckpt-N` prefix.
 
   The layout is run_pretraining.py's: `pretrain_config.json` and `ckpt-<step>`
   of `tf.train.Checkpoint(model=..., global_step=...)`, so
-  `restore_pretrainer` and fine-tuning load it as is.
+  `restore_pretrainer` and fine-tuning load it as is. strip_accents: the converted
+  checkpoint's accent stripping (a Hugging Face tokenizer_config.json's), None the
+  official rule.
   """
   tf.io.gfile.makedirs(output_dir)
   directories.write_config(output_dir, PRETRAIN_CONFIG_FILE,
                            config.replace(model_dir=output_dir).to_dict(),
                            directories.PRETRAIN_PATH_KEYS)
-  write_tokenizer_description(config, output_dir)
+  write_tokenizer_description(config, output_dir, strip_accents)
   step = tf.Variable(global_step, dtype=tf.int64, trainable=False, name="global_step")
   checkpoint = tf.train.Checkpoint(model=model, global_step=step)
   manager = tf.train.CheckpointManager(checkpoint, output_dir, max_to_keep=None,
@@ -153,11 +155,17 @@ def check_same_architecture(config: "PretrainingConfig", saved_values: Mapping[s
                       "\"model_dir\" in --hparams to start a new model elsewhere")
 
 
-def write_tokenizer_description(config: PretrainingConfig, model_dir: str) -> None:
+def write_tokenizer_description(config: PretrainingConfig, model_dir: str,
+                                strip_accents: Optional[bool] = None) -> None:
   """`model_dir/tokenizer_description.json`: the config's vocabulary with the casing of
-  the TFRecords (text/description.py `pretraining_description`), if there is a vocabulary."""
-  description = tokenizer_description.pretraining_description(
-      config.vocab_file, config.do_lower_case,
-      input_pipeline.tfrecord_files(config.pretrain_tfrecords or ""))
+  the TFRecords (text/description.py `pretraining_description`), or `strip_accents` where
+  given, if there is a vocabulary."""
+  if strip_accents is not None and config.vocab_file:
+    description = tokenizer_description.describe_vocab(config.vocab_file, config.do_lower_case,
+                                                       strip_accents)
+  else:
+    description = tokenizer_description.pretraining_description(
+        config.vocab_file, config.do_lower_case,
+        input_pipeline.tfrecord_files(config.pretrain_tfrecords or ""))
   if description is not None:
     tokenizer_description.write_description(model_dir, description)

@@ -340,3 +340,26 @@ def test_tokenizer_json_without_vocab_txt_loads_and_converts(tmp_path):
   with pytest.raises(electra_tf2.ElectraError) as error:
     electra_tf2.Discriminator.from_pretrained(path)
   assert_one_line(error.value, tokenizer_json, "BPE", "vocab_file=PATH")
+
+
+def test_from_hf_keeps_the_accents_tokenizer_config_keeps(tmp_path):
+  """tokenizer_config.json strip_accents false with do_lower_case (as Korean models need):
+  the directory converted by from-hf tokenizes as transformers does, accents kept."""
+  path = save_hf_model(str(tmp_path / "hf"), tokens=WORD_VOCAB + ["café", "naïve"], **TINY)
+  config_file = os.path.join(path, "tokenizer_config.json")
+  with open(config_file) as f:
+    values = json.load(f)
+  with open(config_file, "w") as f:
+    json.dump(dict(values, strip_accents=False), f)
+  texts = ["a café", "the naïve cat"]
+  theirs = hf_tokenizer(path)(texts, padding=True)["input_ids"]
+  assert {len(WORD_VOCAB), len(WORD_VOCAB) + 1} <= {i for ids in theirs for i in ids}
+  model_dir = str(tmp_path / "data" / "models" / "model")
+  assert convert.main(["from-hf", "--hf-dir", path, "--output-dir", model_dir]) == 0
+  ours = electra_tf2.Discriminator.from_pretrained(model_dir).featurize(texts)["input_ids"]
+  np.testing.assert_array_equal(np.asarray(ours)[:, :len(theirs[0])], theirs)
+  config = resolve_finetuning_config("model", str(tmp_path / "data"), {"max_seq_length": 32},
+                                     "sst")  # fine-tuning from it keeps them too
+  tokenizer = task_builder.make_tokenizer(config, config.do_lower_case)
+  runner_ids = tokenizer.convert_tokens_to_ids(tokenizer.tokenize(texts[1]))
+  assert config.strip_accents is False and runner_ids == theirs[1][1:1 + len(runner_ids)]

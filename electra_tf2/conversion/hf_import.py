@@ -90,6 +90,7 @@ def convert_directory(hf_dir: str, output_dir: str, strict: bool = True
   elif directory.vocab_tokens is not None:  # tokenizer.json, no vocab.txt
     write_text_atomic(target, "".join(f"{token}\n" for token in directory.vocab_tokens))
     config = config.replace(vocab_file=target)
-  model_directory.write_model_dir(model, config, output_dir)
+  model_directory.write_model_dir(model, config, output_dir,
+                                  strip_accents=huggingface.read_strip_accents(hf_dir))
   write_report(report, output_dir)
   return report
