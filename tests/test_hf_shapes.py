@@ -340,6 +340,8 @@ def test_tokenizer_json_without_vocab_txt_loads_and_converts(tmp_path):
   with pytest.raises(electra_tf2.ElectraError) as error:
     electra_tf2.Discriminator.from_pretrained(path)
   assert_one_line(error.value, tokenizer_json, "BPE", "vocab_file=PATH")
+  vocab = os.path.join(model_dir, "vocab.txt")  # as the message says
+  assert electra_tf2.Discriminator.from_pretrained(path, vocab_file=vocab).loading_report.ok
 
 
 def test_from_hf_keeps_the_accents_tokenizer_config_keeps(tmp_path):

@@ -88,8 +88,6 @@ class Description:
     against the vocabulary; derived from the vocabulary for directories without one).
   strip_accents: a Hugging Face directory's tokenizer_config.json value (None: the
     official rule, stripped when lowercasing); `tokenizer` says what is used.
-  vocab_tokens: the vocabulary in id order of a Hugging Face directory with a WordPiece
-    tokenizer.json and no vocab.txt (vocab_file None), else None.
   """
   path: str
   kind: str
@@ -106,7 +104,6 @@ class Description:
   architecture: Optional[str] = None
   tokenizer: Optional[TokenizerDescription] = None
   strip_accents: Optional[bool] = None
-  vocab_tokens: Optional[Tuple[str, ...]] = None
 
 
 def kind_of(path: str) -> str:
@@ -177,13 +174,10 @@ def _huggingface(path: str) -> Description:
       config, os.path.join(path, huggingface.CONFIG_FILE))
   vocab = os.path.join(path, directories.VOCAB_FILE)
   architecture = (config.get("architectures") or [None])[0]  # None: read_directory infers it
-  has_vocab = os.path.exists(vocab)
-  # A fast tokenizer saved with legacy_format=False writes tokenizer.json and no vocab.txt.
   return Description(path, "huggingface", None, None, bert, embedding_size,
-                     vocab if has_vocab else None, huggingface.read_do_lower_case(path),
-                     strip_accents=huggingface.read_strip_accents(path),
-                     architecture=architecture,
-                     vocab_tokens=None if has_vocab else huggingface.read_tokenizer_json(path))
+                     vocab if os.path.exists(vocab) else None,
+                     huggingface.read_do_lower_case(path),
+                     strip_accents=huggingface.read_strip_accents(path), architecture=architecture)
 
 
 def _pretrained(path: str) -> Description:

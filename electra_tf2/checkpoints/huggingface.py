@@ -30,6 +30,7 @@ CONFIG_FILE = "config.json"
 SAFETENSORS_FILE = "model.safetensors"
 TORCH_FILE = "pytorch_model.bin"
 TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
+TOKENIZER_JSON_FILE = "tokenizer.json"
 # transformers' buffers, and the generator's output matrix that is tied to the word
 # embeddings (read_directory checks that it equals them).
 HF_IGNORE = (r"(^|\.)position_ids$", r"^generator_lm_head\.weight$")
@@ -178,7 +179,6 @@ class HuggingFaceDirectory:
   architecture: config.json's `architectures[0]`, else the class whose head the weights hold.
   tensors: `{PyTorch name: float32 array}` as stored (dense weights `[out, in]`).
   vocab_file: its vocab.txt, None if absent; do_lower_case from tokenizer_config.json.
-  vocab_tokens: without a vocab.txt, the vocabulary of its WordPiece tokenizer.json.
   """
   path: str
   config: Dict[str, Any]
@@ -189,7 +189,6 @@ class HuggingFaceDirectory:
   weights_file: str
   vocab_file: Optional[str]
   do_lower_case: bool
-  vocab_tokens: Optional[Tuple[str, ...]] = None  # tokenizer.json's, without a vocab.txt
 
   def hf_names(self, variable_map: Mapping[str, Any], scope: str = "electra",
                extra: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
@@ -287,22 +286,21 @@ def read_directory(path: str) -> HuggingFaceDirectory:
   _check_tied_output(tensors, config, os.path.join(path, weights_file))
   vocab_file = os.path.join(path, "vocab.txt")
   vocab_file = vocab_file if os.path.exists(vocab_file) else None
-  tokens = None if vocab_file else read_tokenizer_json(path)
   directory = HuggingFaceDirectory(path, config, architectures[0], bert, embedding_size,
-                                   tensors, weights_file, vocab_file, read_do_lower_case(path),
-                                   tokens)
-  if vocab_file is not None or tokens is not None:
-    if tokens is not None:
-      vocab_file, size = os.path.join(path, TOKENIZER_JSON_FILE), len(tokens)
-    else:
-      with open(vocab_file, encoding="utf-8") as f:
-        size = sum(1 for _ in f)
-    if size > bert.vocab_size:  # fewer is a padded table, as transformers allows
-      raise HuggingFaceImportError(f"{vocab_file} has {size} tokens, more than the "
-                                   f"{bert.vocab_size} rows of the embeddings (vocab_size in "
-                                   f"{CONFIG_FILE}): put back the vocab.txt the model was "
-                                   "trained with")
+                                   tensors, weights_file, vocab_file, read_do_lower_case(path))
+  if vocab_file is not None:
+    with open(vocab_file, encoding="utf-8") as f:
+      _check_vocab_size(vocab_file, sum(1 for _ in f), bert.vocab_size)
   return directory
+
+
+def _check_vocab_size(vocab_file: str, size: int, vocab_size: int) -> None:
+  """A vocabulary of `size` tokens fits embeddings of `vocab_size` rows: as many, or fewer
+  (a padded table, as transformers allows)."""
+  if size > vocab_size:
+    raise HuggingFaceImportError(f"{vocab_file} has {size} tokens, more than the {vocab_size} "
+                                 f"rows of the embeddings (vocab_size in {CONFIG_FILE}): put "
+                                 "back the vocabulary the model was trained with")
 
 
 def architecture_of(tensors: Mapping[str, Any]) -> str:
@@ -343,11 +341,25 @@ WORDPIECE_TOKENIZERS = ("ElectraTokenizer", "ElectraTokenizerFast", "BertTokeniz
                         "BertTokenizerFast")
 
 
-def check_wordpiece_tokenizer(path: str, fix: str) -> None:
-  """Refuses a directory whose tokenizer_config.json names a tokenizer that is not BERT's
-  WordPiece with its defaults (ids from our tokenizer would differ from transformers'):
-  another tokenizer_class (BertJapaneseTokenizer's MeCab words, ...), or
-  tokenize_chinese_chars or do_basic_tokenize false. `fix`: what the caller can do."""
+def wordpiece_vocab(path: str, vocab_size: int, fix: str) -> Optional[Tuple[str, ...]]:
+  """Checks that the directory's tokenizer, where it has one (vocab.txt or tokenizer.json),
+  is BERT's WordPiece with its defaults, as our models build in; returns the vocabulary in id
+  order of its tokenizer.json where there is no vocab.txt (a fast tokenizer saved with
+  legacy_format=False), else None. Its casing is tokenizer_config.json's.
+
+  Raises:
+    HuggingFaceImportError: in one line ending with `fix` (what the caller can do):
+      tokenizer_config.json names another tokenizer_class (BertJapaneseTokenizer's MeCab
+      words, ...) or sets tokenize_chinese_chars or do_basic_tokenize false; tokenizer.json
+      is unreadable, not WordPiece with BERT's normalizer and pre-tokenizer splitting CJK
+      characters, or longer than the `vocab_size` embedding rows.
+  """
+  tokens = None
+  if not os.path.exists(os.path.join(path, "vocab.txt")):
+    tokens = _tokenizer_json_vocab(path, fix)
+    if tokens is None:
+      return None
+    _check_vocab_size(os.path.join(path, TOKENIZER_JSON_FILE), len(tokens), vocab_size)
   values = _tokenizer_config(path)
   found = values.get("tokenizer_class")
   if found is not None and found not in WORDPIECE_TOKENIZERS:
@@ -357,24 +369,15 @@ def check_wordpiece_tokenizer(path: str, fix: str) -> None:
   elif values.get("do_basic_tokenize", True) is False:
     problem = "do_basic_tokenize is false"
   else:
-    return
+    return tokens
   raise HuggingFaceImportError(
       f"{os.path.join(path, TOKENIZER_CONFIG_FILE)}: {problem}, not BERT's WordPiece "
       f"tokenizer that our models build in (their ids would differ from transformers'): {fix}")
 
 
-TOKENIZER_JSON_FILE = "tokenizer.json"
-
-
-def read_tokenizer_json(path: str) -> Optional[Tuple[str, ...]]:
-  """The vocabulary in id order of the directory's tokenizer.json (what transformers' fast
-  tokenizers save, with or without a vocab.txt), checked to be BERT's WordPiece; None without
-  the file. Its casing is tokenizer_config.json's (read_do_lower_case).
-
-  Raises:
-    HuggingFaceImportError: unreadable, or not BERT's WordPiece (its model, normalizer or
-      pre-tokenizer another kind, or CJK characters not split), in one line.
-  """
+def _tokenizer_json_vocab(path: str, fix: str) -> Optional[Tuple[str, ...]]:
+  """The WordPiece vocabulary in id order of the directory's tokenizer.json (None without
+  one); a one-line HuggingFaceImportError ending with `fix` if it is not BERT's WordPiece."""
   json_path = os.path.join(path, TOKENIZER_JSON_FILE)
   if not os.path.exists(json_path):
     return None
@@ -387,18 +390,17 @@ def read_tokenizer_json(path: str) -> Optional[Tuple[str, ...]]:
     vocab = model["vocab"]
   except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
     raise HuggingFaceImportError(f"{json_path} is not a tokenizer.json ({type(e).__name__}: "
-                                 f"{e}): pass vocab_file=PATH") from None
+                                 f"{e}): {fix}") from None
   if (kinds != ("WordPiece", "BertNormalizer", "BertPreTokenizer")
       or normalizer.get("handle_chinese_chars") is False):
     raise HuggingFaceImportError(
         f"{json_path}: model, normalizer and pre-tokenizer are {', '.join(map(str, kinds))}"
         f"{' (CJK characters not split)' if kinds[0] == 'WordPiece' else ''}, not BERT's "
-        "WordPiece tokenizer that our models build in: pass vocab_file=PATH to use WordPiece "
-        "on a vocabulary anyway")
+        f"WordPiece tokenizer that our models build in: {fix}")
   tokens = sorted(vocab, key=vocab.get)
   if [vocab[t] for t in tokens] != list(range(len(tokens))):
-    raise HuggingFaceImportError(f"{json_path}: the WordPiece ids are not 0..{len(tokens) - 1}"
-                                 ": pass vocab_file=PATH")
+    raise HuggingFaceImportError(f"{json_path}: the WordPiece ids are not "
+                                 f"0..{len(tokens) - 1}: {fix}")
   return tuple(tokens)
 
 

@@ -18,11 +18,10 @@ import os
 
 from electra_tf2 import model_directory, variable_names
 from electra_tf2.atomic_io import copy_file_atomic, write_text_atomic
-from electra_tf2.checkpoints import huggingface
 from electra_tf2.checkpoints.directories import VOCAB_FILE
 from electra_tf2.checkpoints.huggingface import (  # noqa: F401  (their import path here too)
     CONFIG_FILE, HuggingFaceDirectory, HuggingFaceImportError, read_directory,
-    read_safetensors)
+    read_safetensors, read_strip_accents, wordpiece_vocab)
 from electra_tf2.checkpoints.report import ConversionReport, notice, write_report  # noqa: F401
 from electra_tf2.encoder_config import BertConfig
 from electra_tf2.hparams import read_config
@@ -79,18 +78,17 @@ def convert_directory(hf_dir: str, output_dir: str, strict: bool = True
   Everything is read and checked before anything is written.
   """
   directory = read_directory(hf_dir)
-  if directory.vocab_file is not None or directory.vocab_tokens is not None:
-    huggingface.check_wordpiece_tokenizer(
-        hf_dir, "from-hf converts checkpoints tokenized with BERT's WordPiece only")
+  tokens = wordpiece_vocab(hf_dir, directory.bert_config.vocab_size,
+                           "from-hf converts checkpoints tokenized with BERT's WordPiece only")
   model, config, report = pretrainer_from_directory(directory, strict)
   target = os.path.join(output_dir, VOCAB_FILE)
   if directory.vocab_file is not None:
     copy_file_atomic(directory.vocab_file, target)
     config = config.replace(vocab_file=target)
-  elif directory.vocab_tokens is not None:  # tokenizer.json, no vocab.txt
-    write_text_atomic(target, "".join(f"{token}\n" for token in directory.vocab_tokens))
+  elif tokens is not None:  # tokenizer.json, no vocab.txt
+    write_text_atomic(target, "".join(f"{token}\n" for token in tokens))
     config = config.replace(vocab_file=target)
   model_directory.write_model_dir(model, config, output_dir,
-                                  strip_accents=huggingface.read_strip_accents(hf_dir))
+                                  strip_accents=read_strip_accents(hf_dir))
   write_report(report, output_dir)
   return report

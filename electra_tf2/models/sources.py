@@ -136,12 +136,13 @@ def load_source(path: str, model_name: Optional[str] = None,
   if read is None:
     raise SourceError(f"{path} is a SavedModel: load it with tf.saved_model.load; "
                       "from_pretrained reads checkpoints")
-  if found.kind == "huggingface" and vocab_file is None and (
-      found.vocab_file is not None or found.vocab_tokens is not None):
-    huggingface.check_wordpiece_tokenizer(
-        path, "pass vocab_file=PATH to use WordPiece on that vocabulary anyway, or feed the "
-        "model token ids (a dict of input_ids, input_mask, segment_ids) from that tokenizer")
-  source = read(found)
+  tokens = None
+  if found.kind == "huggingface" and vocab_file is None:
+    tokens = huggingface.wordpiece_vocab(
+        path, found.bert_config.vocab_size, "pass vocab_file=PATH to use WordPiece on a "
+        "vocabulary anyway, or feed the model token ids (a dict of input_ids, input_mask, "
+        "segment_ids) from that tokenizer")
+  source = dataclasses.replace(read(found), tokens=tokens)
   if found.tokenizer is not None and found.tokenizer.do_lower_case == source.do_lower_case:
     source = dataclasses.replace(source, strip_accents=found.tokenizer.strip_accents)
   if vocab_file is not None:
@@ -157,8 +158,7 @@ def _huggingface(found: Description) -> Source:
     label_lists["classifier"] = [labels[k] for k in sorted(labels, key=int)]
   return Source(found.path, "huggingface", found.bert_config, found.embedding_size,
                 directory.official_tensors(), found.vocab_file, found.do_lower_case,
-                directory.architecture, label_lists, strip_accents=found.strip_accents,
-                tokens=found.vocab_tokens)
+                directory.architecture, label_lists, strip_accents=found.strip_accents)
 
 
 def _numpy(variable_map) -> Dict[str, np.ndarray]:
