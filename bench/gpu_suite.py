@@ -146,11 +146,12 @@ JAX_DRY = JaxSizes(
 
 # What the JAX step's bf16 throughput is re-measured with, one at a time, against the
 # same step without it in the same call: (name, environment, hparams).
-LEVERS = (
-    ("baseline", {}, {}),
-    ("no_triton_gemm", {"XLA_FLAGS": "--xla_gpu_enable_triton_gemm=false"}, {}),
+LEVERS = (  # (name, environment, hparams, flags of bench/jax_pretrain_step.py)
+    ("baseline", {}, {}, ()),
+    ("no_triton_gemm", {"XLA_FLAGS": "--xla_gpu_enable_triton_gemm=false"}, {}, ()),
     ("no_dropout", {}, {"model_hparam_overrides": {"hidden_dropout_prob": 0.0,
-                                                   "attention_probs_dropout_prob": 0.0}}),
+                                                   "attention_probs_dropout_prob": 0.0}}, ()),
+    ("philox_dropout", {}, {}, ("--dropout-bits", "philox")),
 )
 
 
@@ -292,8 +293,8 @@ def jax_items(sizes: JaxSizes, peak: Optional[float], out: str = "gpu_out") -> L
       "jax_pretrain_step.py", "--model-name", model,
       "--hparams", json.dumps({**base_hparams, **hparams}), "--seq-len", length,
       "--batch-sizes", batch, "--steps", sizes.steps, "--rounds", sizes.rounds,
-      "--mixed-precision", "mixed_bfloat16", *peak_flags), env=env)
-      for name, env, hparams in LEVERS]
+      "--mixed-precision", "mixed_bfloat16", *peak_flags, *flags), env=env)
+      for name, env, hparams, flags in LEVERS]
   embgrad = [Item(f"embgrad/{key}", python(
       "embedding_grad.py", "--batch", batch, "--seq-len", length, "--width", width),
       keep_output=True, min_seconds=30) for key, batch, length, width in sizes.embgrad]

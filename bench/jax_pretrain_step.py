@@ -71,6 +71,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                       help="numerics: train this many steps on fresh batches, log the losses")
   parser.add_argument("--log-every", type=int, default=10)
   parser.add_argument("--seed", type=int, default=0)
+  parser.add_argument("--dropout-bits", choices=("threefry", "philox"), default="threefry",
+                      help="the random bits of the dropout masks: Keras's (threefry) or, a "
+                           "lever, XLA's Philox generator (philox_dropout)")
   args = parser.parse_args(argv)
   if args.mixed_precision not in ("float32", "mixed_bfloat16"):
     parser.error(f"--mixed-precision {args.mixed_precision}: the JAX trainer takes float32 "
@@ -213,6 +216,35 @@ def phase_scopes():
       setattr(module, name, function)
 
 
+@contextlib.contextmanager
+def philox_dropout():
+  """A lever, not the library's path: Keras's JAX dropout draws its masks with threefry
+  (`jax.random.bernoulli` on the layer's `SeedGenerator` seed); here the same seed keys
+  XLA's own generator (`lax.rng_bit_generator`, Philox on GPUs, through JAX's
+  `unsafe_rbg` key) and a 32-bit draw below `keep * 2**32` keeps a value. The same rate
+  and scaling, other random bits (tests/test_gpu_run.py checks the keep rate)."""
+  import jax  # pylint: disable=g-import-not-at-top
+  import jax.numpy as jnp  # pylint: disable=g-import-not-at-top
+  from keras.src.backend.jax import random as jax_random  # pylint: disable=g-import-not-at-top
+  original = jax_random.dropout
+
+  def dropout(inputs, rate, noise_shape=None, seed=None):
+    words = jnp.asarray(jax_random.jax_draw_seed(seed), jnp.uint32)
+    key = jax.random.wrap_key_data(jnp.concatenate([words, words ^ jnp.uint32(0x9E3779B9)]),
+                                   impl="unsafe_rbg")
+    shape = jax_random._get_concrete_noise_shape(inputs, noise_shape)  # pylint: disable=protected-access
+    keep = 1.0 - rate
+    kept = jax.random.bits(key, shape, jnp.uint32) < jnp.uint32(min(round(keep * 2**32),
+                                                                    2**32 - 1))
+    kept = jnp.broadcast_to(kept, inputs.shape)
+    return jax.lax.select(kept, inputs / keep, jnp.zeros_like(inputs))
+  jax_random.dropout = dropout
+  try:
+    yield
+  finally:
+    jax_random.dropout = original
+
+
 def make_config(args: argparse.Namespace, batch: int):
   from electra_tf2.pretraining.config import resolve_pretraining_config
   overrides = {"max_seq_length": args.seq_len, "train_batch_size": batch, "seed": args.seed}
@@ -264,7 +296,8 @@ def throughput_row(args: argparse.Namespace, bench: Bench) -> Dict[str, Any]:
          "compile_seconds": bench.compile_seconds, "train_step_tflop": flops / 1e12,
          "tflops": flops / best / 1e12, "peak_tflops": args.peak_tflops,
          "mfu": flops / best / (args.peak_tflops * 1e12) if args.peak_tflops else None,
-         "steps": args.steps, "rounds": args.rounds, **environment()}
+         "steps": args.steps, "rounds": args.rounds, "dropout_bits": args.dropout_bits,
+         **environment()}
   if args.split:
     row.update(bench.split_seconds(args.rounds, args.steps))
   if args.profile:
@@ -317,6 +350,11 @@ def train_curve(args: argparse.Namespace) -> Dict[str, Any]:
 def main(argv: Optional[List[str]] = None) -> List[Dict[str, Any]]:
   args = parse_args(argv)
   os.environ.setdefault("KERAS_BACKEND", "jax")
+  with philox_dropout() if args.dropout_bits == "philox" else contextlib.nullcontext():
+    return measure(args)
+
+
+def measure(args: argparse.Namespace) -> List[Dict[str, Any]]:
   if args.train_steps is not None:
     record = train_curve(args)
     common.append_json(args.json, record)

@@ -178,7 +178,10 @@ def test_jax_items_pair_each_of_our_rows_with_the_transformers_step():
 def test_levers_change_one_thing_each_against_a_baseline_of_the_same_call(tmp_path):
   items = {i.key: i for i in gpu_suite.jax_items(gpu_suite.JAX_GPU, 989.4)
            if i.key.startswith("lever/")}
-  assert list(items) == ["lever/baseline", "lever/no_triton_gemm", "lever/no_dropout"]
+  assert list(items) == ["lever/baseline", "lever/no_triton_gemm", "lever/no_dropout",
+                         "lever/philox_dropout"]
+  assert items["lever/philox_dropout"].command[-2:] == ["--dropout-bits", "philox"]
+  assert "--dropout-bits" not in items["lever/baseline"].command
   hparams = {k: json.loads(i.command[i.command.index("--hparams") + 1]) for k, i in items.items()}
   assert hparams["lever/baseline"] == {} and items["lever/baseline"].env == {}
   assert hparams["lever/no_dropout"]["model_hparam_overrides"] == {
@@ -198,6 +201,29 @@ def test_levers_change_one_thing_each_against_a_baseline_of_the_same_call(tmp_pa
   env = gpu_suite.child_env(dry=True, backend="jax")
   assert (env["KERAS_BACKEND"], env["ELECTRA_BLOCK_TENSORFLOW"], env["JAX_PLATFORMS"]) == (
       "jax", "1", "cpu")
+
+
+def test_philox_dropout_lever_keeps_the_rate_and_scaling_of_dropout():
+  """bench/jax_pretrain_step.py's philox_dropout: kept values are scaled by 1/keep, the
+  keep rate is 0.9 within 5 binomial standard deviations, one seed gives one mask and
+  another seed another, a noise shape broadcasts, and Keras's dropout is back after."""
+  import jax.numpy as jnp  # pylint: disable=g-import-not-at-top
+  from keras.src.backend.jax import random as jax_random  # pylint: disable=g-import-not-at-top
+
+  import jax_pretrain_step  # pylint: disable=g-import-not-at-top
+  original = jax_random.dropout
+  ones = jnp.ones((256, 1024), jnp.float32)
+  with jax_pretrain_step.philox_dropout():
+    first, again, other = (np.asarray(jax_random.dropout(ones, 0.1, seed=jnp.array(s, jnp.uint32)))
+                           for s in ([1, 2], [1, 2], [3, 4]))
+    rows = np.asarray(jax_random.dropout(ones, 0.1, noise_shape=(256, 1),
+                                         seed=jnp.array([5, 6], jnp.uint32)))
+  assert jax_random.dropout is original
+  assert set(np.unique(first)) <= {0.0, np.float32(1 / 0.9)}
+  kept = (first > 0).mean()
+  assert abs(kept - 0.9) < 5 * np.sqrt(0.9 * 0.1 / first.size), kept
+  assert (first == again).all() and (first != other).any()
+  assert (rows == rows[:, :1]).all() and 0.8 < (rows[:, 0] > 0).mean() < 0.98
 
 
 def test_embedding_gradient_items_read_scatter_types_and_report(tmp_path):
