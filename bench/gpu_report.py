@@ -46,10 +46,11 @@ def load_results(paths: List[str]) -> Results:
   return results
 
 
-def rows(results: Results, stage: str) -> List[Dict[str, Any]]:
-  """The data rows of the ok items of `stage`, each with its item key."""
+def rows(results: Results, stage: str, failed_too: bool = False) -> List[Dict[str, Any]]:
+  """The data rows of the ok items of `stage` (`failed_too`: also the rows an item that
+  failed wrote before it stopped), each with its item key."""
   return [{**row, "key": key} for key, record in results.items()
-          if key.split("/")[0] == stage and record["status"] == "ok"
+          if key.split("/")[0] == stage and (record["status"] == "ok" or failed_too)
           for row in record.get("data", [])]
 
 
@@ -241,7 +242,7 @@ def embedding_gradients(results: Results) -> List[str]:
 
 def attention_ways(results: Results) -> List[str]:
   """bench/attention_ways.py's rows: each way of computing the attention block."""
-  found = rows(results, "attention")
+  found = rows(results, "attention", failed_too=True)  # each way's row has its own status
   if not found:
     return []
   base = {(r["batch"], r["heads"]): r["ms"] for r in found
@@ -376,9 +377,10 @@ def inference(results: Results) -> List[str]:
 
 def not_ok(results: Results) -> List[str]:
   bad = [(k, r) for k, r in results.items() if r["status"] != "ok"]
-  return (["## Not measured", ""] + [f"- {k}: {r['status']} "
-                                     f"{r.get('reason') or (r.get('output_tail') or [''])[-1]}"
-                                     for k, r in bad] + [""]) if bad else []
+  return (["## Not measured", ""] + [
+      f"- {k}: {r['status']} "
+      f"{r.get('reason') or r.get('error') or (r.get('output_tail') or [''])[-1]}"
+      for k, r in bad] + [""]) if bad else []
 
 
 def write(out_dir: str, paths: List[str]) -> str:

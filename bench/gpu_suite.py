@@ -36,6 +36,7 @@ import dataclasses
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -377,7 +378,17 @@ def run_item(item: Item, remaining: float, log_path: str, env: Dict[str, str]
               "seconds": round(time.time() - start, 1), "data": item_data(item, result_file)}
     if status != "ok" or not record["data"] or item.keep_output:
       record["output_tail"] = lines[-40:]
+    if status != "ok":
+      record["error"] = first_error(lines)
     return record
+
+
+def first_error(lines: List[str]) -> Optional[str]:
+  """The line that says why an item failed: the first fatal check, Python error or error
+  message in its output (a crash's last 40 lines can be stack addresses alone)."""
+  return next((line.strip() for line in lines
+               if re.match(r"F\d{4} .*Check failed|[\w.]*(Error|Exception)\b|error:",
+                           line.strip())), None)
 
 
 def item_env(env: Dict[str, str], item: Item) -> Dict[str, str]:

@@ -287,6 +287,31 @@ def test_attention_ways_compute_the_official_attention_and_report(tmp_path):
   text = gpu_report.write(str(tmp_path), [str(path)])
   assert "| 2x8, 2x4 | official | 0.1 |" in text and "| 1.00 | - |" in text
   assert "| 2x8, 2x4 | dpa_cudnn | 0 | skipped | - | - |" in text
+  # An item that crashed after some ways (cuDNN's fused dropout on an H100, 2026-11-27):
+  # the rows it wrote are in the table and its first fatal line says why.
+  crash = ["official  2.312 ms", "F1127 01:25:15.536278 3924 cuda_dnn.cc:6951] Check failed: "
+           "local_device_ordinal.has_value() ", "*** Check failure stack trace: ***",
+           "    @     0x657a05  _start"]
+  assert gpu_suite.first_error(crash).startswith("F1127") and "Check failed" in crash[1]
+  assert gpu_suite.first_error(["Traceback (most recent call last):", '  File "x.py"',
+                                "jaxlib.XlaRuntimeError: RESOURCE_EXHAUSTED"]) == (
+                                    "jaxlib.XlaRuntimeError: RESOURCE_EXHAUSTED")
+  assert gpu_suite.first_error(["all fine"]) is None
+  path.write_text(json.dumps({"key": "attention/small4", "status": "failed", "data": rows[:2],
+                              "output_tail": crash[-1:], "error": crash[1].strip()}) + "\n")
+  text = gpu_report.write(str(tmp_path), [str(path)])
+  assert "| 2x8, 2x4 | official_no_dropout | 0 |" in text and "dpa_cudnn" not in text
+  assert "- attention/small4: failed F1127 01:25:15.536278 3924 cuda_dnn.cc:6951] Check" in text
+
+
+def test_a_failed_item_records_the_line_that_says_why(tmp_path):
+  script = tmp_path / "fails.py"
+  script.write_text("print('ok so far')\nraise SystemExit('error: the reason')\n")
+  item = gpu_suite.Item("x", [sys.executable, str(script)], json_flag=None, reader=list,
+                        min_seconds=0)
+  record = gpu_suite.run_item(item, 60, str(tmp_path / "run.log"), dict(os.environ))
+  assert (record["status"], record["error"]) == ("failed", "error: the reason")
+  assert "ok so far" in (tmp_path / "run.log").read_text()
 
 
 def _row(side, seq_per_s, **extra):
