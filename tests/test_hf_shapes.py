@@ -365,3 +365,50 @@ def test_from_hf_keeps_the_accents_tokenizer_config_keeps(tmp_path):
   tokenizer = task_builder.make_tokenizer(config, config.do_lower_case)
   runner_ids = tokenizer.convert_tokens_to_ids(tokenizer.tokenize(texts[1]))
   assert config.strip_accents is False and runner_ids == theirs[1][1:1 + len(runner_ids)]
+
+
+def test_score_reads_a_hugging_face_discriminator_directory(tmp_path, capsys):
+  """`electra score` and TextScorer.load on a Hugging Face ElectraForPreTraining directory
+  (vocab.txt, then tokenizer.json alone): each token's replaced probability is transformers'
+  sigmoid of its logits on transformers' ids; a generator directory and --checkpoint are
+  refused in one line."""
+  import transformers
+  from electra_tf2.scoring import TextScorer, cli
+  path = save_hf_model(str(tmp_path / "hf"), **TINY)
+  texts = ["The cat sat on the mat.", "what is the capital of France?"]
+  (tmp_path / "in.txt").write_text("\n".join(texts) + "\n", encoding="utf-8")
+  out = tmp_path / "out.jsonl"
+  assert cli.main(["score", "--model-dir", path, "--input", str(tmp_path / "in.txt"),
+                   "--output", str(out), "--quiet"]) == 0
+  records = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+  model = load_hf(path, "ElectraForPreTraining")
+
+  def theirs(tokenizer, text):
+    encoded = tokenizer(text, return_tensors="pt")
+    with torch.no_grad():
+      probabilities = torch.sigmoid(model(**encoded).logits)[0].numpy()
+    return tokenizer.convert_ids_to_tokens(encoded["input_ids"][0]), probabilities
+
+  for text, record in zip(texts, records):
+    tokens, probabilities = theirs(hf_tokenizer(path), text)
+    assert record["tokens"] == tokens[1:-1]  # the text's tokens, [CLS] and [SEP] apart
+    np.testing.assert_allclose(record["token_probabilities"], probabilities[1:-1], atol=1e-4)
+  # tokenizer.json alone (a fast tokenizer saved with legacy_format=False), cased.
+  fast = transformers.ElectraTokenizerFast(vocab_file=os.path.join(path, "vocab.txt"),
+                                           do_lower_case=False)
+  for name in ("vocab.txt", "tokenizer_config.json"):
+    os.remove(os.path.join(path, name))
+  fast.save_pretrained(path, legacy_format=False)
+  result = TextScorer.load(path).score(["The Cat sat"])[0]
+  tokens, probabilities = theirs(transformers.AutoTokenizer.from_pretrained(path), "The Cat sat")
+  assert result.tokens == tokens[1:-1] and "[UNK]" in result.tokens  # cased: "The" unknown
+  np.testing.assert_allclose(result.token_probabilities, probabilities[1:-1], atol=1e-4)
+  generator = save_hf_model(str(tmp_path / "generator"), "ElectraForMaskedLM", **TINY)
+  capsys.readouterr()
+  for model_dir, extra, words in ((generator, [], ("ElectraForMaskedLM", "ElectraForPreTraining")),
+                                  (path, ["--checkpoint", "ckpt-1"], ("--checkpoint",))):
+    assert cli.main(["score", "--model-dir", model_dir, "--input", str(tmp_path / "in.txt"),
+                     "--output", str(out), "--quiet"] + extra) == 2
+    error = capsys.readouterr().err.strip()
+    assert len(error.splitlines()) == 1 and model_dir in error, error
+    assert all(word in error for word in words), error

@@ -193,8 +193,8 @@ def _parser() -> argparse.ArgumentParser:
 
   def common(sub):
     sub.add_argument("--model-dir", required=True,
-                     help="pre-trained model directory, converted official checkpoint, or "
-                          "discriminator SavedModel")
+                     help="pre-trained model directory, converted official checkpoint, "
+                          "Hugging Face discriminator directory, or discriminator SavedModel")
     sub.add_argument("--checkpoint", default=None, help="a ckpt-N prefix (default the latest)")
     sub.add_argument("--batch-size", type=int, default=64, help="texts per discriminator call")
     sub.add_argument("--max-seq-length", type=int, default=None,

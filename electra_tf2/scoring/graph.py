@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from typing import Callable, Dict, Optional, Tuple
+from typing import Callable, Dict, Optional, Sequence, Tuple, Union
 
 import tensorflow as tf
 
@@ -125,17 +125,22 @@ def check_stride(max_seq_length: int, window_stride: Optional[int]) -> int:
   return stride
 
 
-def score_function(model, vocab_file: str, do_lower_case: bool, max_seq_length: int,
-                   window_stride: Optional[int] = None, strip_accents: Optional[bool] = None):
+def score_function(model, vocab: Union[str, Sequence[str]], do_lower_case: bool,
+                   max_seq_length: int, window_stride: Optional[int] = None,
+                   strip_accents: Optional[bool] = None):
   """`(tf.function text [batch] -> outputs, vocab tokens by id, stride)` of an
-  `ElectraPretrainer`; `vocab_file` a WordPiece vocab.txt or a SentencePiece .model."""
-  vocab = vocab_lib.load_vocab(vocab_file)
-  tokens = sorted(vocab, key=vocab.get)
+  `ElectraPretrainer`; `vocab` a WordPiece vocab.txt, a SentencePiece .model, or the
+  WordPiece tokens in id order (a Hugging Face tokenizer.json's)."""
   stride = check_stride(max_seq_length, window_stride)
   sentencepiece = None  # a SentencePiece vocabulary's .model bytes
-  if vocab_lib.vocab_kind(vocab_file) == "sentencepiece":
-    with tf.io.gfile.GFile(vocab_file, "rb") as f:
-      sentencepiece = f.read()
+  if not isinstance(vocab, str):
+    tokens = list(vocab)
+  else:
+    ids = vocab_lib.load_vocab(vocab)
+    tokens = sorted(ids, key=ids.get)
+    if vocab_lib.vocab_kind(vocab) == "sentencepiece":
+      with tf.io.gfile.GFile(vocab, "rb") as f:
+        sentencepiece = f.read()
   featurizer = TextFeaturizer(tokens, do_lower_case, max_seq_length,
                               sentencepiece_model=sentencepiece, strip_accents=strip_accents)
   logits_fn = discriminator_logits(model)

@@ -17,7 +17,7 @@ import dataclasses
 import math
 import os
 import unicodedata
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import tensorflow as tf
@@ -177,26 +177,59 @@ class TextScorer:
   def load(cls, path: str, checkpoint: Optional[str] = None, batch_size: int = 64,
            max_seq_length: Optional[int] = None, window_stride: Optional[int] = None
            ) -> "TextScorer":
-    """A model directory (latest or `checkpoint`), or a SavedModel with a `score` signature.
+    """A model directory (latest or `checkpoint`), a Hugging Face ELECTRA discriminator
+    directory (`ElectraForPreTraining`), or a SavedModel with a `score` signature.
 
     `max_seq_length` (default the config's) and `window_stride` (default half a
-    window) apply to model directories; a SavedModel keeps those it was exported with.
+    window) apply to model and Hugging Face directories; a SavedModel keeps those it was
+    exported with.
     """
-    if describe_lib.kind_of(path) == "savedmodel":
+    kind = describe_lib.kind_of(path)
+    if kind == "savedmodel":
       if checkpoint or max_seq_length or window_stride:
         raise ScoringError(f"{path} is a SavedModel: its checkpoint, max_seq_length and "
                            "window stride were fixed at export (score a model directory to "
                            "choose them)")
       return cls._from_saved_model(path, batch_size)
+    if kind == "huggingface":
+      if checkpoint:
+        raise ScoringError(f"{path} is a Hugging Face directory: it holds one set of "
+                           "weights, drop --checkpoint")
+      return cls._from_huggingface(path, batch_size, max_seq_length, window_stride)
     return cls._from_model_dir(path, checkpoint, batch_size, max_seq_length, window_stride)
+
+  @classmethod
+  def _from_huggingface(cls, path, batch_size, max_seq_length, window_stride):
+    """The discriminator of a Hugging Face directory, read as `electra convert from-hf`
+    reads it (nothing written): its vocab.txt or tokenizer.json, its tokenizer_config.json's
+    casing and accents."""
+    from electra_tf2.conversion import hf_import  # pylint: disable=g-import-not-at-top
+    directory = hf_import.read_directory(path)
+    if directory.architecture != "ElectraForPreTraining":
+      raise ScoringError(f"{path} holds {directory.architecture}, not an ELECTRA "
+                         "discriminator (ElectraForPreTraining): score a discriminator "
+                         "checkpoint")
+    tokens = hf_import.wordpiece_vocab(path, directory.bert_config.vocab_size,
+                                       "scoring reads checkpoints tokenized with BERT's "
+                                       "WordPiece only")
+    vocab = directory.vocab_file or tokens
+    if vocab is None:
+      raise ScoringError(f"{path} has neither vocab.txt nor tokenizer.json: copy the "
+                         f"model's vocab.txt to {os.path.join(path, 'vocab.txt')}")
+    model, config, _ = hf_import.pretrainer_from_directory(directory)
+    return cls.from_pretrainer(model, vocab, directory.do_lower_case,
+                               max_seq_length or config.max_seq_length, batch_size,
+                               window_stride, path,
+                               strip_accents=hf_import.read_strip_accents(path))
 
   @classmethod
   def _from_model_dir(cls, model_dir, checkpoint, batch_size, max_seq_length, window_stride):
     found = describe_lib.describe(model_dir)
     if found.kind != "pretrained":
       raise ScoringError(f"--model-dir {model_dir} is {describe_lib.KIND_NAMES[found.kind]}: "
-                         "give a pre-trained model directory (electra convert to-tf2 or from-hf "
-                         "writes one) or a SavedModel of the discriminator")
+                         "give a pre-trained model directory (electra convert to-tf2 writes "
+                         "one), a Hugging Face discriminator directory or a SavedModel of the "
+                         "discriminator")
     config = found.pretraining_config
     model = model_directory.restore_pretrainer(found.model_dir, checkpoint or found.checkpoint,
                                                config)
@@ -212,12 +245,14 @@ class TextScorer:
                                strip_accents=tokenizer.strip_accents if tokenizer else None)
 
   @classmethod
-  def from_pretrainer(cls, model, vocab_file: str, do_lower_case: bool, max_seq_length: int,
+  def from_pretrainer(cls, model, vocab_file: Union[str, Sequence[str]], do_lower_case: bool,
+                      max_seq_length: int,
                       batch_size: int = 64, window_stride: Optional[int] = None,
                       name: str = "the model", *, strip_accents: Optional[bool] = None
                       ) -> "TextScorer":
-    """A TextScorer on an `ElectraPretrainer` already in memory (strip_accents: None is
-    the official rule, stripped when lowercasing)."""
+    """A TextScorer on an `ElectraPretrainer` already in memory; `vocab_file` a vocab.txt,
+    a SentencePiece .model or WordPiece tokens in id order (strip_accents: None is the
+    official rule, stripped when lowercasing)."""
     model.check_electra_discriminator(f"scoring {name}", "scoring needs an ELECTRA model")
     limit = model.discriminator.bert_config.max_position_embeddings
     if max_seq_length > limit:
@@ -225,7 +260,8 @@ class TextScorer:
                          f"{limit} of {name}: pass --max-seq-length {limit} or less")
     function, tokens, stride = graph.score_function(model, vocab_file, do_lower_case,
                                                     max_seq_length, window_stride, strip_accents)
-    sentencepiece = vocab_lib.vocab_kind(vocab_file) == "sentencepiece"
+    sentencepiece = (isinstance(vocab_file, str)
+                     and vocab_lib.vocab_kind(vocab_file) == "sentencepiece")
     return cls(function, tokens, do_lower_case, max_seq_length, stride, batch_size,
                vocab_file if sentencepiece else None, strip_accents)
 
