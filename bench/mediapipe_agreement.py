@@ -91,6 +91,8 @@ def main() -> None:
   keras = tf.nn.softmax(keras).numpy()
   log(f"keras dev accuracy {np.mean(keras[:len(dev)].argmax(-1) == dev_labels):.4f} "
       f"({args.train} training sentences, {args.epochs} epochs)")
+  for part, moved in quantization_parts(model, dev, keras[:len(dev)].argmax(-1)).items():
+    log(f"{part}: {moved} of {len(dev)} labels move")
   work = tempfile.mkdtemp()
   for quantize in ("none", "dynamic-int8"):
     path = model.export_litert(os.path.join(work, f"{quantize}.tflite"), quantize,
@@ -127,6 +129,38 @@ def main() -> None:
       for (name, text), mine, theirs in zip(PROBES.items(), ours[n:], got[n:]):
         diff = np.abs(mine - theirs).max()
         log(f"probe {name:22s} {'same' if diff <= 1e-4 else 'DIFFERS'} ({diff:.1e}) {text!r}")
+
+
+def int8_rounded(weights: np.ndarray, axis) -> np.ndarray:
+  """`weights` rounded to symmetric int8 with one scale per slice along `axis` (None: one
+  scale for all), as float: what a dequantized int8 weight holds."""
+  scale = np.abs(weights).max(axis=axis, keepdims=axis is not None) / 127
+  scale = np.where(scale == 0, 1, scale)
+  return np.round(weights / scale) * scale
+
+
+def quantization_parts(model, texts, labels) -> dict:
+  """How many of the float model's `labels` on `texts` move when only one part of the
+  dynamic-int8 file's quantization is applied to the Keras model: the word-embedding
+  table rounded to int8 with one scale (as the converter stores it) or one scale per row
+  (as electra_tf2/litert/embedding_rows.py rewrites it), or every dense kernel
+  rounded per output channel (its weights; the file also quantizes each dense input per
+  call, which this leaves float). The weights are restored after each."""
+  table = next(v for v in model.weights if "word_embeddings" in v.path)
+  dense = [v for v in model.weights  # the kernels the converter quantizes (>= 1024 values)
+           if v.path.endswith("kernel") and len(v.shape) == 2 and np.prod(v.shape) >= 1024]
+  parts = {"word embeddings, int8 with one scale": [(table, None)],
+           "word embeddings, int8 per row": [(table, 1)],
+           "dense kernels, int8 per output channel": [(v, 0) for v in dense]}
+  moved = {}
+  for part, variables in parts.items():
+    saved = [v.numpy() for v, _ in variables]
+    for (variable, axis), value in zip(variables, saved):
+      variable.assign(int8_rounded(value, axis))
+    moved[part] = int((model.predict(texts, verbose=0).argmax(-1) != labels).sum())
+    for (variable, _), value in zip(variables, saved):
+      variable.assign(value)
+  return moved
 
 
 if __name__ == "__main__":

@@ -218,3 +218,26 @@ def test_mediapipe_s_text_classifier_runs_the_file(exported):
         assert categories[0].category_name == LABELS[int(np.argmax(row))]
     finally:
       classifier.close()
+
+
+def test_the_agreement_bench_splits_the_quantization_by_part(exported):
+  """bench/mediapipe_agreement.py: int8 rounding (hand-computed, one scale and one per
+  column), and each part's moved labels counted against the labels given, with the
+  model's weights restored after."""
+  import mediapipe_agreement  # pylint: disable=g-import-not-at-top
+  weights = np.array([[1.0, -0.5], [0.25, 0.003]])
+  np.testing.assert_allclose(mediapipe_agreement.int8_rounded(weights, None),
+                             [[1.0, -64 / 127], [32 / 127, 0.0]])
+  np.testing.assert_allclose(mediapipe_agreement.int8_rounded(weights, 0),
+                             [[1.0, -0.5], [32 / 127, 0.5 / 127]])
+  model = exported[0]
+  before = [v.numpy() for v in model.weights]
+  labels = model.predict(TEXTS, verbose=0).argmax(-1)
+  parts = mediapipe_agreement.quantization_parts(model, TEXTS, labels)
+  assert list(parts) == ["word embeddings, int8 with one scale",
+                         "word embeddings, int8 per row", "dense kernels, int8 per output channel"]
+  assert all(0 <= moved <= len(TEXTS) for moved in parts.values())
+  wrong = mediapipe_agreement.quantization_parts(model, TEXTS, (labels + 1) % 3)
+  # Every label that stays is now counted as moved: at least the texts the part left alone.
+  assert all(moved >= len(TEXTS) - parts[part] for part, moved in wrong.items())
+  assert all(np.array_equal(a, v.numpy()) for a, v in zip(before, model.weights))

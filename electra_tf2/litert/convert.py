@@ -20,7 +20,9 @@ model), which electra_tf2.litert.model.LiteRTModel reads.
 Quantization (`quantize`):
   none          float32, as the SavedModel;
   float16       weights stored as float16, computed in float32;
-  dynamic-int8  int8 weights; matrix products quantize their inputs at run time;
+  dynamic-int8  int8 weights (the word embeddings with a scale per row:
+                litert/embedding_rows.py); matrix products quantize their inputs at
+                run time;
   int8          int8 weights and activations of the ops in INT8_OPS (matrix products,
                 GELU, the embedding gathers, means), their ranges calibrated on
                 representative texts (`calibration_texts`); additions, products,
@@ -40,6 +42,7 @@ import tensorflow as tf
 
 from electra_tf2.atomic_io import atomic_path
 from electra_tf2.errors import ElectraError
+from electra_tf2.litert import embedding_rows
 from electra_tf2.litert.model import METADATA_NAME, make_interpreter
 
 QUANTIZE = ("none", "float16", "dynamic-int8", "int8")
@@ -113,6 +116,8 @@ def tflite_model(serve: Callable[..., Dict[str, tf.Tensor]], input_names: Sequen
     model = lite.convert()
     if quantize == "int8":
       model = quantize_int8(model)
+    if quantize == "dynamic-int8":
+      model = embedding_rows.rescale_rows(model, variables)
   except Exception as e:  # the converter's errors are pages of MLIR
     raise LiteRTError(_conversion_error(e)) from None
   model = with_metadata(model, dict(settings, quantize=quantize))
