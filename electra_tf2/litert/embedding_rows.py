@@ -44,9 +44,9 @@ def rescale_rows(model: bytes, variables: Sequence) -> bytes:
   model_object = flatbuffer_utils.convert_bytearray_to_object(model)
   codes = [max(c.builtinCode, c.deprecatedBuiltinCode) for c in model_object.operatorCodes]
   for subgraph in model_object.subgraphs:
-    found = [(op, _dequantized_gather(subgraph, codes, op, tables, schema))
-             for op in subgraph.operators]
-    for gather, (dequantize, table) in [(op, f) for op, f in found if f is not None]:
+    lookups = [(op, found) for op in subgraph.operators
+               for found in [_dequantized_gather(subgraph, codes, op, tables, schema)] if found]
+    for gather, (dequantize, table) in lookups:
       new_ops = _rescale(model_object, subgraph, gather, dequantize, table, codes, schema)
       at = subgraph.operators.index(dequantize) + 1  # the new ops run right after it
       subgraph.operators[at:at] = new_ops

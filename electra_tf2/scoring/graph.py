@@ -125,21 +125,21 @@ def check_stride(max_seq_length: int, window_stride: Optional[int]) -> int:
   return stride
 
 
-def score_function(model, vocab: Union[str, Sequence[str]], do_lower_case: bool,
+def score_function(model, vocab_file: Union[str, Sequence[str]], do_lower_case: bool,
                    max_seq_length: int, window_stride: Optional[int] = None,
                    strip_accents: Optional[bool] = None):
   """`(tf.function text [batch] -> outputs, vocab tokens by id, stride)` of an
-  `ElectraPretrainer`; `vocab` a WordPiece vocab.txt, a SentencePiece .model, or the
+  `ElectraPretrainer`; `vocab_file` a WordPiece vocab.txt, a SentencePiece .model, or the
   WordPiece tokens in id order (a Hugging Face tokenizer.json's)."""
   stride = check_stride(max_seq_length, window_stride)
   sentencepiece = None  # a SentencePiece vocabulary's .model bytes
-  if not isinstance(vocab, str):
-    tokens = list(vocab)
+  if not isinstance(vocab_file, str):
+    tokens = list(vocab_file)
   else:
-    ids = vocab_lib.load_vocab(vocab)
-    tokens = sorted(ids, key=ids.get)
-    if vocab_lib.vocab_kind(vocab) == "sentencepiece":
-      with tf.io.gfile.GFile(vocab, "rb") as f:
+    vocab = vocab_lib.load_vocab(vocab_file)
+    tokens = sorted(vocab, key=vocab.get)
+    if vocab_lib.vocab_kind(vocab_file) == "sentencepiece":
+      with tf.io.gfile.GFile(vocab_file, "rb") as f:
         sentencepiece = f.read()
   featurizer = TextFeaturizer(tokens, do_lower_case, max_seq_length,
                               sentencepiece_model=sentencepiece, strip_accents=strip_accents)

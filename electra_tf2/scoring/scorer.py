@@ -246,8 +246,8 @@ class TextScorer:
 
   @classmethod
   def from_pretrainer(cls, model, vocab_file: Union[str, Sequence[str]], do_lower_case: bool,
-                      max_seq_length: int,
-                      batch_size: int = 64, window_stride: Optional[int] = None,
+                      max_seq_length: int, batch_size: int = 64,
+                      window_stride: Optional[int] = None,
                       name: str = "the model", *, strip_accents: Optional[bool] = None
                       ) -> "TextScorer":
     """A TextScorer on an `ElectraPretrainer` already in memory; `vocab_file` a vocab.txt,
