@@ -368,6 +368,22 @@ def study(results: Results) -> List[str]:
   return ["## Paper-scale projection", ""] + out + [""] if out else []
 
 
+def language(results: Results) -> List[str]:
+  """The language study's GPU pre-training (bench/language_gpu.py), a line per kind."""
+  out = []
+  for r in rows(results, "language"):
+    losses = r["summary"].get("final_losses") or {}
+    seq_per_s = (r["summary"].get("last_throughput") or {}).get("sequences_per_sec")
+    out.append(f"- {r['kind']}: step {r['step']:,} of {r['steps_asked']:,} in {r['seconds']:.0f} s "
+               f"({fmt(seq_per_s, '.0f')} seq/s in the last logged interval); final MLM loss "
+               f"{fmt(losses.get('mlm_loss'), '.3f')}, discriminator loss "
+               f"{fmt(losses.get('disc_loss'), '.3f')}; weights in {', '.join(r['files'])}")
+  return (["## Language study pre-training (issue 42)", ""] + out
+          + ["", "Here: `python bench/language_gpu.py unpack --results DIR`, then "
+                 "bench/language_study.py `--model-name gpu_small --stages finetune,report`.",
+             ""]) if out else []
+
+
 def inference(results: Results) -> List[str]:
   record = results.get("inference/savedmodel")
   if not record or record["status"] != "ok":
@@ -392,6 +408,7 @@ def write(out_dir: str, paths: List[str]) -> str:
                    + levers(results)
                    + finetuning(results)
                    + numerics(results, out_dir) + projection(results) + study(results)
+                   + language(results)
                    + inference(results) + not_ok(results))
   write_text_atomic(os.path.join(out_dir, "results.md"), text)
   return text

@@ -45,6 +45,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional
 
 import common
 import gpu_report
+import language_gpu
 
 SCRIPTS = os.path.join(common.REPO, "bench")
 # Dense bfloat16 tensor-core peaks (TFLOP/s, vendor datasheets) by nvidia-smi name.
@@ -111,6 +112,7 @@ class JaxSizes:
   late: List[tuple]  # throughput rows run last, if time remains (key, model, hparams, ...)
   embgrad: List[tuple]  # the word-embedding gradient alone (key, batch, length, width)
   attention: List[tuple]  # the attention block alone (key, batch, length, heads, head size)
+  language: Dict[str, Any]  # the language study's pre-training (bench/language_gpu.py)
 
 
 JAX_GPU = JaxSizes(
@@ -127,7 +129,8 @@ JAX_GPU = JaxSizes(
     levers=("electra_small", {}, 128, 1024),
     late=[("base512", "electra_base", {}, 512, 128)],
     embgrad=[("small1024", 1024, 128, 128), ("base512", 512, 128, 768)],
-    attention=[("base512", 512, 128, 12, 64), ("small1024", 1024, 128, 4, 64)])
+    attention=[("base512", 512, 128, 12, 64), ("small1024", 1024, 128, 4, 64)],
+    language={"steps": 10000, "flags": [], "min_seconds": 150, "later": 250})
 DRY_JAX_MODEL = {"debug": True, "vocab_size": 1100}
 JAX_DRY = JaxSizes(
     throughput=[("base128", "electra_base", DRY_JAX_MODEL, 32, 4),
@@ -142,7 +145,8 @@ JAX_DRY = JaxSizes(
     levers=("electra_small", DRY_JAX_MODEL, 32, 4),
     late=[("base512", "electra_base", DRY_JAX_MODEL, 64, 2)],
     embgrad=[("small4", 4, 32, 16)],
-    attention=[("small4", 4, 32, 2, 8)])
+    attention=[("small4", 4, 32, 2, 8)],
+    language={"steps": 4, "flags": ["--dry"], "min_seconds": 30, "later": 60})
 
 
 # What the JAX step's bf16 throughput is re-measured with, one at a time, against the
@@ -169,7 +173,8 @@ class Item:
   time_flag: Optional[str] = None  # gets the minutes left, less `reserve` seconds
   reserve: float = 0.0
   ok_codes: tuple = (0,)
-  needs: Optional[str] = None  # a file the item reads, made by `prepare`
+  needs: Optional[str] = None  # a file the item reads, made before the call
+  needs_hint: str = "run `bash scripts/gpu_run.sh prepare` before the call and carry .gpu"
   needs_module: Optional[str] = None  # a module it imports that may not be installed
   env: Dict[str, str] = dataclasses.field(default_factory=dict)  # set for this item only
 
@@ -306,7 +311,24 @@ def jax_items(sizes: JaxSizes, peak: Optional[float], out: str = "gpu_out") -> L
   early = [i for t in sizes.throughput for i in throughput(*t, sizes.precisions)]
   late = [i for t in sizes.late for i in throughput(*t, sizes.precisions[:1])]
   return ([Item("env", python("gpu_env.py", "--backend", "jax"), min_seconds=10)]
-          + early + numerics + [projection] + profiles + levers + embgrad + attention + late)
+          + early + numerics + [projection] + profiles + levers + embgrad + attention + late
+          + list(language_items(sizes.language, out)))
+
+
+def language_items(language: Dict[str, Any], out: str) -> Iterator[Item]:
+  """The language study's pre-training on each vocabulary kind (issue 42 item 4): its
+  weights come back as language-<n>.npz in `out`. Each kind but the last leaves
+  language["later"] seconds of its time to the next."""
+  kinds = language_gpu.KINDS
+  for i, kind in enumerate(kinds):
+    yield Item(f"language/{kind}", python(
+        "language_gpu.py", "pretrain", "--kind", kind, "--out", out, "--steps",
+        language["steps"], *language["flags"]), time_flag="--time-limit",
+        reserve=language["later"] * (len(kinds) - 1 - i) + 10,
+        min_seconds=language["min_seconds"],
+        needs=os.path.join(common.REPO, language_gpu.CARRY_DIR, kind, "pretrain_tfrecords",
+                           "tokenizer_description.json"),
+        needs_hint="run `python bench/language_gpu.py carry` before the call and carry .gpu")
 
 
 def selected(all_items: List[Item], selection: List[str]) -> List[Item]:
@@ -339,8 +361,7 @@ def skip_reason(item: Item, remaining: float) -> Optional[str]:
   if item.needs_module and importlib.util.find_spec(item.needs_module) is None:
     return f"{item.needs_module} is not installed"
   if item.needs and not os.path.exists(item.needs):
-    return (f"no {item.needs}: run `bash scripts/gpu_run.sh prepare` before the call and "
-            "carry .gpu")
+    return f"no {item.needs}: {item.needs_hint}"
   if remaining < item.min_seconds:
     return f"{remaining:.0f} s left of --minutes, under the item's {item.min_seconds:.0f} s"
   return None

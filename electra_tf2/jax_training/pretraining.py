@@ -35,7 +35,7 @@ import numpy as np
 from electra_tf2 import optimization, run_lock
 from electra_tf2.pretraining import objectives, state as pretraining_state
 from electra_tf2.atomic_io import write_json_atomic
-from electra_tf2.checkpoints import portable
+from electra_tf2.checkpoints import directories, portable
 from electra_tf2.checkpoints.file_names import PRETRAIN_CONFIG_FILE
 from electra_tf2.pretraining.config import PretrainingConfig
 from electra_tf2.text import description as tokenizer_description
@@ -257,7 +257,10 @@ def _train(config: PretrainingConfig, options: RunOptions) -> Dict[str, Any]:
   run = JaxPretrainingRun(config, options)
   start_step = _start(run, reader)
   os.makedirs(config.model_dir, exist_ok=True)
-  write_json_atomic(os.path.join(config.model_dir, PRETRAIN_CONFIG_FILE), config.to_dict())
+  # As the TensorFlow trainer's: the vocabulary copied in, paths relative to the directory,
+  # so that the directory can move to another machine (a GPU run's, fetched back).
+  directories.write_config(config.model_dir, PRETRAIN_CONFIG_FILE, config.to_dict(),
+                           directories.PRETRAIN_PATH_KEYS)
   description = tokenizer_description.pretraining_description(
       config.vocab_file, config.do_lower_case, tfrecord_files(config.pretrain_tfrecords or ""))
   if description is not None:  # as the TensorFlow trainer's (model_directory.py)

