@@ -25,8 +25,10 @@ to test the whole run before GPU time is spent on it.
 with JAX and PyTorch but no TensorFlow: env, the pre-training step's throughput
 (bench/jax_pretrain_step.py) beside transformers' RTD step (bench/hf_rtd_step.py)
 per model, length and precision, the bf16 against float32 numerics, the
-paper-small projection and electra_base at length 512. Its items import no
-TensorFlow (ELECTRA_BLOCK_TENSORFLOW=1 makes sure) and need no prepared data.
+paper-small projection and electra_base at length 512; and, with `.gpu/language` made
+by `bench/language_gpu.py carry`, the language study's pre-training (`language`). Its
+items import no TensorFlow (ELECTRA_BLOCK_TENSORFLOW=1 makes sure); only `language`
+needs data made before the call.
 """
 
 from __future__ import annotations
@@ -321,11 +323,11 @@ def language_items(language: Dict[str, Any], out: str) -> Iterator[Item]:
   language["later"] seconds of its time to the next."""
   kinds = language_gpu.KINDS
   for i, kind in enumerate(kinds):
+    reserve = language["later"] * (len(kinds) - 1 - i) + 10
     yield Item(f"language/{kind}", python(
         "language_gpu.py", "pretrain", "--kind", kind, "--out", out, "--steps",
-        language["steps"], *language["flags"]), time_flag="--time-limit",
-        reserve=language["later"] * (len(kinds) - 1 - i) + 10,
-        min_seconds=language["min_seconds"],
+        language["steps"], *language["flags"]), time_flag="--time-limit", reserve=reserve,
+        min_seconds=language["min_seconds"] + reserve,
         needs=os.path.join(common.REPO, language_gpu.CARRY_DIR, kind, "pretrain_tfrecords",
                            "tokenizer_description.json"),
         needs_hint="run `python bench/language_gpu.py carry` before the call and carry .gpu")

