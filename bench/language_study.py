@@ -260,22 +260,23 @@ def trial_budget(args, train_examples: int) -> Dict[str, Any]:
 
 
 def seed_trials(args) -> None:
-  """Writes the trials of --trials (a study.json, or a list of its trial records) into the
-  results directory, so that they are not run again; each must have this run's budget."""
+  """Writes the trials of --trials (a study.json, or a list of its trial records) that have
+  this run's budget into the results directory, so that they are not run again; one line
+  if the file has none of that budget."""
   from electra_tf2.atomic_io import write_json_atomic
   train = os.path.join(args.work_dir, "task", "train.tsv")
   if not os.path.isfile(train):
     raise SystemExit(f"error: --trials: {train} is missing: run the data stage first")
   with open(args.trials, encoding="utf-8") as f:
     values = json.load(f)
+  trials = values["trials"] if isinstance(values, dict) else values
   here = trial_budget(args, len(read_tsv(train)[0]))
-  for trial in values["trials"] if isinstance(values, dict) else values:
-    budget = {k: trial.get(k, DEFAULT_MODEL if k == "model" else None) for k in BUDGET_FIELDS}
-    if budget != here:
-      differ = ", ".join(f"{k} {budget[k]} there, {here[k]} here" for k in BUDGET_FIELDS
-                         if budget[k] != here[k])
-      raise SystemExit(f"error: --trials {args.trials} holds a trial of another budget "
-                       f"({differ}): leave it out or run with that budget")
+  kept = [t for t in trials
+          if {k: t.get(k, DEFAULT_MODEL if k == "model" else None) for k in BUDGET_FIELDS} == here]
+  if not kept:
+    raise SystemExit(f"error: --trials {args.trials} has no trial of this run's budget "
+                     f"({', '.join(f'{k} {v}' for k, v in here.items())})")
+  for trial in kept:
     path = trial_path(args, trial["kind"], trial["init"], trial["seed"])
     if not os.path.exists(path):
       write_json_atomic(path, trial)
