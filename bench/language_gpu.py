@@ -200,9 +200,9 @@ def pretrain(args) -> int:
   writes the item's JSON result."""
   from electra_tf2.checkpoints import portable
   start = time.time()
-  data_dir = os.path.join(args.carry_dir, args.kind)
+  data_dir = os.path.abspath(os.path.join(args.carry_dir, args.kind))  # the trainer's cwd
   # Outside the carried directory, which a later call would carry back with the model.
-  model_dir = os.path.join(args.model_root, args.kind, MODEL_NAME)
+  model_dir = os.path.abspath(os.path.join(args.model_root, args.kind, MODEL_NAME))
   deadline = start + 60 * args.time_limit - args.reserve if args.time_limit else float("inf")
   code = run_until(pretrain_command(data_dir, model_dir, args.steps, args.dry), deadline,
                    grace=max(5.0, args.reserve - 10))
