@@ -1,14 +1,16 @@
 """LiteRT dynamic-int8 through `LiteRTModel.predict` at 1 and 2 interpreter threads against
 ONNX Runtime dynamic int8 at its default threads (one per core) and at 1, per text set.
 
-The bench's electra_small fixture (bench/inference/models.py) written by `export_litert`
+The bench's fixture of each model, electra_small by default (bench/inference/models.py),
+written by `export_litert`
 (the `litert_dynamic_int8` side's file) and its `quantize_dynamic` ONNX anchor with the
 fast tokenizer (bench/inference/anchors.py). Batch 1: per text the fastest of --repeats
 turns of each side, one side after the other on the same text (a shared host's stalls fall
 out), p50 over the texts. Batch --batch-size: the best of --rounds rounds over the same
 batches, sides alternating. Ratios against ONNX Runtime at its default threads.
 
-  python bench/litert_threads_vs_ort.py [--texts cola_dev,sst2_dev,mrpc_dev] [--repeats 3]
+  python bench/litert_threads_vs_ort.py [--models electra_small,electra_base]
+      [--texts cola_dev,sst2_dev,mrpc_dev] [--repeats 3]
       [--latency-texts 100] [--throughput-texts 320] [--rounds 3]
       [--work-dir /tmp/electra_inference_bench]
 
@@ -90,6 +92,8 @@ def timing_of(predict, texts) -> float:
 def main():
   parser = argparse.ArgumentParser(description=__doc__,
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
+  parser.add_argument("--models", default="electra_small",
+                      help="comma-separated: electra_small, electra_base")
   parser.add_argument("--texts", default="cola_dev,sst2_dev,mrpc_dev")
   parser.add_argument("--repeats", type=int, default=3)
   parser.add_argument("--latency-texts", type=int, default=100)
@@ -104,7 +108,7 @@ def main():
                 key=lambda s: names.index(s.name))
   print("| texts (load) | side | batch-1 p50 ms | seq/s @batch | p50 vs ORT default "
         "| seq/s vs ORT default |\n|---|---|---:|---:|---:|---:|")
-  for fixture in models.random_fixtures(["electra_small"], sets, args.work_dir):
+  for fixture in models.random_fixtures(args.models.split(","), sets, args.work_dir):
     cols = fixture.texts.columns
     order = np.random.default_rng(0).permutation(len(fixture.texts))
     single = [[[c[i]] for c in cols] for i in order[:args.latency_texts]]
@@ -114,7 +118,7 @@ def main():
     load = os.getloadavg()[0]
     figures = measure(sides(fixture), single, batches, args.repeats, args.rounds)
     p50, rate = figures[ANCHOR]
-    label = f"{fixture.texts.name} ({load:.2f} -> {os.getloadavg()[0]:.2f})"
+    label = f"{fixture.name}, {fixture.texts.name} ({load:.2f} -> {os.getloadavg()[0]:.2f})"
     for name, (ms, seq) in figures.items():
       print(f"| {label} | {name} | {1e3 * ms:.2f} | {seq:.1f} | {p50 / ms:.2f}x "
             f"| {seq / rate:.2f}x |", flush=True)
