@@ -271,17 +271,32 @@ def returned_arrays(results_dir: str, record: Dict[str, Any]) -> Dict[str, np.nd
   return {name: arrays[name] for name in record["arrays"]}
 
 
-def unpack(results_dirs: List[str], work_dir: str, model_name: str = MODEL_NAME) -> List[str]:
+def unpack(results_dirs: List[str], work_dir: str, model_name: str = MODEL_NAME,
+           carry_dir: Optional[str] = None) -> List[str]:
   """Writes each kind returned in `results_dirs` (one per device call; a later call's kind
-  wins) as `work_dir/<kind>/models/<model_name>`; their paths."""
+  wins) as `work_dir/<kind>/models/<model_name>`; their paths. A work dir rebuilt without
+  the vocabularies (`--stages data`) gets them from `carry_dir`, the copies that travelled."""
   found = {}
   for results_dir in results_dirs:
     found.update({kind: (results_dir, r) for kind, r in language_records(results_dir).items()})
   if not found:
     raise SystemExit(f"error: {', '.join(results_dirs)}: no ok language/<kind> item in "
                      "results.jsonl")
-  return [write_model(work_dir, model_name, record, returned_arrays(results_dir, record))
-          for _, (results_dir, record) in sorted(found.items())]
+  written = []
+  for _, (results_dir, record) in sorted(found.items()):
+    restore_vocab(work_dir, carry_dir, record)
+    written.append(write_model(work_dir, model_name, record, returned_arrays(results_dir, record)))
+  return written
+
+
+def restore_vocab(work_dir: str, carry_dir: Optional[str], record: Dict[str, Any]) -> None:
+  """Copies the carried vocabulary of `record`'s kind into the work dir if it has none."""
+  target = os.path.join(work_dir, record["kind"], record["vocab_file"])
+  carried = os.path.join(carry_dir or "", record["kind"], record["vocab_file"])
+  if carry_dir and not os.path.exists(target) and os.path.exists(carried):
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    shutil.copy2(carried, target)
+    log(f"{target}: copied from {carried}")
 
 
 def write_model(work_dir: str, model_name: str, record: Dict[str, Any],
@@ -296,7 +311,8 @@ def write_model(work_dir: str, model_name: str, record: Dict[str, Any],
   if not os.path.exists(vocab) or sha256(vocab) != record["vocab_sha256"]:
     raise SystemExit(f"error: {vocab} is not the vocabulary the GPU run trained with "
                      f"(sha256 {record['vocab_sha256'][:12]}...): unpack into the work "
-                     "dir that `carry` copied")
+                     "dir that `carry` copied, or one without vocabularies beside the "
+                     "carried ones (--carry-dir)")
   model_dir = os.path.join(kind_dir, "models", model_name)
   os.makedirs(model_dir, exist_ok=True)
   shutil.copy2(vocab, model_dir)
@@ -347,6 +363,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
                       "language-<n>.npz (several: one per call, a later one's kind wins)")
   p.add_argument("--work-dir", default="/tmp/language_study")
   p.add_argument("--model-name", default=MODEL_NAME)
+  p.add_argument("--carry-dir", default=os.path.join(REPO, CARRY_DIR),
+                 help="where a vocabulary missing from --work-dir is taken from")
   return parser.parse_args(argv)
 
 
@@ -357,7 +375,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     return 0
   if args.command == "pretrain":
     return pretrain(args)
-  unpack(args.results, args.work_dir, args.model_name)
+  unpack(args.results, args.work_dir, args.model_name, args.carry_dir)
   return 0
 
 

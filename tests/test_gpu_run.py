@@ -426,7 +426,8 @@ def test_language_items_share_the_call_and_say_how_to_carry(tmp_path):
 def test_language_study_round_trip_through_a_jax_run(tmp_path):
   """`pretrain --dry` on JAX (the GPU item's path, on the CPU), then `unpack` here: the model
   directory it writes restores on TensorFlow to the trained weights rounded to float16, its
-  vocabulary inside; a work dir with another vocabulary is refused in one line."""
+  vocabulary inside; a work dir with another vocabulary is refused in one line, one without
+  gets the carried one."""
   from electra_tf2 import model_directory, variable_names
   from electra_tf2.checkpoints import portable
   from electra_tf2.text import description
@@ -455,8 +456,9 @@ def test_language_study_round_trip_through_a_jax_run(tmp_path):
   (work / "wordpiece" / "vocab.txt").write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nx\n")
   with pytest.raises(SystemExit, match="is not the vocabulary the GPU run trained with"):
     language_gpu.unpack([str(out)], str(work))
-  (work / "wordpiece" / "vocab.txt").write_bytes((carried / "vocab.txt").read_bytes())
-  (unpacked,) = language_gpu.unpack([str(out)], str(work))
+  (work / "wordpiece" / "vocab.txt").unlink()  # a work dir rebuilt with --stages data only
+  (unpacked,) = language_gpu.unpack([str(out)], str(work), carry_dir=str(tmp_path / "carry"))
+  assert (work / "wordpiece" / "vocab.txt").read_bytes() == (carried / "vocab.txt").read_bytes()
   assert os.path.isfile(os.path.join(unpacked, "vocab.txt"))
   trained, _ = portable.load(portable.latest(str(models / "wordpiece" / "gpu_small")))
   model = model_directory.restore_pretrainer(unpacked)
