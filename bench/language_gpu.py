@@ -34,7 +34,6 @@ stopped before its loop started (or failing) returns nothing, and the item fails
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import re
@@ -48,6 +47,7 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
+import gpu_report
 from common import REPO, block_tensorflow_if_asked, log as common_log
 
 KINDS = ("wordpiece", "sentencepiece")
@@ -70,9 +70,11 @@ def log(message: str) -> None:
   common_log(message, tag="language-gpu")
 
 
-def sha256(path: str) -> str:
-  with open(path, "rb") as f:
-    return hashlib.sha256(f.read()).hexdigest()
+def file_sha256(path: str) -> str:
+  """The data builder's sha256 of a file (imported here: bench/gpu_suite.py imports this
+  module, and its orchestration stays free of the package)."""
+  from electra_tf2.data_prep import builder  # pylint: disable=g-import-not-at-top
+  return builder.file_sha256(path)
 
 
 # -- here, before the call ------------------------------------------------------------
@@ -229,7 +231,7 @@ def pretrain(args) -> int:
       "tokenizer_description": read_json(os.path.join(model_dir,
                                                       "tokenizer_description.json")),
       "portable_state": state, "vocab_file": VOCAB_FILES[args.kind],
-      "vocab_sha256": sha256(vocab), "metrics": metrics,
+      "vocab_sha256": file_sha256(vocab), "metrics": metrics,
       "arrays": sorted(weights), "files": sorted(os.path.basename(f) for f in files)}
   if args.json:
     from electra_tf2.atomic_io import write_json_atomic
@@ -248,14 +250,9 @@ def language_records(results_dir: str) -> Dict[str, Dict[str, Any]]:
   if not os.path.isfile(path):
     raise SystemExit(f"error: --results {results_dir} has no results.jsonl: give the "
                      "directory of the device call's files")
-  records = {}
-  with open(path, encoding="utf-8") as f:
-    for line in f:
-      record = json.loads(line)
-      if record.get("key", "").startswith("language/") and record.get("status") == "ok" \
-          and record.get("data"):
-        records[record["data"][0]["kind"]] = record["data"][0]
-  return records
+  return {r["data"][0]["kind"]: r["data"][0] for r in gpu_report.read_records(path)
+          if r.get("key", "").startswith("language/") and r.get("status") == "ok"
+          and r.get("data")}
 
 
 def returned_arrays(results_dir: str, record: Dict[str, Any]) -> Dict[str, np.ndarray]:
@@ -308,7 +305,7 @@ def write_model(work_dir: str, model_name: str, record: Dict[str, Any],
   from electra_tf2.checkpoints import portable
   kind_dir = os.path.join(work_dir, record["kind"])
   vocab = os.path.join(kind_dir, record["vocab_file"])
-  if not os.path.exists(vocab) or sha256(vocab) != record["vocab_sha256"]:
+  if not os.path.exists(vocab) or file_sha256(vocab) != record["vocab_sha256"]:
     raise SystemExit(f"error: {vocab} is not the vocabulary the GPU run trained with "
                      f"(sha256 {record['vocab_sha256'][:12]}...): unpack into the work "
                      "dir that `carry` copied, or one without vocabularies beside the "
@@ -327,12 +324,7 @@ def write_model(work_dir: str, model_name: str, record: Dict[str, Any],
   write_json_atomic(os.path.join(model_dir, "gpu_metrics.json"), record["metrics"])
   floats = {k: v.astype(np.float32) if v.dtype == np.float16 else v for k, v in weights.items()}
   state = {k: v for k, v in record["portable_state"].items() if k != "global_step"}
-  path = portable.save(model_dir, record["step"], floats, state)
-  for old in portable.all_checkpoints(model_dir):  # an earlier model's, once this is saved
-    if old != path:
-      log(f"removing {old}: replaced by the returned step {record['step']}")
-      for name in (old, old[:-len(".npz")] + ".json"):
-        os.remove(name)
+  portable.save(model_dir, record["step"], floats, state, keep=1)  # an earlier model's go
   log(f"{model_dir}: step {record['step']}, {len(floats)} arrays (fine-tuning results of an "
       "earlier model under this name are not valid for it: delete them)")
   return model_dir

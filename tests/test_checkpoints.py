@@ -8,12 +8,13 @@ The oracle is what each was built with.
 
 import os
 
+import numpy as np
 import pytest
 import tensorflow as tf
 
 from electra_tf2.conversion import convert, hf_import
 from electra_tf2.serving import export
-from electra_tf2.checkpoints import describe as describe_lib
+from electra_tf2.checkpoints import describe as describe_lib, portable
 from electra_tf2.models import sources as source
 from electra_tf2.checkpoints.describe import describe
 from electra_tf2.errors import ElectraError
@@ -126,3 +127,15 @@ def test_every_consumer_names_what_it_was_given(paths):
     with pytest.raises(ElectraError) as error:
       call()
     assert expected in str(error.value) and "\n" not in str(error.value), str(error.value)
+
+
+def test_portable_save_keeps_the_checkpoint_it_writes_and_the_newest_others(tmp_path):
+  """`keep` counts the checkpoint just written, also when an older step is written into a
+  directory holding newer ones (a model replaced by another run's)."""
+  arrays = {"w": np.ones(2, np.float32)}
+  for step in (4, 8, 12):
+    portable.save(str(tmp_path), step, arrays, {}, keep=2)
+  steps = lambda: [portable.step_of(p) for p in portable.all_checkpoints(str(tmp_path))]  # noqa: E731
+  assert steps() == [8, 12]
+  portable.save(str(tmp_path), 6, arrays, {}, keep=1)
+  assert steps() == [6] and sorted(os.listdir(tmp_path)) == ["portable-6.json", "portable-6.npz"]

@@ -59,7 +59,8 @@ def latest(model_dir: str) -> Optional[str]:
 def save(model_dir: str, step: int, arrays: Dict[str, np.ndarray], state: Dict[str, Any],
          keep: Optional[int] = None) -> str:
   """Writes `portable-<step>.json` then `.npz` (each under a temporary name, then renamed:
-  the `.npz` marks a complete checkpoint); keeps the `keep` newest. Returns the `.npz`."""
+  the `.npz` marks a complete checkpoint); keeps it and the `keep` - 1 newest others (one
+  of a lower step than a checkpoint already there included). Returns the `.npz`."""
   os.makedirs(model_dir, exist_ok=True)
   path = path_for(model_dir, step)
   write_json_atomic(path[:-len(".npz")] + ".json", dict(state, global_step=step))
@@ -67,7 +68,8 @@ def save(model_dir: str, step: int, arrays: Dict[str, np.ndarray], state: Dict[s
     with open(tmp, "wb") as f:
       np.savez(f, **arrays)
   if keep:
-    for old in all_checkpoints(model_dir)[:-keep]:
+    others = [p for p in all_checkpoints(model_dir) if p != path]
+    for old in others[:max(0, len(others) - (keep - 1))]:
       for name in (old, old[:-len(".npz")] + ".json"):
         if os.path.exists(name):
           os.remove(name)
