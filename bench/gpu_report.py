@@ -384,6 +384,23 @@ def language(results: Results) -> List[str]:
              ""]) if out else []
 
 
+def feed(results: Results) -> List[str]:
+  """bench/jax_feed.py: the trainer's feed against its step alone, a line per feed."""
+  out = []
+  for r in rows(results, "feed"):
+    out.append(f"{r['model']} {r['hparams']}, length {r['seq_len']}, batch {r['batch']}, "
+               f"{r['precision']}:")
+    out.append("")
+    out += table(["feed", "seq/s", "ms a step", "of the step alone", "split (ms a step)"], [
+        [row["row"], fmt(row["seq_per_s"], ".0f"), fmt(row["ms_per_step"], ".2f"),
+         fmt(row["of_step"], ".2f") + "x",
+         ", ".join(f"{k[:-3]} {v:.2f}" for k, v in row.items()
+                   if k.endswith("_ms") and k != "ms_per_step")]
+        for row in r["rows"]])
+    out.append("")
+  return ["## The trainer's feed (bench/jax_feed.py)", ""] + out if out else []
+
+
 def inference(results: Results) -> List[str]:
   record = results.get("inference/savedmodel")
   if not record or record["status"] != "ok":
@@ -408,7 +425,7 @@ def write(out_dir: str, paths: List[str]) -> str:
                    + levers(results)
                    + finetuning(results)
                    + numerics(results, out_dir) + projection(results) + study(results)
-                   + language(results)
+                   + language(results) + feed(results)
                    + inference(results) + not_ok(results))
   write_text_atomic(os.path.join(out_dir, "results.md"), text)
   return text

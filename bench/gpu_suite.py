@@ -115,6 +115,7 @@ class JaxSizes:
   embgrad: List[tuple]  # the word-embedding gradient alone (key, batch, length, width)
   attention: List[tuple]  # the attention block alone (key, batch, length, heads, head size)
   language: Dict[str, Any]  # the language study's pre-training (bench/language_gpu.py)
+  feed: Dict[str, Any]  # the trainer's feed against its step (bench/jax_feed.py)
 
 
 JAX_GPU = JaxSizes(
@@ -132,7 +133,9 @@ JAX_GPU = JaxSizes(
     late=[("base512", "electra_base", {}, 512, 128)],
     embgrad=[("small1024", 1024, 128, 128), ("base512", 512, 128, 768)],
     attention=[("base512", 512, 128, 12, 64), ("small1024", 1024, 128, 4, 64)],
-    language={"steps": 10000, "flags": [], "min_seconds": 150, "later": 250})
+    language={"steps": 10000, "flags": [], "min_seconds": 150, "later": 250},
+    feed={"hparams": {"vocab_size": 8000}, "seq_len": 64, "batch": 128, "seconds": 10,
+          "trainer_steps": 2000})
 DRY_JAX_MODEL = {"debug": True, "vocab_size": 1100}
 JAX_DRY = JaxSizes(
     throughput=[("base128", "electra_base", DRY_JAX_MODEL, 32, 4),
@@ -148,7 +151,9 @@ JAX_DRY = JaxSizes(
     late=[("base512", "electra_base", DRY_JAX_MODEL, 64, 2)],
     embgrad=[("small4", 4, 32, 16)],
     attention=[("small4", 4, 32, 2, 8)],
-    language={"steps": 4, "flags": ["--dry"], "min_seconds": 30, "later": 60})
+    language={"steps": 4, "flags": ["--dry"], "min_seconds": 30, "later": 60},
+    feed={"hparams": {"debug": True, "vocab_size": 8000}, "seq_len": 64, "batch": 4,
+          "seconds": 1, "trainer_steps": 4})
 
 
 # What the JAX step's bf16 throughput is re-measured with, one at a time, against the
@@ -314,7 +319,20 @@ def jax_items(sizes: JaxSizes, peak: Optional[float], out: str = "gpu_out") -> L
   late = [i for t in sizes.late for i in throughput(*t, sizes.precisions[:1])]
   return ([Item("env", python("gpu_env.py", "--backend", "jax"), min_seconds=10)]
           + early + numerics + [projection] + profiles + levers + embgrad + attention + late
-          + list(language_items(sizes.language, out)))
+          + list(language_items(sizes.language, out)) + [feed_item(sizes.feed)])
+
+
+def feed_item(feed: Dict[str, Any]) -> Item:
+  """The trainer's feed (the pure-Python reader, the loop) against its step alone, on the
+  language study's carried WordPiece TFRecords (length 64, an 8000-word vocabulary)."""
+  records = os.path.join(common.REPO, language_gpu.CARRY_DIR, "wordpiece", "pretrain_tfrecords")
+  return Item("feed/language64", python(
+      "jax_feed.py", "--data", os.path.join(records, "pretrain_data.tfrecord-*"),
+      "--hparams", json.dumps(feed["hparams"]), "--seq-len", feed["seq_len"],
+      "--batch", feed["batch"], "--seconds", feed["seconds"],
+      "--trainer-steps", feed["trainer_steps"]), keep_output=True, min_seconds=150,
+      needs=os.path.join(records, "tokenizer_description.json"),
+      needs_hint="run `python bench/language_gpu.py carry` before the call and carry .gpu")
 
 
 def language_items(language: Dict[str, Any], out: str) -> Iterator[Item]:

