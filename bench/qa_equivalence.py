@@ -41,17 +41,18 @@ TINY = {"init_checkpoint": None, "vocab_size": 30522, "embedding_size": 16,
 
 
 def run(task: str, shared: str, work_dir: str, max_questions: int, litert: bool = False,
-        litert_rows=None):
+        litert_rows=None, hparams=None, train_file=None):
   data_dir = os.path.join(work_dir, task)
   os.makedirs(os.path.join(data_dir, "finetuning_data", task), exist_ok=True)
   links = {os.path.join(data_dir, "vocab.txt"): os.path.join(shared, "vocab", "vocab.txt")}
-  for split, source in zip(("train", "dev"), FILES[task]):
+  sources = (train_file or FILES[task][0], FILES[task][1])
+  for split, source in zip(("train", "dev"), sources):
     links[os.path.join(data_dir, "finetuning_data", task, f"{split}.json")] = \
         os.path.join(shared, source)
   for link, target in links.items():
     if not os.path.exists(link):
       os.symlink(os.path.abspath(target), link)
-  values = dict(TINY, max_examples_per_split=max_questions or None,
+  values = dict(TINY, **(hparams or {}), max_examples_per_split=max_questions or None,
                 model_dir=os.path.join(data_dir, "model"))
   config = resolve_finetuning_config("tiny", data_dir, values, task)
   start = time.time()
@@ -138,9 +139,14 @@ def main():
   parser.add_argument("--litert", action="store_true",
                       help="also the .tflite (float32, dynamic-int8) answers against the "
                            "SavedModel's, with SQuAD 1.1 EM/F1 (squadv1)")
+  parser.add_argument("--hparams", default="{}",
+                      help="JSON over the tiny model's settings (TINY), e.g. a larger model")
+  parser.add_argument("--train-file", default=None,
+                      help="the training set, relative to --shared (default: FILES' first)")
   args = parser.parse_args()
   litert_rows = []
-  rows = [run(task, args.shared, args.work_dir, args.max_questions, args.litert, litert_rows)
+  rows = [run(task, args.shared, args.work_dir, args.max_questions, args.litert, litert_rows,
+              json.loads(args.hparams), args.train_file)
           for task in args.tasks.split(",")]
   print("\n".join(rows))
   if litert_rows:
