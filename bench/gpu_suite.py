@@ -322,17 +322,25 @@ def jax_items(sizes: JaxSizes, peak: Optional[float], out: str = "gpu_out") -> L
           + list(language_items(sizes.language, out)) + [feed_item(sizes.feed)])
 
 
+LANGUAGE_HINT = "run `python bench/language_gpu.py carry` before the call and carry .gpu"
+
+
+def language_records(kind: str) -> str:
+  """The carried TFRecords of one vocabulary kind (bench/language_gpu.py carry)."""
+  return os.path.join(common.REPO, language_gpu.CARRY_DIR, kind, "pretrain_tfrecords")
+
+
 def feed_item(feed: Dict[str, Any]) -> Item:
   """The trainer's feed (the pure-Python reader, the loop) against its step alone, on the
   language study's carried WordPiece TFRecords (length 64, an 8000-word vocabulary)."""
-  records = os.path.join(common.REPO, language_gpu.CARRY_DIR, "wordpiece", "pretrain_tfrecords")
+  records = language_records("wordpiece")
   return Item("feed/language64", python(
       "jax_feed.py", "--data", os.path.join(records, "pretrain_data.tfrecord-*"),
       "--hparams", json.dumps(feed["hparams"]), "--seq-len", feed["seq_len"],
       "--batch", feed["batch"], "--seconds", feed["seconds"],
       "--trainer-steps", feed["trainer_steps"]), keep_output=True, min_seconds=150,
       needs=os.path.join(records, "tokenizer_description.json"),
-      needs_hint="run `python bench/language_gpu.py carry` before the call and carry .gpu")
+      needs_hint=LANGUAGE_HINT)
 
 
 def language_items(language: Dict[str, Any], out: str) -> Iterator[Item]:
@@ -346,9 +354,8 @@ def language_items(language: Dict[str, Any], out: str) -> Iterator[Item]:
         "language_gpu.py", "pretrain", "--kind", kind, "--out", out, "--steps",
         language["steps"], *language["flags"]), time_flag="--time-limit", reserve=reserve,
         min_seconds=language["min_seconds"] + reserve,
-        needs=os.path.join(common.REPO, language_gpu.CARRY_DIR, kind, "pretrain_tfrecords",
-                           "tokenizer_description.json"),
-        needs_hint="run `python bench/language_gpu.py carry` before the call and carry .gpu")
+        needs=os.path.join(language_records(kind), "tokenizer_description.json"),
+        needs_hint=LANGUAGE_HINT)
 
 
 def selected(all_items: List[Item], selection: List[str]) -> List[Item]:

@@ -49,6 +49,7 @@ import numpy as np
 
 import common
 import gpu_report
+import jax_pretrain_step
 
 STEP_NUMBERS = 4096
 
@@ -140,8 +141,7 @@ def measure(args: argparse.Namespace) -> Dict[str, Any]:
                                  args.batch, seed=config.seed)
 
   def put(batch):
-    placed = run.put(batch)
-    return jax.device_put(placed) if placed is batch else placed
+    return jax_pretrain_step.device_batch(run, batch)
 
   reader = new_reader()
   state = [run.state()]

@@ -86,6 +86,13 @@ def parse_args(argv=None) -> argparse.Namespace:
 # ---------------------------------------------------------------------------
 
 
+def device_batch(run, batch: Dict[str, np.ndarray]):
+  """`batch` on the device(s): `run.put` (sharded under DataParallel), else device_put."""
+  import jax  # pylint: disable=g-import-not-at-top
+  placed = run.put(batch)
+  return jax.device_put(placed) if placed is batch else placed
+
+
 class Bench:
   """A `JaxPretrainingRun` at one batch size, its step compiled, its state and batch on the
   device."""
@@ -108,9 +115,7 @@ class Bench:
     self.step = 0
 
   def put(self, batch: Dict[str, np.ndarray]):
-    import jax  # pylint: disable=g-import-not-at-top
-    placed = self.run.put(batch)
-    return jax.device_put(placed) if placed is batch else placed
+    return device_batch(self.run, batch)
 
   def run_steps(self, steps: int, features=None) -> Dict[str, Any]:
     """Runs `steps` steps (on `features`, default the bench's batch) and waits for them;
