@@ -56,6 +56,7 @@ SETTINGS = {
     "fused_ln": ({}, ("fused_ln",)),
     "xla_buckets": ({}, ("xla",)),
     "xla_buckets_intra1": ({"TF_NUM_INTRAOP_THREADS": "1"}, ("xla",)),
+    "skip_padding": ({}, ("padded",)),
 }
 LAYER = re.compile(r"/layer_(\d+)(?:_\d+)?/")
 
@@ -140,14 +141,31 @@ def xla_side(fixture):
               note=f"tokenizer tf.function; encoder+head jit_compile on buckets {BUCKETS}")
 
 
+def patched_export_side(fixture, suffix: str, owner, method: str, patch, name: str):
+  """A side on our SavedModel exported with `owner.method` replaced by `patch` during the
+  export only (cached under the fixture as savedmodel_single_float32_<suffix>)."""
+  import tensorflow as tf
+  from electra_tf2 import TextClassifier
+  from inference.side import Side
+  path = fixture.path(f"savedmodel_single_float32_{suffix}")
+  if not os.path.exists(os.path.join(path, "saved_model.pb")):
+    original = getattr(owner, method)
+    setattr(owner, method, patch)
+    try:
+      TextClassifier.from_pretrained(fixture.hf_dir, max_seq_length=fixture.max_seq_length
+                                     ).export_saved_model(path)
+    finally:
+      setattr(owner, method, original)
+  serve = tf.saved_model.load(path).signatures["serving_default"]
+  return Side(name, lambda texts: serve(text=tf.constant(texts[0]))["logits"].numpy())
+
+
 def fused_layer_norm_side(fixture):
   """Our SavedModel exported with every LayerNorm as Keras 2's FusedBatchNormV3 form, the
   pattern the remapper turns into one `_MklLayerNorm` with oneDNN on (remapper.cc
-  `layer_norm_pattern_1`); a patch of `LayerNorm.call` during the export only."""
+  `layer_norm_pattern_1`)."""
   import tensorflow as tf
-  from electra_tf2 import TextClassifier
   from electra_tf2.layers.layer_norm import LayerNorm
-  from inference.side import Side
 
   def fused(self, inputs):
     shape, depth = tf.shape(inputs), inputs.shape[-1]
@@ -158,18 +176,18 @@ def fused_layer_norm_side(fixture):
         offset=tf.fill([rows], 0.0), mean=empty, variance=empty, epsilon=self.epsilon,
         data_format="NCHW", is_training=True)[0]
     return tf.reshape(normed, shape) * self.gamma + self.beta
-  path = fixture.path("savedmodel_single_float32_fused_ln")
-  if not os.path.exists(os.path.join(path, "saved_model.pb")):
-    original = LayerNorm.call
-    LayerNorm.call = fused
-    try:
-      TextClassifier.from_pretrained(fixture.hf_dir, max_seq_length=fixture.max_seq_length
-                                     ).export_saved_model(path)
-    finally:
-      LayerNorm.call = original
-  serve = tf.saved_model.load(path).signatures["serving_default"]
-  return Side("ours: SavedModel, LayerNorm as FusedBatchNormV3",
-              lambda texts: serve(text=tf.constant(texts[0]))["logits"].numpy())
+  return patched_export_side(fixture, "fused_ln", LayerNorm, "call", fused,
+                             "ours: SavedModel, LayerNorm as FusedBatchNormV3")
+
+
+def padded_side(fixture):
+  """Our SavedModel as exported before `skip_padding` (the encoder on every padded row)."""
+  from electra_tf2 import TextClassifier
+
+  def padded_serve(self, *texts):
+    return self.serve_features(self.text_features(*texts), skip_padding=False)
+  return patched_export_side(fixture, "padded", TextClassifier, "serve", padded_serve,
+                             "ours: SavedModel, padded graph (no skip_padding)")
 
 
 def run_setting(args) -> None:
@@ -179,7 +197,10 @@ def run_setting(args) -> None:
   from inference import models, texts as text_lib, timing
   from inference.side import SIDES
   _, extras = SETTINGS[args.setting]
-  text_set = text_lib.text_sets(args.work_dir, args.data_dir, ["sst2_dev", "embedded"])[:1]
+  text_set = text_lib.text_sets(args.work_dir, args.data_dir, [args.texts, "embedded"])[:1]
+  if text_set[0].pairs:
+    raise SystemExit(f"--texts {args.texts}: single texts only (pairs: "
+                     "bench/inference_throughput.py)")
   for fixture in models.random_fixtures(args.models.split(","), text_set, args.work_dir):
     sides = {"ort_fp32": SIDES["ort_fp32"](fixture), "savedmodel": SIDES["savedmodel"](fixture)}
     saved = fixture.path("savedmodel_single_float32")  # the savedmodel side's export
@@ -187,6 +208,8 @@ def run_setting(args) -> None:
       sides["xla_buckets"] = xla_side(fixture)
     if "fused_ln" in extras:
       sides["fused_ln"] = fused_layer_norm_side(fixture)
+    if "padded" in extras:
+      sides["padded"] = padded_side(fixture)
     texts = fixture.texts.columns[0]
     order = np.random.default_rng(0).permutation(len(texts))
     latency = [[texts[i] for i in order[:args.latency_texts]]]
@@ -197,11 +220,12 @@ def run_setting(args) -> None:
     load = os.getloadavg()[0]
     timings = timing.alternate(sides, latency, throughput, 32, args.rounds,
                                log=lambda m: log(m, args.setting))
-    paths = {"savedmodel": saved, "fused_ln": saved + "_fused_ln"}
+    paths = {"savedmodel": saved, "fused_ln": saved + "_fused_ln", "padded": saved + "_padded"}
     profiled = {name: serving_graph_ops(paths[name], latency[0][0]) for name in sides
                 if name in paths}
     ops = {name: ops_per_layer(p) for name, p in profiled.items()}
-    record = {"setting": args.setting, "model": fixture.name, "load": [load, os.getloadavg()[0]],
+    record = {"setting": args.setting, "model": fixture.name, "texts": text_set[0].name,
+              "load": [load, os.getloadavg()[0]],
               "onednn": bool(_pywrap_util_port.IsMklEnabled()),
               "custom_gradient_markers": custom_gradient_markers(saved),
               "identity_n_run": sum(t == "IdentityN" for _, t in profiled["savedmodel"]),
@@ -265,8 +289,8 @@ def layer_norm_forms() -> None:
 
 def table(records) -> str:
   """One row per setting, model and side: ours against ORT float32 of the same run."""
-  lines = ["| setting | model | side | oneDNN | p50 ms | ORT p50 ms | p50 vs ORT | seq/s @32 | "
-           "ORT seq/s | seq/s vs ORT | max diff vs ORT | ops/layer | load |", "|---" * 13 + "|"]
+  lines = ["| setting | model | texts | side | oneDNN | p50 ms | ORT p50 ms | p50 vs ORT | seq/s @32 | "
+           "ORT seq/s | seq/s vs ORT | max diff vs ORT | ops/layer | load |", "|---" * 14 + "|"]
   for r in records:
     ort = r["sides"]["ort_fp32"]
     for name, s in r["sides"].items():
@@ -275,7 +299,7 @@ def table(records) -> str:
       ops = r["ops"].get(name)
       per_layer = f"{sum(ops['per_layer'].values()):.0f}" if ops else "-"
       lines.append(
-          f"| {r['setting']} | {r['model']} | {name} | {'on' if r['onednn'] else 'off'} | "
+          f"| {r['setting']} | {r['model']} | {r.get('texts', 'sst2_dev')} | {name} | {'on' if r['onednn'] else 'off'} | "
           f"{s['p50_ms']:.1f} | {ort['p50_ms']:.1f} | {ort['p50_ms'] / s['p50_ms']:.2f}x | "
           f"{s['rate']:.0f} | {ort['rate']:.0f} | {s['rate'] / ort['rate']:.2f}x | "
           f"{s['max_diff_vs_ort']:.1e} | {per_layer} | {r['load'][0]:.1f}-{r['load'][1]:.1f} |")
@@ -294,6 +318,8 @@ def main() -> None:
   parser.add_argument("--throughput-texts", type=int, default=128)
   parser.add_argument("--work-dir", default="/tmp/electra_inference_bench")
   parser.add_argument("--data-dir", default=SHARED_DATA)
+  parser.add_argument("--texts", default="sst2_dev",
+                      help="a single-text set of bench/inference/texts.py (sst2_dev, cola_dev)")
   parser.add_argument("--layer-norm-forms", action="store_true")
   parser.add_argument("--json", default=None, help="append each result as a JSON line here")
   args = parser.parse_args()
@@ -312,7 +338,7 @@ def main() -> None:
     command = [sys.executable, os.path.abspath(__file__), "--setting", setting] + [
         f"--{k.replace('_', '-')}={v}" for k, v in vars(args).items()
         if k in ("models", "rounds", "latency_texts", "throughput_texts", "work_dir",
-                 "data_dir")]
+                 "data_dir", "texts")]
     log(f"{setting}: {' '.join(f'{k}={v}' for k, v in SETTINGS[setting][0].items())}", "levers")
     out = subprocess.run(command, env=env, capture_output=True, text=True)
     results = [json.loads(line[7:]) for line in out.stdout.splitlines()

@@ -44,7 +44,8 @@ def test_table_ratios_are_against_ort_of_the_same_record():
             "ops": {"savedmodel": {"per_layer": {"MatMul": 6.0, "AddV2": 2.0}}},
             "sides": {"ort_fp32": side(10.0, 200.0), "savedmodel": side(20.0, 300.0)}}
   row = levers.table([record]).splitlines()[2].split(" | ")
-  assert row[2] == "savedmodel" and row[6] == "0.50x" and row[9] == "1.50x" and row[11] == "8"
+  assert row[2] == "sst2_dev" and row[3] == "savedmodel"  # records before --texts: SST-2
+  assert row[7] == "0.50x" and row[10] == "1.50x" and row[12] == "8"
 
 
 def test_serving_graph_ops_are_what_tensorflow_runs_after_grappler(tmp_path):
@@ -63,3 +64,23 @@ def test_serving_graph_ops_are_what_tensorflow_runs_after_grappler(tmp_path):
   assert len(fused) == 1 and "BiasAdd" not in types and "MatMul" not in types
   assert "StringLength" in types and types.count("ReadVariableOp") == 2
   assert not {"_Arg", "_Retval", "Const"} & set(types)
+
+
+def test_batch1_forms_compute_the_encoders_states():
+  """bench/server_batch1_forms.py's hand-written forms (constants, fused q/k/v, head-major
+  projections) give our encoder's states (itself tested against a numpy reference), so
+  their timings compare the same computation."""
+  import numpy as np
+  import server_batch1_forms as forms
+  from electra_tf2 import BertConfig
+  from electra_tf2.networks.encoder import Encoder
+  encoder = Encoder(BertConfig(vocab_size=30, hidden_size=16, num_hidden_layers=2,
+                               num_attention_heads=2, intermediate_size=32), 8)
+  encoder.build()
+  ids = tf.constant([[2, 7, 9, 11, 3]])
+  args = (ids, tf.ones_like(ids), tf.zeros_like(ids))
+  functions = forms.forms(encoder)
+  assert set(functions) == {"ours", "frozen", "fused_qkv", "head_major"}
+  want = functions["ours"](*args).numpy()
+  for name, function in functions.items():
+    np.testing.assert_allclose(np.asarray(function(*args)), want, atol=1e-5, err_msg=name)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy.special import erf
 
-from backend_marks import numpy, tensor
+from backend_marks import BACKEND, numpy, tensor
 from electra_tf2 import variable_names
 from electra_tf2.encoder_config import BertConfig
 from electra_tf2.layers import EmbeddingBlock, TransformerLayer
@@ -128,6 +128,38 @@ def test_embeddings_and_one_block_match_numpy_reference():
   got = layer(emb, attention_bias(tensor(mask), "bidirectional", "float32"))
   want = np_encoder(w, ids, mask, segments, n_layers=1, heads=4)
   np.testing.assert_allclose(numpy(got), want, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("embedding_size", [16, 8])
+def test_skip_padding_gives_each_rows_states_as_the_reference_and_zeros_at_the_padding(
+    embedding_size):
+  """skip_padding (the serving graph's lever): the real tokens' states equal the numpy
+  reference, each row's as if run alone, and the padding's are zeros; a batch with no
+  padding takes the plain graph. JAX refuses it in one line (no run-time shapes)."""
+  encoder = Encoder(CONFIG, embedding_size)
+  encoder.build()
+  randomise(encoder.weights, seed=4)
+  w = {n: numpy(v).astype(np.float64)
+       for n, v in variable_names.encoder_variable_map(encoder, "e").items()}
+  ids, mask, segments = inputs(seed=5)
+  if BACKEND == "jax":
+    with pytest.raises(ValueError, match="skip_padding needs shapes known only at run time"):
+      encoder(tensor(ids), tensor(mask), tensor(segments), skip_padding=True)
+    return
+  real = mask.astype(bool)
+  for rows in (slice(None), slice(0, 1)):  # row 0 alone has no padding
+    got = numpy(encoder(tensor(ids[rows]), tensor(mask[rows]), tensor(segments[rows]),
+                        skip_padding=True))
+    for i in range(got.shape[0]):
+      n = int(mask[rows][i].sum())
+      alone = np_encoder(w, ids[rows][i:i + 1, :n], mask[rows][i:i + 1, :n],
+                         segments[rows][i:i + 1, :n], CONFIG.num_hidden_layers,
+                         CONFIG.num_attention_heads)
+      np.testing.assert_allclose(got[i, :n], alone[0], atol=1e-5, rtol=0)
+    np.testing.assert_array_equal(got[~real[rows]], 0.0)
+  with pytest.raises(ValueError, match="inference with bidirectional attention"):
+    Encoder(CONFIG, attention_direction="ltr")(tensor(ids), tensor(mask), tensor(segments),
+                                               skip_padding=True)
 
 
 def test_dropout_only_in_training():

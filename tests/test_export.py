@@ -208,6 +208,14 @@ def test_encoder_export(exported):
   assert sorted(os.listdir(exported["root"])) == before
 
 
+def skips_padding(path: str, signature: str) -> bool:
+  """Whether a SavedModel signature's encoder runs `skip_padding` (the real tokens'
+  states scattered back into the padded layout inside its layers)."""
+  graph = tf.saved_model.load(path).signatures[signature].graph.as_graph_def()
+  return any(node.op == "ScatterNd" and "/layer_0" in node.name
+             for f in graph.library.function for node in f.node_def)
+
+
 def finetuned_model_dir(exported, tasks, heads):
   """(model, directory) of a random fine-tuned model with `heads` under DATA/models/tiny."""
   config = finetune_config.resolve_finetuning_config(
@@ -246,6 +254,7 @@ def test_finetuned_export(exported):
   assert out["chunk_logits"].shape == (len(pairs), seq_len, 3)
   np.testing.assert_allclose(out["chunk_logits"].numpy(), expected["chunk"]["logits"].numpy(),
                              atol=1e-5)
+  assert not skips_padding(path, "text_pair")  # a per-token head reads the padding's rows
   # --format litert of a pair task takes pairs without --text-pairs (GLUE's text_b tasks)
   from electra_tf2 import LiteRTModel
   from electra_tf2.tasks import task_builder
@@ -294,6 +303,9 @@ def test_every_export_path_names_outputs_as_keras_does(exported, tmp_path, capsy
   np.testing.assert_allclose(out["probabilities"].numpy(),
                              tf.nn.softmax(out["logits"]).numpy(), atol=1e-6)
   assert list(out["label"].numpy()) == list(out["sst_label"].numpy())
+  # [CLS] heads only: the SavedModel skips the padding's rows (equal to the .tflite below,
+  # which keeps the padded graph, on two texts of different lengths)
+  assert skips_padding(saved, "text") and skips_padding(saved, "token_ids")
   lite = str(tmp_path / "sst.tflite")
   assert export.main(["--model-dir", model_dir, "--format", "litert", "--output", lite]) == 0
   got = LiteRTModel(lite).predict(texts)

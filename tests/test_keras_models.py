@@ -325,6 +325,11 @@ def test_fit_lowers_the_loss_and_round_trips_keep_predictions(tmp_path, hf):
                                                                          text_b=texts_b)
   np.testing.assert_allclose(served["logits"], expected, atol=1e-6)
   assert [s.decode() for s in served["label"].numpy()] == [str(i) for i in expected.argmax(-1)]
+  # The SavedModel's graph skips the padding's rows (Encoder skip_padding): its encoder
+  # scatters the real tokens' keys and values back into the padded layout.
+  graph = tf.saved_model.load(path).signatures["serving_default"].graph.as_graph_def()
+  assert any(node.op == "ScatterNd" and "/layer_0" in node.name
+             for f in graph.library.function for node in f.node_def)
 
 
 def test_keras_files_of_the_other_models_keep_predictions(tmp_path, hf, discriminator):

@@ -122,14 +122,28 @@ class TransformerLayer(keras.layers.Layer):
     dtype = self.compute_dtype
     return backend_ops.bias_add(ops.matmul(x, ops.cast(kernel, dtype)), ops.cast(qkv_bias, dtype))
 
-  def call(self, hidden, bias, training: bool = False):
-    """hidden: `[batch, seq_len, hidden]`; bias: from `attention_bias`."""
-    batch, seq_len = ops.shape(hidden)[0], ops.shape(hidden)[1]
+  def call(self, hidden, bias, training: bool = False, token_index=None):
+    """hidden: `[batch, seq_len, hidden]`; bias: from `attention_bias`.
+
+    token_index: the real tokens' flat positions in `[batch * seq_len]`, int32 `[tokens]`
+    (`Encoder.call`'s skip_padding): hidden is then `[tokens, hidden]`, those tokens'
+    states alone, and so is the result. The dense layers and LayerNorms run on them
+    only; attention runs on the padded layout with the padding's keys and values zero
+    (masked out by `bias` as before: the same values for every real token).
+    """
     heads, head_size = self.num_attention_heads, self.head_size
     dtype = self.compute_dtype
-    x = ops.reshape(hidden, (-1, self.hidden_size))  # [tokens, hidden]
+    if token_index is None:
+      batch, seq_len = ops.shape(hidden)[0], ops.shape(hidden)[1]
+      x = ops.reshape(hidden, (-1, self.hidden_size))  # [tokens, hidden]
+    else:
+      batch, seq_len = ops.shape(bias)[0], ops.shape(bias)[-1]
+      x = hidden
 
     qkv = self._qkv(x, training)
+    if token_index is not None:
+      qkv = ops.scatter(ops.expand_dims(token_index, 1), qkv,
+                        (batch * seq_len, 3 * self.hidden_size))
     qkv = ops.transpose(ops.reshape(qkv, (batch, seq_len, 3, heads, head_size)),
                         (2, 0, 3, 1, 4))
     # [3, batch, heads, seq_len, head_size]; unstack, not qkv[i]: the gradient
@@ -143,6 +157,8 @@ class TransformerLayer(keras.layers.Layer):
     probs = self.attention_dropout(probs, training=training)
     context = ops.transpose(ops.matmul(probs, v), (0, 2, 1, 3))  # [batch, seq, heads, size]
     context = ops.reshape(context, (-1, self.hidden_size))
+    if token_index is not None:
+      context = ops.take(context, token_index, axis=0)
 
     attention = self.hidden_dropout(self._dense(self.attention_output_dense, context),
                                     training=training)
@@ -150,6 +166,8 @@ class TransformerLayer(keras.layers.Layer):
     output = self._dense(self.output_dense, self._dense(self.intermediate_dense, attention))
     output = self.hidden_dropout(output, training=training)
     output = self.output_layer_norm(output + attention)
+    if token_index is not None:
+      return output
     return ops.reshape(output, (batch, seq_len, self.hidden_size))
 
   def get_config(self) -> Dict[str, Any]:

@@ -97,12 +97,18 @@ class FinetuningModel(keras.Model):
       head.build((None, None, self.bert_config.hidden_size))
     super().build(input_shape)
 
-  def call(self, features: Dict[str, tf.Tensor], training: bool = False
-           ) -> Dict[str, Dict[str, tf.Tensor]]:
+  def call(self, features: Dict[str, tf.Tensor], training: bool = False,
+           skip_padding: bool = False) -> Dict[str, Dict[str, tf.Tensor]]:
+    """Every head's outputs; skip_padding: `Encoder.call`'s (for heads reading [CLS] only,
+    `reads_first_token_only`)."""
     hidden = self.encoder(features["input_ids"], features["input_mask"],
-                          features["segment_ids"], training=training)
+                          features["segment_ids"], training=training, skip_padding=skip_padding)
     return {name: head(hidden, features, training=training)
             for name, head in zip(self.task_names, self.heads)}
+
+  def reads_first_token_only(self) -> bool:
+    """Whether every head reads the [CLS] state alone (classification, regression)."""
+    return all(spec["kind"] in ("classification", "regression") for spec in self.head_specs)
 
   def losses_per_example(self, features: Dict[str, tf.Tensor],
                          outputs: Dict[str, Dict[str, tf.Tensor]]) -> tf.Tensor:

@@ -125,19 +125,27 @@ class TextClassifier(TextModel):
                                      dtype=self.dtype_policy)
     self.build()
 
-  def call_features(self, features, training: bool = False):
-    """`call` on TextInputs' features."""
-    outputs = self.head(self.encode(features, training), features, training=training)
+  def call_features(self, features, training: bool = False, skip_padding: bool = False):
+    """`call` on TextInputs' features (skip_padding: `Encoder.call`'s; the head reads
+    [CLS] alone, so the outputs are the same)."""
+    outputs = self.head(self.encode(features, training, skip_padding), features,
+                        training=training)
     return outputs["predictions"] if self.num_classes == 1 else outputs["logits"]
 
-  def serve_features(self, features):
+  def serve_features(self, features, skip_padding: bool = False):
     """`score` for regression; else `logits`, `probabilities` and the `label` string."""
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
-    outputs = self.call_features(features)
+    outputs = self.call_features(features, skip_padding=skip_padding)
     if self.num_classes == 1:
       return {"score": outputs}
     return {"logits": outputs, "probabilities": tf.nn.softmax(outputs),
             "label": tf.gather(tf.constant(self.label_list), tf.argmax(outputs, -1))}
+
+  def serve(self, *texts):
+    """The SavedModel's outputs: `serve_features` with the encoder skipping the padding's
+    rows (faster on batches of mixed lengths, docs/benchmarks.md; the `.tflite` export
+    keeps the padded graph)."""
+    return self.serve_features(self.text_features(*texts), skip_padding=True)
 
   def text_columns(self) -> Tuple[int, ...]:
     return (1, 2)

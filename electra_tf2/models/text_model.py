@@ -150,10 +150,11 @@ class TextModel(keras.Model):
           f"this model's encoder has type_vocab_size {self.bert_config.type_vocab_size}: no "
           "token type for the second text of a pair (segment id 1); give single texts")
 
-  def encode(self, features: Features, training: bool = False):
-    """The encoder's states `[batch, seq_len, hidden]` of TextInputs' features."""
+  def encode(self, features: Features, training: bool = False, skip_padding: bool = False):
+    """The encoder's states `[batch, seq_len, hidden]` of TextInputs' features
+    (skip_padding: `Encoder.call`'s, zeros at the padding)."""
     return self.encoder(features["input_ids"], features["input_mask"],
-                        features["segment_ids"], training=training)
+                        features["segment_ids"], training=training, skip_padding=skip_padding)
 
   # -- names and weights -----------------------------------------------------
 

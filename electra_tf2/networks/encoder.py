@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional
 
 import keras
+from keras import ops
 
 from electra_tf2.encoder_config import BertConfig
 from electra_tf2.layers import initializers
@@ -105,15 +106,52 @@ class Encoder(keras.layers.Layer):
     """`[vocab_size, embedding_size]` word embeddings (tied MLM output matrix)."""
     return self.embeddings.embedding_table
 
-  def call(self, input_ids, input_mask, segment_ids, training: bool = False):
-    """`[batch, seq_len]` int ids, mask, segments -> `[batch, seq_len, hidden_size]`."""
+  def call(self, input_ids, input_mask, segment_ids, training: bool = False,
+           skip_padding: bool = False):
+    """`[batch, seq_len]` int ids, mask, segments -> `[batch, seq_len, hidden_size]`.
+
+    skip_padding: inference on the real tokens alone (input_mask 1): the dense layers
+    and LayerNorms skip the padding's rows, attention keeps the padded layout. The real
+    tokens' states are the same (to float rounding); the padding's are zeros instead of
+    the pad tokens' states. Bidirectional attention only, and shapes known only at run
+    time: the TensorFlow and PyTorch backends, not JAX. A serving graph's lever for
+    batches of mixed lengths (docs/benchmarks.md, server graph levers).
+    """
     hidden = self.embeddings(input_ids, segment_ids, training=training)
+    bias = attention_bias(input_mask, self.attention_direction, self.compute_dtype)
+    if not skip_padding:
+      return self._run_layers(hidden, bias, training)
+    if training or self.attention_direction != "bidirectional":
+      raise ValueError("skip_padding is for inference with bidirectional attention")
+    if keras.backend.backend() == "jax":
+      raise ValueError("skip_padding needs shapes known only at run time, which JAX does "
+                       "not trace: call without it, or use the TensorFlow or PyTorch backend")
+    # A batch without padding (every batch of one) keeps the plain graph.
+    return ops.cond(ops.all(ops.cast(input_mask, "bool")),
+                    lambda: self._run_layers(hidden, bias, training),
+                    lambda: self._run_layers_without_padding(hidden, input_mask, bias))
+
+  def _run_layers(self, embedded, bias, training: bool):
+    """`[batch, seq_len, embedding_size]` embeddings -> the last layer's states."""
+    hidden = embedded
     if self.embeddings_project is not None:
       hidden = self.embeddings_project(hidden)
-    bias = attention_bias(input_mask, self.attention_direction, self.compute_dtype)
     for layer in self.transformer_layers:
       hidden = layer(hidden, bias, training=training)
     return hidden
+
+  def _run_layers_without_padding(self, embedded, input_mask, bias):
+    """`_run_layers` on the real tokens alone (skip_padding), zeros at the padding."""
+    batch, seq_len = ops.shape(input_mask)[0], ops.shape(input_mask)[1]
+    token_index = ops.nonzero(ops.reshape(input_mask, (-1,)))[0]  # [tokens]
+    hidden = ops.take(ops.reshape(embedded, (-1, self.embedding_size)), token_index, axis=0)
+    if self.embeddings_project is not None:
+      hidden = self.embeddings_project(hidden)
+    for layer in self.transformer_layers:
+      hidden = layer(hidden, bias, token_index=token_index)
+    hidden = ops.scatter(ops.expand_dims(token_index, 1), hidden,
+                         (batch * seq_len, self.hidden_size))
+    return ops.reshape(hidden, (batch, seq_len, self.hidden_size))
 
   def get_config(self) -> Dict[str, Any]:
     config = super().get_config()

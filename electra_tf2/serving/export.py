@@ -216,14 +216,16 @@ def discriminator_outputs(encoder, head) -> Callable[..., Dict[str, tf.Tensor]]:
   return predict
 
 
-def finetuned_outputs(model, legacy: bool = True) -> Callable[..., Dict[str, tf.Tensor]]:
+def finetuned_outputs(model, legacy: bool = True, skip_padding: bool = False
+                      ) -> Callable[..., Dict[str, tf.Tensor]]:
   """Every head's outputs, named by electra_tf2/output_names.py: `logits`, `probabilities`,
   `label` (classification), `score` (regression), `logits`, `labels` (tagging); with
   several heads, `<task>_<name>`. With legacy, also the names before that rule (a
   SavedModel's aliases): `<task>_<head output>` and `<task>_label`.
 
   A tagging head is asked for every position, so its predictions are per
-  WordPiece (the official task reads the first WordPiece of each word).
+  WordPiece (the official task reads the first WordPiece of each word). skip_padding:
+  the encoder's (`Encoder.call`), for a model whose heads read [CLS] alone.
   """
   specs = {spec["task"]: spec for spec in model.head_specs}
   tagging = [task for task, spec in specs.items() if spec["kind"] == "tagging"]
@@ -232,7 +234,7 @@ def finetuned_outputs(model, legacy: bool = True) -> Callable[..., Dict[str, tf.
     features = {"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids}
     positions = tf.broadcast_to(tf.range(tf.shape(input_ids)[1]), tf.shape(input_ids))
     features.update({f"{task}_labeled_positions": positions for task in tagging})
-    heads = model(features, training=False)
+    heads = model(features, training=False, skip_padding=skip_padding)
     outputs = {}
     for task, head in heads.items():
       named = _rule_outputs(specs[task], head)
@@ -292,7 +294,9 @@ def serving_module(model, kind: str, vocab_file: Optional[str] = None,
                  max_seq_length=max_seq_length, strip_accents=strip_accents)
   if kind == "finetuned":
     model = precision.with_dtype(model, dtype)
-    return ServingModule(float32_outputs(finetuned_outputs(model)), model.variables,
+    # The SavedModel skips the padding's rows where no output is per token.
+    saved = finetuned_outputs(model, skip_padding=model.reads_first_token_only())
+    return ServingModule(float32_outputs(saved), model.variables,
                          litert_predict=float32_outputs(finetuned_outputs(model, legacy=False)),
                          **options)
   encoder = precision.with_dtype(encoder, dtype)
