@@ -190,11 +190,19 @@ def padded_side(fixture):
                              "ours: SavedModel, padded graph (no skip_padding)")
 
 
+def padding_share(featurize, texts, batch_size: int) -> float:
+  """The share of pad rows in `texts` cut into batches, each padded to its longest row
+  (`featurize(batch)["input_mask"]`, as `TextModel.featurize`)."""
+  masks = [np.asarray(featurize(texts[i:i + batch_size])["input_mask"])
+           for i in range(0, len(texts), batch_size)]
+  return 1.0 - sum(int(m.sum()) for m in masks) / sum(m.size for m in masks)
+
+
 def run_setting(args) -> None:
   """In this process (its environment set by the parent): every model, one JSON line each."""
   import tensorflow as tf
   from tensorflow.python.util import _pywrap_util_port
-  from inference import models, texts as text_lib, timing
+  from inference import models, ours, texts as text_lib, timing
   from inference.side import SIDES
   _, extras = SETTINGS[args.setting]
   text_set = text_lib.text_sets(args.work_dir, args.data_dir, [args.texts, "embedded"])[:1]
@@ -214,6 +222,10 @@ def run_setting(args) -> None:
     order = np.random.default_rng(0).permutation(len(texts))
     latency = [[texts[i] for i in order[:args.latency_texts]]]
     throughput = [[texts[i] for i in order[:args.throughput_texts]]]
+    padding = padding_share(ours.keras_classifier(fixture.hf_dir, False,
+                                                  fixture.max_seq_length).featurize,
+                            throughput[0], 32)
+    log(f"{fixture.name}: padding {100 * padding:.0f}% of the batch-32 rows", args.setting)
     reference = sides["ort_fp32"].predict(throughput)
     diffs = {n: float(np.max(np.abs(s.predict(throughput) - reference)))
              for n, s in sides.items()}
@@ -225,6 +237,7 @@ def run_setting(args) -> None:
                 if name in paths}
     ops = {name: ops_per_layer(p) for name, p in profiled.items()}
     record = {"setting": args.setting, "model": fixture.name, "texts": text_set[0].name,
+              "padding_share": padding,
               "load": [load, os.getloadavg()[0]],
               "onednn": bool(_pywrap_util_port.IsMklEnabled()),
               "custom_gradient_markers": custom_gradient_markers(saved),

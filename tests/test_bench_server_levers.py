@@ -5,6 +5,7 @@ Oracles: hand-counted op names, a SavedModel written here with and without
 tf.custom_gradient, hand-computed ratios.
 """
 
+import pytest
 import tensorflow as tf
 
 import server_graph_levers as levers
@@ -84,3 +85,14 @@ def test_batch1_forms_compute_the_encoders_states():
   want = functions["ours"](*args).numpy()
   for name, function in functions.items():
     np.testing.assert_allclose(np.asarray(function(*args)), want, atol=1e-5, err_msg=name)
+
+
+def test_padding_share_counts_pad_rows_of_each_batch_padded_to_its_longest():
+  """Texts of 2, 4, 1 and 1 tokens in batches of 2: [2, 4] pads to 8 rows (2 pad), [1, 1]
+  to 2 (0 pad): 2 of 10 rows."""
+  import numpy as np
+
+  def featurize(texts):
+    longest = max(len(t) for t in texts)
+    return {"input_mask": np.array([[1] * len(t) + [0] * (longest - len(t)) for t in texts])}
+  assert levers.padding_share(featurize, ["ab", "abcd", "a", "b"], 2) == pytest.approx(0.2)
