@@ -226,6 +226,20 @@ def test_question_answerer_on_litert_gives_the_savedmodel_s_answers(root, capsys
   assert lite.input_names == ["question", "context"]
   got = lite.predict((QUESTIONS, CONTEXTS), batch_size=2)
   assert_same_outputs(got, expected)
+  # The file runs the windows cut to their longest real length ([CLS] what ? [SEP] paris
+  # [SEP]: 6 of 24), not less than the beam (4: [CLS] ? [SEP] [SEP] is 4 too).
+  one = lite.predict((["what ?"], ["paris"]))
+  assert lite._shapes["input_ids"] == (1, 6)  # pylint: disable=protected-access
+  assert_same_outputs(one, served(model, ["what ?"], ["paris"]))
+  lite.predict((["?"], [""]))
+  assert lite._shapes["input_ids"] == (1, 4)  # pylint: disable=protected-access
+  # Without the joint head the answer search takes the n_best_size (20) best starts and
+  # ends of the positions the file returns: fewer than 20 on cut windows.
+  plain = electra_tf2.QuestionAnswerer(bert_config(), None, WORD_VOCAB, max_seq_length=24,
+                                       max_query_length=8, doc_stride=6,
+                                       joint_prediction=False, answerable_classifier=False)
+  assert_same_outputs(LiteRTModel(plain.export_litert(str(root / "qa_plain.tflite"))).predict(
+      (QUESTIONS, CONTEXTS), batch_size=2), served(plain, QUESTIONS, CONTEXTS))
   assert {k: v.shape for k, v in lite.predict(([], [])).items()} == {k: (0,) for k in expected}
   small = LiteRTModel(model.export_litert(str(root / "qa_int8.tflite"), "dynamic-int8"))
   assert sorted(small.predict((QUESTIONS, CONTEXTS))) == sorted(expected)

@@ -10,6 +10,7 @@ context made to stress the character mapping.
 import json
 import os
 
+import numpy as np
 import pytest
 import tensorflow as tf
 
@@ -295,3 +296,18 @@ def test_sentencepiece_answers_equal_the_runners_decoding_of_the_same_logits(tmp
         assert float(got["null_score_diff"][i]) == pytest.approx(odds, abs=1e-4)
   assert empty >= 2  # the lone pieces were the best spans: v1 answers "", v2 the next best
   print(f"\n{name}: {empty} best spans with empty text, {no_span} questions without a span")
+
+
+def test_cut_padding_keeps_the_longest_windows_real_tokens():
+  """Hand-computed: windows of 3 and 1 real tokens in 6 positions cut to 3, or to
+  min_length when that is more (at most 6); no windows: min_length."""
+  mask = tf.constant([[1, 1, 1, 0, 0, 0], [1, 0, 0, 0, 0, 0]], tf.int32)
+  features = {"input_ids": mask * 7, "input_mask": mask, "segment_ids": mask * 0,
+              "token_word": mask}
+  for min_length, length in ((1, 3), (3, 3), (4, 4), (9, 6)):
+    cut = qa_windows.cut_padding(features, min_length)
+    assert sorted(cut) == ["input_ids", "input_mask", "segment_ids"]
+    np.testing.assert_array_equal(cut["input_mask"], mask[:, :length])
+    np.testing.assert_array_equal(cut["input_ids"], 7 * mask[:, :length])
+  empty = {k: v[:0] for k, v in features.items()}
+  assert qa_windows.cut_padding(empty, 4)["input_ids"].shape == (0, 4)

@@ -320,6 +320,50 @@ def test_fresh_head_trains_on_lists_and_round_trips(tmp_path):
     np.testing.assert_array_equal(again[key], expected[key])
 
 
+def test_saved_model_skips_the_windows_padding_and_answers_as_call(tmp_path):
+  """The SavedModel's answers run the encoder on the windows' real tokens alone (every
+  window is padded to max_seq_length: cut to the longest window, the shorter ones'
+  padding skipped); they equal `call`'s, which runs the padded windows, for a batch of
+  windows of mixed lengths, one question alone, and no question. The official joint head
+  with a beam wider than the short contexts, so that the beam holds padding positions,
+  whose states differ between the two graphs."""
+  vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + sorted(
+      set(" ".join(QUESTIONS + CONTEXTS).replace("?", " ? ").replace(".", " . ").split()))
+  bert = electra_tf2.BertConfig(len(vocab), hidden_size=16, num_hidden_layers=2,
+                                num_attention_heads=2, intermediate_size=32)
+  keras.utils.set_random_seed(3)
+  model = electra_tf2.QuestionAnswerer(bert, None, vocab, max_seq_length=48,
+                                       max_query_length=8, doc_stride=16, beam_size=40)
+  inputs = (tf.constant(QUESTIONS), tf.constant(CONTEXTS))
+  windows = model.windows(*inputs)
+  padded = model.encode(windows.features)
+  mask = windows.features["input_mask"].numpy().astype(bool)
+  assert (~mask).sum() > mask.sum() / 2  # mostly padding
+  skipped = model.encode(windows.features, skip_padding=True).numpy()
+  assert np.abs(padded.numpy()[~mask]).min() > 0 and not skipped[~mask].any()
+  np.testing.assert_allclose(skipped[mask], padded.numpy()[mask], atol=1e-5)
+
+  path = model.export_saved_model(str(tmp_path / "qa"))
+  saved = tf.saved_model.load(path)
+  for batch in (inputs, (inputs[0][2:], inputs[1][2:]), (inputs[0][:0], inputs[1][:0])):
+    expected = model(batch)
+    served = saved.signatures["serving_default"](question=batch[0], context=batch[1])
+    for key, value in expected.items():
+      if value.dtype in (tf.float32, tf.float64):
+        np.testing.assert_allclose(served[key], value, atol=1e-5)
+      else:
+        np.testing.assert_array_equal(served[key], value)
+  graph = saved.signatures["serving_default"].graph.as_graph_def()
+  assert any(node.op == "ScatterNd" and "/layer_0" in node.name
+             for f in graph.library.function for node in f.node_def)
+  # token_ids keeps the padded graph: the head's raw logits everywhere, the padding's too.
+  raw = saved.signatures["token_ids"](**{k: tf.cast(v, tf.int32) for k, v in
+                                          windows.features.items()
+                                          if k in ("input_ids", "input_mask", "segment_ids")})
+  np.testing.assert_allclose(raw["squad_start_logits"],
+                             model.head(padded, windows.features)["start_logits"], atol=1e-5)
+
+
 def test_predict_file_reads_json_lines_and_writes_answers(tmp_path, hf_answerer, capsys):
   _, model, expected = hf_answerer
   path = tmp_path / "questions.jsonl"

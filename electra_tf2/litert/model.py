@@ -117,7 +117,7 @@ class LiteRTModel:
     self._answerer = None
     from electra_tf2.litert import qa  # pylint: disable=g-import-not-at-top
     if qa.QA_KEY in self.settings:  # windows and answers around the file
-      self._answerer = qa.WindowAnswerer(self.settings)
+      self._answerer = qa.WindowAnswerer(self.settings, self._output_details)
       self.input_names: List[str] = list(qa.QA_INPUTS)
     else:
       # The documented order (question, context; text, text_b), as predict's tuple takes.

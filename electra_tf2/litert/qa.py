@@ -52,11 +52,19 @@ def qa_settings(decoding: qa_spans.Decoding, max_query_length: int, doc_stride: 
 class WindowAnswerer:
   """Questions and contexts -> windows -> a `.tflite` runner -> the answers.
 
+  Every window is padded to max_seq_length; the file runs them cut to the longest one's
+  real tokens (`qa_windows.cut_padding`; at least the head's beam, whose top-k needs that
+  many positions), as the SavedModel does: the answer search never picks the padding (it
+  takes the n_best_size best of the positions there are).
+
   Args:
     settings: the file's metadata (do_lower_case, strip_accents, max_seq_length, QA_KEY).
+    output_details: the file's serving_default outputs ({name: {"shape_signature", ...}}).
   """
 
-  def __init__(self, settings: Mapping[str, Any]):
+  def __init__(self, settings: Mapping[str, Any], output_details: Mapping[str, Any]):
+    beam = output_details.get("start_top_index", {}).get("shape_signature", [0, 1])[-1]
+    self.min_length = int(beam)
     qa = settings[QA_KEY]
     sentencepiece = qa.get("sentencepiece_model")
     self.featurizer = TextFeaturizer(qa["vocab"], bool(settings.get("do_lower_case", True)),
@@ -93,10 +101,11 @@ class WindowAnswerer:
     """The answers (QuestionAnswerer's outputs, numpy) of one batch of questions."""
     question = tf.constant(list(questions), tf.string)
     windows = self._windows(question, tf.constant(list(contexts), tf.string))
-    features = {k: v.numpy() for k, v in windows.features.items()}
+    features = {k: v.numpy() for k, v in
+                qa_windows.cut_padding(windows.features, self.min_length).items()}
     n_windows = len(features["input_ids"])
     if not n_windows:  # TFLite kernels refuse empty tensors: one blank window, dropped
-      features = {k: np.zeros([1, self.featurizer.max_seq_length], np.int32) for k in features}
+      features = {k: np.zeros([1, self.min_length], np.int32) for k in features}
     outputs = {k: v[:n_windows] for k, v in runner(**features).items()}
     answers = self._answers(windows, {k: tf.constant(v) for k, v in outputs.items()},
                             tf.size(question))

@@ -161,10 +161,19 @@ class QuestionAnswerer(TextModel):
 
   def call(self, inputs, training: bool = False) -> Dict[str, tf.Tensor]:
     """(question, context) tf.string `[batch]` -> the answers (module docstring)."""
-    question, context = (qa_windows.valid_utf8(tf.reshape(t, [-1])) for t in inputs)
+    return self._answer(*inputs, training=training)
+
+  def _answer(self, question, context, training: bool = False, skip_padding: bool = False):
+    """`call`; skip_padding: the windows cut to the longest one's real tokens and the
+    encoder skipping the shorter ones' padding (`serve`)."""
+    question, context = (qa_windows.valid_utf8(tf.reshape(t, [-1])) for t in (question, context))
     windows = self.windows(question, context)
-    outputs = self.head(self.encode(windows.features, training), windows.features)
-    return self.answers(windows, outputs, tf.size(question))
+    features = windows.features
+    if skip_padding:  # the head's top-k takes beam_size positions
+      features = qa_windows.cut_padding(
+          features, self.head.beam_size if self.head.joint_prediction else 1)
+    hidden = self.encode(features, training, skip_padding)
+    return self.answers(windows, self.head(hidden, features), tf.size(question))
 
   def decoding(self) -> qa_spans.Decoding:
     """The answer search's settings."""
@@ -262,7 +271,13 @@ class QuestionAnswerer(TextModel):
     return ("question", "context")
 
   def serve(self, question, context):
-    return self((question, context), training=False)
+    """The SavedModel's answers: `call` on the windows' real tokens alone. Every window is
+    padded to max_seq_length; they are cut to the longest one (`qa_windows.cut_padding`)
+    and the encoder skips the shorter ones' padding (`Encoder.call`'s skip_padding). The
+    padding is masked and the answer search never picks it, so the answers are `call`'s
+    (docs/benchmarks.md, the QuestionAnswerer's SavedModel). The `token_ids` and
+    `text_pair` signatures keep the padded graph."""
+    return self._answer(question, context, skip_padding=True)
 
   def export_litert(self, path: str, quantize: str = "none",
                     calibration_texts: Optional[List[str]] = None,

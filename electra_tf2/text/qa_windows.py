@@ -88,6 +88,19 @@ class Windows(NamedTuple):
   char_ends: Optional[tf.Tensor] = None
 
 
+def cut_padding(features: Dict[str, tf.Tensor], min_length: int) -> Dict[str, tf.Tensor]:
+  """Windows' `input_ids`, `input_mask`, `segment_ids` `[R, L]` cut to the longest window's
+  real tokens `[R, length]`, length at least min_length (and at most L). The rest of every
+  window is padding, which the encoder's attention and the QA head mask, so the real
+  positions' outputs are the same; a server graph's lever (the answers never read the
+  padding, docs/benchmarks.md)."""
+  mask = tf.convert_to_tensor(features["input_mask"])
+  seq_len = tf.shape(mask)[1]
+  last = tf.reduce_max(tf.where(mask > 0, tf.range(1, seq_len + 1)[tf.newaxis], 0))
+  length = tf.minimum(tf.maximum(last, min_length), seq_len)
+  return {k: features[k][:, :length] for k in ("input_ids", "input_mask", "segment_ids")}
+
+
 def valid_utf8(text: tf.Tensor) -> tf.Tensor:
   """Strings `[batch]` with invalid UTF-8 replaced by U+FFFD (as the tokenizer sees them)."""
   return tf.strings.unicode_transcode(text, "UTF-8", "UTF-8", errors="replace",
