@@ -4,7 +4,7 @@ answering (issue 43 item 4, for the QA export), against ONNX Runtime float32 in 
     python bench/qa_server.py [--models electra_small,electra_base] [--questions 40]
         [--throughput-questions 64] [--batch-size 8] [--rounds 3] [--max-seq-length 512]
         [--data-dir ../shared/data] [--work-dir /tmp/qa_server] [--output results.jsonl]
-        [--parts]
+        [--parts] [--litert]
 
 Model: a random `ElectraForQuestionAnswering` of the released shape (transformers'
 initialisation), loaded by `QuestionAnswerer.from_pretrained` (its `qa_outputs` head, or
@@ -23,6 +23,8 @@ questions/s of the median round at --batch-size):
               max_seq_length stepping by about doc_stride, padded to the longest window of
               the batch), start and end logits out: no answer search and no answer text,
               which ours includes.
+With --litert, also the model's float32 `.tflite` through `LiteRTModel` (windows and
+answer search around the file), on the cut windows and on windows padded to max_seq_length.
 Prints a markdown row per model and side, the windows' padding share and how many answers
 of the two SavedModels are equal; with --parts, where a batch-1 call's time goes (the
 windows, the encoder, the head with the answer search and text, each timed apart).
@@ -141,6 +143,19 @@ def ort_side(hf_dir: str, work_dir: str, config, max_seq_length: int):
   return Side("ONNX Runtime float32 (logits only)", predict)
 
 
+def litert_side(model, path: str, cut: bool, name: str):
+  """`LiteRTModel` on the model's float32 `.tflite` (exported once to `path`); with cut
+  False the file runs the windows padded to max_seq_length, as before the cut."""
+  import electra_tf2
+  from inference.side import Side
+  if not os.path.exists(path):
+    model.export_litert(path)
+  lite = electra_tf2.LiteRTModel(path)
+  if not cut:
+    lite._answerer.min_length = model.max_seq_length  # pylint: disable=protected-access
+  return Side(name, lambda texts: lite.predict(tuple(texts), batch_size=len(texts[0])))
+
+
 def padding_share(model, texts, batch_size: int) -> float:
   """The share of pad rows in the windows of `texts` cut into batches."""
   import tensorflow as tf
@@ -167,19 +182,26 @@ def run_model(shape: str, args):
                                           "ours: SavedModel (skip_padding)"),
            "padded": saved_model_side(model, os.path.join(work, "savedmodel_padded"), False,
                                       "ours: SavedModel, padded windows")}
+  if args.litert:
+    tflite = os.path.join(work, "qa.tflite")
+    sides["litert"] = litert_side(model, tflite, True, "ours: .tflite float32, LiteRTModel")
+    sides["litert_padded"] = litert_side(model, tflite, False,
+                                         "ours: .tflite float32, padded windows")
   latency = squad_questions(args.data_dir, args.questions)
   throughput = squad_questions(args.data_dir, args.throughput_questions)
   padding = {"batch 1": padding_share(model, latency, 1),
              f"batch {args.batch_size}": padding_share(model, throughput, args.batch_size)}
   log(f"{shape}: padding share of the windows' rows "
       + ", ".join(f"{k} {100 * v:.0f}%" for k, v in padding.items()), "qa")
-  answers = {n: sides[n].predict(throughput) for n in ("savedmodel", "padded")}
-  equal = int(np.sum(answers["savedmodel"]["answer_text"].numpy()
-                     == answers["padded"]["answer_text"].numpy()))
-  score_diff = float(np.max(np.abs(answers["savedmodel"]["score"].numpy()
-                                   - answers["padded"]["score"].numpy())))
-  log(f"{shape}: answers equal {equal}/{len(throughput[0])}, max score diff {score_diff:.1e}",
-      "qa")
+  answers = {n: {k: np.asarray(v) for k, v in sides[n].predict(throughput).items()}
+             for n in sides if n != "ort_fp32"}
+  reference = answers["padded"]
+  equal = {n: int(np.sum(a["answer_text"] == reference["answer_text"]))
+           for n, a in answers.items()}
+  score_diff = {n: float(np.max(np.abs(a["score"] - reference["score"])))
+                for n, a in answers.items()}
+  log(f"{shape}: answers equal to the padded SavedModel's " + ", ".join(
+      f"{n} {equal[n]}/{len(throughput[0])} (score {score_diff[n]:.1e})" for n in answers), "qa")
   load = os.getloadavg()[0]
   timings = timing.alternate(sides, latency, throughput, args.batch_size, args.rounds,
                              log=lambda m: log(m, "qa"))
@@ -190,7 +212,7 @@ def run_model(shape: str, args):
   return {"model": shape, "head": args.head, "max_seq_length": args.max_seq_length,
           "parts_ms": parts,
           "batch_size": args.batch_size, "padding_share": padding,
-          "answers_equal": [equal, len(throughput[0])], "max_score_diff": score_diff,
+          "answers_equal": equal, "questions": len(throughput[0]), "max_score_diff": score_diff,
           "load": [load, os.getloadavg()[0]],
           "sides": {n: {"p50_ms": t.p(50), "p95_ms": t.p(95), "rate": t.rate}
                     for n, t in timings.items()}}
@@ -257,6 +279,8 @@ def main(argv=None) -> None:
   parser.add_argument("--data-dir", default=SHARED_DATA)
   parser.add_argument("--work-dir", default="/tmp/qa_server")
   parser.add_argument("--output", default=None, help="JSON lines of the results")
+  parser.add_argument("--litert", action="store_true",
+                      help="also the float32 .tflite through LiteRTModel, cut and padded")
   parser.add_argument("--parts", action="store_true",
                       help="also time the windows, the encoder and the rest apart (batch 1)")
   args = parser.parse_args(argv)
