@@ -10,6 +10,10 @@ Forms, all on the same random weights and token ids (SST-2 dev sentences through
 tokenizer, one at a time; the tokenizer itself is not timed):
   ours        the encoder as the SavedModel runs it (`Encoder.call` in a tf.function:
               variables, three q/k/v projections, heads transposed in and out);
+  single_threaded  ours called under TensorFlow's single-threaded function executor
+              (`executor_type` SINGLE_THREADED_EXECUTOR: ops run in order on the calling
+              thread, kernels keep the intra-op pool; the raw-text signature cannot use
+              it, its tokenizer's tf.cond lowers to Switch, which that executor refuses);
   frozen      the same graph with its variables folded into constants
               (convert_variables_to_constants_v2): no ReadVariableOp, constant weights;
   fused_qkv   written here on constants: one `[H, 3H]` q/k/v projection per layer (the
@@ -113,12 +117,17 @@ def hand_written(encoder, head_major: bool):
 def forms(encoder):
   """{form name: a function of (ids, mask, segments) int32 `[1, seq_len]`}."""
   import tensorflow as tf
+  from tensorflow.python.eager import context  # pylint: disable=g-direct-tensorflow-import
   from tensorflow.python.framework.convert_to_constants import (  # pylint: disable=g-direct-tensorflow-import
       convert_variables_to_constants_v2)
   spec = [tf.TensorSpec([None, None], tf.int32)] * 3
   ours = tf.function(lambda i, m, s: encoder(i, m, s), input_signature=spec)
   frozen = convert_variables_to_constants_v2(ours.get_concrete_function())
-  return {"ours": ours, "frozen": lambda i, m, s: frozen(i, m, s)[0],
+  def single_threaded(i, m, s):
+    with context.function_executor_type("SINGLE_THREADED_EXECUTOR"):
+      return ours(i, m, s)
+  return {"ours": ours, "single_threaded": single_threaded,
+          "frozen": lambda i, m, s: frozen(i, m, s)[0],
           "fused_qkv": tf.function(hand_written(encoder, False), input_signature=spec),
           "head_major": tf.function(hand_written(encoder, True), input_signature=spec)}
 
@@ -176,7 +185,7 @@ def main() -> None:
     p50 = time_forms(functions, rows, args.rounds)
     log(f"{model_name}, intra-op threads {threads}, load {os.getloadavg()[0]:.1f}", "forms")
     for name in functions:
-      print(f"  {name:10s} p50 {1000 * p50[name]:6.2f} ms  {p50['ours'] / p50[name]:.2f}x ours"
+      print(f"  {name:15s} p50 {1000 * p50[name]:6.2f} ms  {p50['ours'] / p50[name]:.2f}x ours"
             f"  max diff {diffs[name]:.1e}", flush=True)
 
 

@@ -68,9 +68,9 @@ def test_serving_graph_ops_are_what_tensorflow_runs_after_grappler(tmp_path):
 
 
 def test_batch1_forms_compute_the_encoders_states():
-  """bench/server_batch1_forms.py's hand-written forms (constants, fused q/k/v, head-major
-  projections) give our encoder's states (itself tested against a numpy reference), so
-  their timings compare the same computation."""
+  """bench/server_batch1_forms.py's forms (the single-threaded executor, constants, fused
+  q/k/v, head-major projections) give our encoder's states (itself tested against a numpy
+  reference), so their timings compare the same computation."""
   import numpy as np
   import server_batch1_forms as forms
   from electra_tf2 import BertConfig
@@ -81,7 +81,7 @@ def test_batch1_forms_compute_the_encoders_states():
   ids = tf.constant([[2, 7, 9, 11, 3]])
   args = (ids, tf.ones_like(ids), tf.zeros_like(ids))
   functions = forms.forms(encoder)
-  assert set(functions) == {"ours", "frozen", "fused_qkv", "head_major"}
+  assert set(functions) == {"ours", "single_threaded", "frozen", "fused_qkv", "head_major"}
   want = functions["ours"](*args).numpy()
   for name, function in functions.items():
     np.testing.assert_allclose(np.asarray(function(*args)), want, atol=1e-5, err_msg=name)
