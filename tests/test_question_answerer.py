@@ -28,7 +28,7 @@ from electra_tf2.finetune import runner  # noqa: E402
 from electra_tf2.models import finetuning as finetune_model  # noqa: E402
 from electra_tf2.tasks import qa, qa_decoding  # noqa: E402
 from electra_tf2.models import sources  # noqa: E402
-from electra_tf2.models import question_answerer  # noqa: E402
+from electra_tf2.models import keras_data, question_answerer  # noqa: E402
 from electra_tf2.text.windows import split_context  # noqa: E402
 from tests.conftest import REPO_ROOT, shared_data_path  # noqa: E402
 from tests.fixtures import make_config, make_tasks  # noqa: E402
@@ -320,13 +320,22 @@ def test_fresh_head_trains_on_lists_and_round_trips(tmp_path):
     np.testing.assert_array_equal(again[key], expected[key])
 
 
-def test_saved_model_skips_the_windows_padding_and_answers_as_call(tmp_path):
-  """The SavedModel's answers run the encoder on the windows' real tokens alone (every
-  window is padded to max_seq_length: cut to the longest window, the shorter ones'
-  padding skipped); they equal `call`'s, which runs the padded windows, for a batch of
-  windows of mixed lengths, one question alone, and no question. The official joint head
-  with a beam wider than the short contexts, so that the beam holds padding positions,
-  whose states differ between the two graphs."""
+def _as_str(values) -> np.ndarray:
+  """Outputs as numpy, strings as str (the SavedModel gives bytes, predict str)."""
+  values = np.asarray(values)
+  if values.dtype != object:
+    return values
+  return np.array([t.decode() if isinstance(t, bytes) else t for t in values], dtype=object)
+
+
+def test_answers_skip_the_windows_padding_and_equal_the_padded_windows_answers(tmp_path):
+  """`call` (predict) and the SavedModel run the encoder on the windows' real tokens alone
+  (every window is padded to max_seq_length: cut to the longest window, the shorter ones'
+  padding skipped); their answers equal those of the padded windows (the model's own
+  windows, encoder, head and answer search composed), for a batch of windows of mixed
+  lengths, one question alone, and no question. The official joint head with a beam
+  wider than the short contexts, so that the beam holds padding positions, whose states
+  differ between the two graphs."""
   vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + sorted(
       set(" ".join(QUESTIONS + CONTEXTS).replace("?", " ? ").replace(".", " . ").split()))
   bert = electra_tf2.BertConfig(len(vocab), hidden_size=16, num_hidden_layers=2,
@@ -346,16 +355,30 @@ def test_saved_model_skips_the_windows_padding_and_answers_as_call(tmp_path):
   path = model.export_saved_model(str(tmp_path / "qa"))
   saved = tf.saved_model.load(path)
   for batch in (inputs, (inputs[0][2:], inputs[1][2:]), (inputs[0][:0], inputs[1][:0])):
-    expected = model(batch)
+    found = model.windows(*batch)
+    expected = model.answers(found, model.head(model.encode(found.features), found.features),
+                             tf.size(batch[0]))
     served = saved.signatures["serving_default"](question=batch[0], context=batch[1])
-    for key, value in expected.items():
-      if value.dtype in (tf.float32, tf.float64):
-        np.testing.assert_allclose(served[key], value, atol=1e-5)
-      else:
-        np.testing.assert_array_equal(served[key], value)
-  graph = saved.signatures["serving_default"].graph.as_graph_def()
-  assert any(node.op == "ScatterNd" and "/layer_0" in node.name
-             for f in graph.library.function for node in f.node_def)
+    outputs = [served, model(batch)]
+    if len(batch[0]):
+      outputs.append(model.predict(batch, verbose=0))
+    else:  # predict refuses no texts, as it does an empty list
+      with pytest.raises(keras_data.InputDataError, match=r"^x is empty: give at least one"):
+        model.predict(batch, verbose=0)
+    for got in outputs:
+      for key, value in expected.items():
+        want, have = _as_str(value), _as_str(got[key])
+        if want.dtype.kind == "f":
+          np.testing.assert_allclose(have, want, atol=1e-5, err_msg=key)
+        else:
+          np.testing.assert_array_equal(have, want, err_msg=key)
+  # Both graphs skip the padding's rows: the encoder scatters the real tokens' keys and
+  # values back into the padded layout (the cond's branch, a library function).
+  strings = tf.TensorSpec([None], tf.string)
+  called = tf.function(lambda q, c: model((q, c))).get_concrete_function(strings, strings)
+  for graph in (saved.signatures["serving_default"].graph, called.graph):
+    assert any(node.op == "ScatterNd" and "/layer_0" in node.name
+               for f in graph.as_graph_def().library.function for node in f.node_def)
   # token_ids keeps the padded graph: the head's raw logits everywhere, the padding's too.
   raw = saved.signatures["token_ids"](**{k: tf.cast(v, tf.int32) for k, v in
                                           windows.features.items()

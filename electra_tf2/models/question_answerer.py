@@ -160,12 +160,16 @@ class QuestionAnswerer(TextModel):
                                  inputs.sep_id)
 
   def call(self, inputs, training: bool = False) -> Dict[str, tf.Tensor]:
-    """(question, context) tf.string `[batch]` -> the answers (module docstring)."""
-    return self._answer(*inputs, training=training)
+    """(question, context) tf.string `[batch]` -> the answers (module docstring). Not
+    training, on the windows' real tokens alone (`_answer`'s skip_padding)."""
+    return self._answer(*inputs, training=training, skip_padding=not training)
 
   def _answer(self, question, context, training: bool = False, skip_padding: bool = False):
-    """`call`; skip_padding: the windows cut to the longest one's real tokens and the
-    encoder skipping the shorter ones' padding (`serve`)."""
+    """The answers; skip_padding: on the windows' real tokens alone. Every window is padded
+    to max_seq_length; they are cut to the longest one (`qa_windows.cut_padding`) and the
+    encoder skips the shorter ones' padding (`Encoder.call`'s skip_padding). The padding
+    is masked and the answer search never picks it, so the answers are the padded
+    windows' (docs/benchmarks.md, the QuestionAnswerer's SavedModel)."""
     question, context = (qa_windows.valid_utf8(tf.reshape(t, [-1])) for t in (question, context))
     windows = self.windows(question, context)
     features = windows.features
@@ -271,12 +275,8 @@ class QuestionAnswerer(TextModel):
     return ("question", "context")
 
   def serve(self, question, context):
-    """The SavedModel's answers: `call` on the windows' real tokens alone. Every window is
-    padded to max_seq_length; they are cut to the longest one (`qa_windows.cut_padding`)
-    and the encoder skips the shorter ones' padding (`Encoder.call`'s skip_padding). The
-    padding is masked and the answer search never picks it, so the answers are `call`'s
-    (docs/benchmarks.md, the QuestionAnswerer's SavedModel). The `token_ids` and
-    `text_pair` signatures keep the padded graph."""
+    """The SavedModel's answers: `call`'s, on the windows' real tokens alone. The
+    `token_ids` and `text_pair` signatures keep the padded graph."""
     return self._answer(question, context, skip_padding=True)
 
   def export_litert(self, path: str, quantize: str = "none",

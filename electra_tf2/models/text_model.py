@@ -286,6 +286,8 @@ class TextModel(keras.Model):
     return self._predict_texts(columns, batch_size or 32, verbose)
 
   def _predict_texts(self, columns: List[np.ndarray], batch_size: int, verbose):
+    if not len(columns[0]):  # empty tensors (an empty list is refused when checked)
+      raise keras_data.InputDataError("x is empty: give at least one text")
     run = self._batch_predictor(len(columns))
     order, batches = batching.length_batches(batching.text_lengths(columns), batch_size)
     progress = keras.utils.Progbar(len(batches)) if verbose not in (0, False) else None
