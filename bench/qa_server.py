@@ -8,7 +8,8 @@ answering (issue 43 item 4, for the QA export), against ONNX Runtime float32 in 
 
 Model: a random `ElectraForQuestionAnswering` of the released shape (transformers'
 initialisation), loaded by `QuestionAnswerer.from_pretrained` (its `qa_outputs` head, or
-with --head official the official joint head, random) with the official SQuAD windows (max_seq_length 512, the official default for QA tasks; doc_stride 128,
+with --head official the official joint head, random) with the official SQuAD windows
+(max_seq_length 512, the official default for QA tasks; doc_stride 128,
 max_query_length 64). Questions: SQuAD 1.1 dev, in the file's order. Sides, timed
 alternately (bench/inference/timing.py: batch-1 p50 over every call of the rounds,
 questions/s of the median round at --batch-size):
@@ -25,8 +26,8 @@ questions/s of the median round at --batch-size):
               which ours includes.
 With --litert, also the model's float32 `.tflite` through `LiteRTModel` (windows and
 answer search around the file), on the cut windows and on windows padded to max_seq_length.
-Prints a markdown row per model and side, the windows' padding share and how many answers
-of the two SavedModels are equal; with --parts, where a batch-1 call's time goes (the
+Prints a markdown row per model and side, the windows' padding share and how many of each
+side's answers equal the padded SavedModel's; with --parts, where a batch-1 call's time goes (the
 windows, the encoder, the head with the answer search and text, each timed apart).
 """
 
