@@ -225,10 +225,8 @@ def parts_ms(model, texts, rounds: int) -> dict:
   the head with the answer search and answer text is the difference."""
   import time
   import tensorflow as tf
-  from electra_tf2.text import qa_windows
   strings = tf.TensorSpec([None], tf.string)
-  beam = model.head.beam_size if model.head.joint_prediction else 1
-  windows = tf.function(lambda q, c: qa_windows.cut_padding(model.windows(q, c).features, beam),
+  windows = tf.function(lambda q, c: model._cut_windows(model.windows(q, c).features),  # pylint: disable=protected-access
                         input_signature=[strings, strings])
   encode = tf.function(lambda features: model.encode(features, skip_padding=True))
   whole = tf.function(model.serve, input_signature=[strings, strings])

@@ -172,12 +172,15 @@ class QuestionAnswerer(TextModel):
     windows' (docs/benchmarks.md, the QuestionAnswerer's SavedModel)."""
     question, context = (qa_windows.valid_utf8(tf.reshape(t, [-1])) for t in (question, context))
     windows = self.windows(question, context)
-    features = windows.features
-    if skip_padding:  # the head's top-k takes beam_size positions
-      features = qa_windows.cut_padding(
-          features, self.head.beam_size if self.head.joint_prediction else 1)
+    features = self._cut_windows(windows.features) if skip_padding else windows.features
     hidden = self.encode(features, training, skip_padding)
     return self.answers(windows, self.head(hidden, features), tf.size(question))
+
+  def _cut_windows(self, features):
+    """The windows' features cut to the longest one's real tokens (`qa_windows.cut_padding`),
+    keeping at least the beam_size positions the joint head's top-k takes."""
+    return qa_windows.cut_padding(features,
+                                  self.head.beam_size if self.head.joint_prediction else 1)
 
   def decoding(self) -> qa_spans.Decoding:
     """The answer search's settings."""
@@ -277,7 +280,7 @@ class QuestionAnswerer(TextModel):
   def serve(self, question, context):
     """The SavedModel's answers: `call`'s, on the windows' real tokens alone. The
     `token_ids` and `text_pair` signatures keep the padded graph."""
-    return self._answer(question, context, skip_padding=True)
+    return self((question, context), training=False)
 
   def export_litert(self, path: str, quantize: str = "none",
                     calibration_texts: Optional[List[str]] = None,

@@ -94,7 +94,7 @@ def cut_padding(features: Dict[str, tf.Tensor], min_length: int) -> Dict[str, tf
   window is padding, which the encoder's attention and the QA head mask, so the real
   positions' outputs are the same; a server graph's lever (the answers never read the
   padding, docs/benchmarks.md)."""
-  mask = tf.convert_to_tensor(features["input_mask"])
+  mask = features["input_mask"]
   seq_len = tf.shape(mask)[1]
   last = tf.reduce_max(tf.where(mask > 0, tf.range(1, seq_len + 1)[tf.newaxis], 0))
   length = tf.minimum(tf.maximum(last, min_length), seq_len)
