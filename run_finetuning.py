@@ -15,7 +15,7 @@ and docs/finetuning.md.
 
 import sys
 
-from electra_tf2.training import cli
+from electra_tf2.cli import training as cli
 
 if __name__ == "__main__":
   cli.finetune(sys.argv[1:], "run_finetuning.py")

@@ -10,7 +10,7 @@ goes to DIR/models/<model-name>. Model names are the presets in configs/.
 
 import sys
 
-from electra_tf2.training import cli
+from electra_tf2.cli import training as cli
 
 if __name__ == "__main__":
   cli.pretrain(sys.argv[1:], "run_pretraining.py")

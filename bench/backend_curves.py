@@ -31,7 +31,7 @@ from typing import Any, Dict, List
 
 import numpy as np
 
-from electra_tf2.atomic_io import write_text_atomic
+from electra_tf2.utils.atomic_io import write_text_atomic
 
 QUICKSTART = {"debug": True, "vocab_size": 8000, "train_batch_size": 32,
               "num_warmup_steps": 30, "learning_rate": 1e-3, "save_checkpoints_steps": 100}

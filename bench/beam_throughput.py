@@ -61,8 +61,10 @@ def multiset_digest(out_dir: str) -> str:
 
 
 def run(kind: str, files, vocab_file: str, args) -> dict:
-  from electra_tf2.data_prep.beam_pretraining import build_with_beam  # pylint: disable=g-import-not-at-top
-  from electra_tf2.data_prep.builder import BuildConfig, build_pretraining_data  # pylint: disable=g-import-not-at-top
+  from electra_tf2.data_prep.beam_pretraining import (  # pylint: disable=g-import-not-at-top
+      build_with_beam)
+  from electra_tf2.data_prep.builder import (  # pylint: disable=g-import-not-at-top
+      BuildConfig, build_pretraining_data)
   out_dir = tempfile.mkdtemp(prefix=f"bench-{kind}-")
   try:
     cfg = BuildConfig(inputs=list(files), vocab_file=vocab_file, output_dir=out_dir,
@@ -139,7 +141,7 @@ def main():
   print(f"\nsame multiset of {anchor['examples']:,} examples in every run "
         f"(sha256 {anchor['digest'][:16]})")
   if args.json:
-    from electra_tf2.atomic_io import write_json_atomic  # pylint: disable=g-import-not-at-top
+    from electra_tf2.utils.atomic_io import write_json_atomic  # pylint: disable=g-import-not-at-top
     write_json_atomic(args.json, {"corpus_files": len(files), "corpus_bytes": size,
                                   "cpus": os.cpu_count(), "runs": best}, indent=1)
 

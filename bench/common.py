@@ -143,7 +143,7 @@ def pyplot():
 
 def save_figure(figure, path: str, dpi: int) -> None:
   """Writes `figure` as a PNG at `path` (a temporary name, then renamed) and closes it."""
-  from electra_tf2.atomic_io import atomic_path
+  from electra_tf2.utils.atomic_io import atomic_path
   with atomic_path(path) as tmp:
     figure.savefig(tmp, dpi=dpi, format="png")
   pyplot().close(figure)

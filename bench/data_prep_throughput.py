@@ -171,7 +171,8 @@ def official_run(files, vocab_file, max_length, num_shards, processes, seed=1):
 # ---------------------------------------------------------------------------
 
 def ours_run(files, vocab_file, max_length, num_shards, processes, seed=1):
-  from electra_tf2.data_prep.builder import BuildConfig, build_pretraining_data  # pylint: disable=g-import-not-at-top
+  from electra_tf2.data_prep.builder import (  # pylint: disable=g-import-not-at-top
+      BuildConfig, build_pretraining_data)
   out_dir = tempfile.mkdtemp(prefix="bench-ours-")
   try:
     cfg = BuildConfig(inputs=list(files), vocab_file=vocab_file, output_dir=out_dir,
@@ -228,8 +229,10 @@ def main():
   files = sorted(p for p in glob.glob(args.corpus_glob, recursive=True) if os.path.isfile(p))
   if not files and not os.path.isdir(SHARED) and args.corpus_glob == parser.get_default("corpus_glob"):
     # No ../shared/data: use the embedded default corpus and a vocab learned from it.
-    from electra_tf2.data_prep.build_vocab import learn_vocab_from_files  # pylint: disable=g-import-not-at-top
-    from electra_tf2.data_prep.default_corpus import write_default_corpus  # pylint: disable=g-import-not-at-top
+    from electra_tf2.data_prep.build_vocab import (  # pylint: disable=g-import-not-at-top
+        learn_vocab_from_files)
+    from electra_tf2.data_prep.default_corpus import (  # pylint: disable=g-import-not-at-top
+        write_default_corpus)
     tmp = tempfile.mkdtemp(prefix="bench-default-")
     atexit.register(shutil.rmtree, tmp, True)
     write_default_corpus(os.path.join(tmp, "corpus"))
@@ -285,7 +288,7 @@ def main():
         f"{tok['tokens'] / tok['ours_seconds']:,.0f} tokens/s | "
         f"{tok['oracle_seconds'] / tok['ours_seconds']:.1f}x |")
   if args.json:
-    from electra_tf2.atomic_io import write_json_atomic  # pylint: disable=g-import-not-at-top
+    from electra_tf2.utils.atomic_io import write_json_atomic  # pylint: disable=g-import-not-at-top
     write_json_atomic(args.json, results, indent=1, sort_keys=False)
 
 

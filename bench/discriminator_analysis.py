@@ -54,7 +54,7 @@ from discriminator import calibration, cola, pos, rerank  # noqa: E402
 from discriminator.context import Context  # noqa: E402
 from discriminator.figures import plot_cola, plot_pos, plot_reliability  # noqa: E402
 from discriminator.report import markdown  # noqa: E402
-from electra_tf2.atomic_io import write_json_atomic, write_text_atomic  # noqa: E402
+from electra_tf2.utils.atomic_io import write_json_atomic, write_text_atomic  # noqa: E402
 
 STAGES = {"calibration": calibration.calibration_stage, "pos": pos.pos_stage,
           "cola": cola.cola_stage, "rerank": rerank.rerank_stage}
@@ -91,15 +91,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   if not os.path.isdir(args.shared_data):
     print(f"error: --shared-data {args.shared_data} does not exist", file=sys.stderr)
     return 2
-  from electra_tf2 import checkpoint_files, scoring
+  from electra_tf2.checkpoints import tf_checkpoint
+  from electra_tf2 import scoring
   start = time.time()
   try:
     ctx = Context(args)
-  except (checkpoint_files.ModelDirectoryError, scoring.ScoringError, ValueError) as e:
+  except (tf_checkpoint.ModelDirectoryError, scoring.ScoringError, ValueError) as e:
     print(f"error: {e}", file=sys.stderr)
     return 2
   config = ctx.config
-  checkpoint = args.checkpoint or checkpoint_files.latest_checkpoint(args.model_dir)
+  checkpoint = args.checkpoint or tf_checkpoint.latest_checkpoint(args.model_dir)
   results: Dict[str, Any] = {"meta": {
       "model_dir": args.model_dir, "checkpoint": checkpoint,
       "model": f"{config.model_size}, {config.bert_config.num_hidden_layers} layers, hidden "

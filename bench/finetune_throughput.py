@@ -33,10 +33,10 @@ import tensorflow as tf  # noqa: E402
 from common import add_step_flags, append_json  # noqa: E402
 from electra_tf2.tasks.config import FinetuningConfig, resolve_finetuning_config  # noqa: E402
 from electra_tf2.tasks.preprocessing import Preprocessor  # noqa: E402
-from electra_tf2.finetune.runner import ModelRunner  # noqa: E402
+from electra_tf2.training.finetuning import ModelRunner  # noqa: E402
 from electra_tf2.tasks.task import Task  # noqa: E402
 from electra_tf2.tasks.task_builder import TASKS  # noqa: E402
-from electra_tf2.training.driver import RunOptions  # noqa: E402
+from electra_tf2.training.options import RunOptions  # noqa: E402
 from pretrain_throughput import device_name  # noqa: E402
 
 TASK = "squad"

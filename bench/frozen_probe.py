@@ -102,7 +102,7 @@ def main(argv=None) -> int:
   parser.add_argument("--seed", type=int, default=0)
   args = parser.parse_args(argv)
   import keras
-  from electra_tf2 import model_directory
+  from electra_tf2.models import model_directory
   from electra_tf2.models.pretrainer import ElectraPretrainer
   from electra_tf2.text.tokenizer import FullTokenizer
   data = (read_task(os.path.join(args.task_dir, "train.tsv"), args.train_examples),

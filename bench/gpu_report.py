@@ -14,7 +14,7 @@ import json
 import os
 from typing import Any, Dict, List, Optional
 
-from electra_tf2.atomic_io import write_text_atomic
+from electra_tf2.utils.atomic_io import write_text_atomic
 
 Results = Dict[str, Dict[str, Any]]
 # Issue 35's target for electra_base, length 128, bf16 + XLA on one H100.

@@ -76,8 +76,8 @@ class Step:
     import torch
     from transformers import ElectraForMaskedLM, ElectraForPreTraining
 
-    from electra_tf2.pretraining.config import resolve_pretraining_config
-    from electra_tf2.flops import train_step_flops
+    from electra_tf2.config.pretraining import resolve_pretraining_config
+    from electra_tf2.pretraining.flops import train_step_flops
     torch.manual_seed(args.seed)
     self.device = "cuda" if torch.cuda.is_available() else "cpu"
     config = resolve_pretraining_config(args.model_name, None, {
@@ -182,7 +182,7 @@ def main(argv: Optional[List[str]] = None) -> List[Dict[str, Any]]:
   import torch
   args = parse_args(argv)
   os.environ.setdefault("USE_TF", "0")  # transformers 4 imports TensorFlow where it finds it
-  # electra_tf2.pretraining.config imports Keras: on torch, so that no JAX in this process
+  # electra_tf2.config.pretraining imports Keras: on torch, so that no JAX in this process
   # takes GPU memory.
   os.environ["KERAS_BACKEND"] = "torch"
   torch.set_float32_matmul_precision("highest" if args.no_tf32 else "high")

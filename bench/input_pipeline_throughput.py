@@ -22,8 +22,8 @@ import time
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from common import REPO  # noqa: E402
-from electra_tf2.pretraining import input_pipeline  # noqa: E402
-from electra_tf2.pretraining.config import resolve_pretraining_config  # noqa: E402
+from electra_tf2.data_io import input_pipeline  # noqa: E402
+from electra_tf2.config.pretraining import resolve_pretraining_config  # noqa: E402
 
 
 def write_pretraining_data(data_dir: str, **kwargs) -> str:

@@ -27,7 +27,7 @@ its warm-up, sequences/s:
   seeds' counter) as a scalar put on the device ahead, not as a numpy scalar that the
   call copies to the device: whether that copy makes the call wait for the last step;
 - with `--trainer-steps N`: `electra pretrain --backend jax` itself
-  (`jax_training.pretraining.train`, its own compile) for N steps on a temporary model
+  (`training.jax_pretraining.train`, its own compile) for N steps on a temporary model
   directory, its last progress interval's sequences/s.
 
 The ratio of each row to the step's own speed says how much of the device the feed uses.
@@ -126,8 +126,8 @@ def measure(args: argparse.Namespace) -> Dict[str, Any]:
   import jax  # pylint: disable=g-import-not-at-top
 
   from electra_tf2.data_io.pretraining import PretrainingDataReader
-  from electra_tf2.jax_training.pretraining import JaxPretrainingRun
-  from electra_tf2.pretraining.config import resolve_pretraining_config
+  from electra_tf2.training.jax_pretraining import JaxPretrainingRun
+  from electra_tf2.config.pretraining import resolve_pretraining_config
   from electra_tf2.training.options import RunOptions
   overrides = {"max_seq_length": args.seq_len, "train_batch_size": args.batch,
                "num_warmup_steps": 0, "pretrain_tfrecords": args.data}
@@ -229,10 +229,11 @@ def measure(args: argparse.Namespace) -> Dict[str, Any]:
 
 
 def trainer_row(config, args: argparse.Namespace) -> Dict[str, Any]:
-  """`jax_training.pretraining.train` for --trainer-steps steps: its last interval."""
+  """`training.jax_pretraining.train` for --trainer-steps steps: its last interval."""
   import dataclasses  # pylint: disable=g-import-not-at-top
 
-  from electra_tf2.jax_training import pretraining  # pylint: disable=g-import-not-at-top
+  from electra_tf2.training import (  # pylint: disable=g-import-not-at-top
+      jax_pretraining as pretraining)
   from electra_tf2.training.options import RunOptions
   steps = args.trainer_steps
   with tempfile.TemporaryDirectory() as model_dir:

@@ -1,5 +1,5 @@
 """Pre-training step throughput of the JAX trainer, with no TensorFlow: the compiled step of
-electra_tf2/jax_training/pretraining.py on in-memory batches.
+electra_tf2/training/jax_pretraining.py on in-memory batches.
 
     KERAS_BACKEND=jax python bench/jax_pretrain_step.py [--model-name electra_small]
         [--hparams JSON] [--seq-len 128] [--batch-sizes 8,32 | --max-batch 256]
@@ -12,7 +12,7 @@ batch and `max_seq_length` the length), compiles its step ahead of time (the com
 time is reported apart), runs two warm-up steps, then `--rounds` rounds of `--steps` steps
 on one fake batch held on the device, and keeps the best round. A row (printed, and one
 JSON line appended to `--json`): sequences/s, steps/s, seconds per step, the hours of one
-million such steps, the step's analytic matmul FLOPs (electra_tf2/flops.py
+million such steps, the step's analytic matmul FLOPs (electra_tf2/pretraining/flops.py
 `train_step_flops`, the count bench/pretrain_throughput.py uses), TFLOP/s and, with
 `--peak-tflops` (a datasheet dense bf16 peak: 989.4 for the H100 SXM and the H200), MFU.
 
@@ -98,7 +98,7 @@ class Bench:
   device."""
 
   def __init__(self, args: argparse.Namespace, batch: int):
-    from electra_tf2.jax_training.pretraining import JaxPretrainingRun
+    from electra_tf2.training.jax_pretraining import JaxPretrainingRun
     from electra_tf2.training.options import RunOptions
     self.args, self.batch = args, batch
     self.config = make_config(args, batch)
@@ -200,7 +200,7 @@ def phase_scopes():
   is traced, and so appear in its instructions' `op_name` (bench/trace_summary.py
   `phase_of`). The computation is the same."""
   import jax  # pylint: disable=g-import-not-at-top
-  from electra_tf2.pretraining import helpers, objectives
+  from electra_tf2.pretraining import pretrain_helpers as helpers, objectives
   wrapped = [(helpers, "mask", "masking"), (objectives, "get_fake_data", "sampling"),
              (objectives, "softmax_output", "generator_loss"),
              (objectives, "discriminator_output", "discriminator_loss"),
@@ -251,7 +251,7 @@ def philox_dropout():
 
 
 def make_config(args: argparse.Namespace, batch: int):
-  from electra_tf2.pretraining.config import resolve_pretraining_config
+  from electra_tf2.config.pretraining import resolve_pretraining_config
   overrides = {"max_seq_length": args.seq_len, "train_batch_size": batch, "seed": args.seed}
   if args.train_steps is None:
     overrides["num_warmup_steps"] = 0
@@ -291,7 +291,7 @@ def environment() -> Dict[str, Any]:
 
 
 def throughput_row(args: argparse.Namespace, bench: Bench) -> Dict[str, Any]:
-  from electra_tf2.flops import train_step_flops
+  from electra_tf2.pretraining.flops import train_step_flops
   best = min(bench.seconds_per_step(args.steps) for _ in range(args.rounds))
   flops = train_step_flops(bench.config, bench.batch)
   row = {"model": args.model_name, "hparams": json.loads(args.hparams),

@@ -187,7 +187,7 @@ def stage_discriminator(args, kind: str) -> Dict[str, Any]:
   import keras
   import tensorflow as tf
   from sklearn.metrics import roc_auc_score
-  from electra_tf2 import model_directory
+  from electra_tf2.models import model_directory
   from electra_tf2.checkpoints.directories import load_pretraining_config
   from electra_tf2.models.pretrainer import ElectraPretrainer
   _, (texts, _) = task(args)

@@ -163,7 +163,7 @@ def chunk_files(directory: str) -> List[str]:
 
 
 def write_npz(path: str, arrays: Dict[str, np.ndarray]) -> None:
-  from electra_tf2.atomic_io import atomic_path
+  from electra_tf2.utils.atomic_io import atomic_path
   with atomic_path(path) as tmp:
     with open(tmp, "wb") as f:
       np.savez(f, **arrays)
@@ -234,7 +234,7 @@ def pretrain(args) -> int:
       "vocab_sha256": file_sha256(vocab), "metrics": metrics,
       "arrays": sorted(weights), "files": sorted(os.path.basename(f) for f in files)}
   if args.json:
-    from electra_tf2.atomic_io import write_json_atomic
+    from electra_tf2.utils.atomic_io import write_json_atomic
     write_json_atomic(args.json, record)
   log(f"{args.kind}: step {record['step']} of {args.steps} in {record['seconds']} s; "
       f"final losses {record['summary'].get('final_losses')}; weights in {record['files']}")
@@ -301,7 +301,7 @@ def write_model(work_dir: str, model_name: str, record: Dict[str, Any],
   """`work_dir/<kind>/models/<model_name>` from a returned run: a portable checkpoint of
   `weights` (as float32; an earlier model's checkpoints there removed once it is saved),
   the config with paths relative to it and the vocabulary inside."""
-  from electra_tf2.atomic_io import write_json_atomic
+  from electra_tf2.utils.atomic_io import write_json_atomic
   from electra_tf2.checkpoints import portable
   kind_dir = os.path.join(work_dir, record["kind"])
   vocab = os.path.join(kind_dir, record["vocab_file"])

@@ -115,7 +115,7 @@ def mean_std(values: Sequence[float]) -> Tuple[float, float]:
 
 
 def write_tsv(path: str, rows: Sequence[Tuple[str, int]]) -> None:
-  from electra_tf2.atomic_io import write_text_atomic
+  from electra_tf2.utils.atomic_io import write_text_atomic
   write_text_atomic(path, "".join(f"{label}\t{text}\n" for text, label in rows))
 
 
@@ -127,7 +127,7 @@ def read_tsv(path: str) -> Tuple[List[str], List[int]]:
 
 def stage_data(args) -> None:
   """corpus/{news,reviews}.txt and task/{train,test}.tsv."""
-  from electra_tf2.atomic_io import write_text_atomic
+  from electra_tf2.utils.atomic_io import write_text_atomic
   corpus, task = os.path.join(args.work_dir, "corpus"), os.path.join(args.work_dir, "task")
   if os.path.exists(os.path.join(task, "test.tsv")):
     return
@@ -263,7 +263,7 @@ def seed_trials(args) -> None:
   """Writes the trials of --trials (a study.json, or a list of its trial records) that have
   this run's budget into the results directory, so that they are not run again; one line
   if the file has none of that budget."""
-  from electra_tf2.atomic_io import write_json_atomic
+  from electra_tf2.utils.atomic_io import write_json_atomic
   train = os.path.join(args.work_dir, "task", "train.tsv")
   if not os.path.isfile(train):
     raise SystemExit(f"error: --trials: {train} is missing: run the data stage first")
@@ -283,7 +283,7 @@ def seed_trials(args) -> None:
 
 
 def stage_finetune(args, kind: str) -> None:
-  from electra_tf2.atomic_io import write_json_atomic
+  from electra_tf2.utils.atomic_io import write_json_atomic
   for init in args.inits.split(","):
     for seed in args.seeds:
       path = trial_path(args, kind, init, seed)
@@ -354,7 +354,7 @@ def plot(summary: Dict[str, Any], path: str, model: str) -> None:
 
 
 def stage_report(args) -> None:
-  from electra_tf2.atomic_io import write_json_atomic, write_text_atomic
+  from electra_tf2.utils.atomic_io import write_json_atomic, write_text_atomic
   results = results_name(args, "results")
   trials = [json.load(open(os.path.join(results, name), encoding="utf-8"))
             for name in sorted(os.listdir(results))] if os.path.isdir(results) else []

@@ -230,7 +230,7 @@ def main():
     print(f"\n{side}: first differences (official -> {side})")
     for example in found[:10]:
       print(f"  {example['file']}: {example['difference']}  in {example['text']!r}")
-  from electra_tf2.atomic_io import write_json_atomic
+  from electra_tf2.utils.atomic_io import write_json_atomic
   write_json_atomic(output, {"do_lower_case": lower, "vocab": args.vocab_file,
                              "oracle": "tf-models-official BERT FullTokenizer, 200 chars",
                              "files": rows, "totals": dict(totals),

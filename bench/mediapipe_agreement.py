@@ -72,7 +72,7 @@ def main() -> None:
   from mediapipe.tasks import python as mp_python
   from mediapipe.tasks.python import text as mp_text
   import electra_tf2
-  from electra_tf2 import vocab as vocab_lib
+  from electra_tf2.text import vocab as vocab_lib
 
   vocab = vocab_lib.load_vocab(os.path.join(SHARED_DATA, "vocab", "vocab.txt"))
   tokens = sorted(vocab, key=vocab.get)

@@ -203,7 +203,7 @@ def _link(target: str, link: str) -> None:
 
 def stage_setup(args) -> None:
   from electra_tf2.conversion import convert
-  from electra_tf2.atomic_io import copy_file_atomic
+  from electra_tf2.utils.atomic_io import copy_file_atomic
   data, shared = args.data_dir, args.shared_data
   for task, folder in GLUE.items():
     _link(os.path.join(shared, "glue", folder), os.path.join(data, "finetuning_data", task))
@@ -227,7 +227,7 @@ def stage_setup(args) -> None:
 
 def pretrained_shape(args) -> Dict[str, Any]:
   """The official hparams giving the encoder of --pretrained (model_size small + overrides)."""
-  from electra_tf2.model_directory import load_pretraining_config
+  from electra_tf2.models.model_directory import load_pretraining_config
   config = load_pretraining_config(args.pretrained)
   bert = config.bert_config
   return {"model_size": "small", "embedding_size": config.resolved_embedding_size,
@@ -248,7 +248,7 @@ def _our_steps(args, task: str, hparams: Dict[str, Any], fix: bool, out: str) ->
   import numpy as np
   import tensorflow as tf
   from electra_tf2.tasks.config import resolve_finetuning_config
-  from electra_tf2.finetune.runner import ModelRunner
+  from electra_tf2.training.finetuning import ModelRunner
   from electra_tf2.tasks.task_builder import get_tasks
   values = dict(hparams, task_names=[task], model_hparam_overrides=NO_DROPOUT,
                 train_batch_size=EQ_BATCH, fix_layerwise_lr_off_by_one=fix,
@@ -384,7 +384,7 @@ def _train_ours(args, task: str, seed: int, out: str) -> None:
                   "--model-name", "ours", "--hparams", json.dumps(hparams)], check=True,
                  cwd=REPO)
   trials = json.load(open(results_json))["trials"]
-  from electra_tf2.atomic_io import write_json_atomic
+  from electra_tf2.utils.atomic_io import write_json_atomic
   write_json_atomic(out, {"results": trials[-1]["results"]})
 
 
@@ -403,7 +403,7 @@ def _train_official(args, task: str, seed: int, out: str) -> None:
 
 
 def report(args, equivalence: Dict[str, Any], outcomes: Dict[str, Any]) -> None:
-  from electra_tf2.atomic_io import write_json_atomic
+  from electra_tf2.utils.atomic_io import write_json_atomic
   log("| task | steps | max loss rel. diff | max update diff / max update | LR groups | "
       "max LR rel. diff (official off-by-one) | (fix) |")
   log("|---|---|---|---|---|---|---|")

@@ -24,9 +24,9 @@ import time
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from common import add_step_flags, append_json  # noqa: E402
-from electra_tf2.pretraining.config import resolve_pretraining_config  # noqa: E402
-from electra_tf2.training.driver import RunOptions  # noqa: E402
-from electra_tf2.training.pretraining import PretrainingRun  # noqa: E402
+from electra_tf2.config.pretraining import resolve_pretraining_config  # noqa: E402
+from electra_tf2.training.options import RunOptions  # noqa: E402
+from electra_tf2.training.tf_pretraining import PretrainingRun  # noqa: E402
 
 
 def count_lines(path: str) -> int:

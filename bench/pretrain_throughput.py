@@ -52,11 +52,10 @@ import tensorflow as tf  # noqa: E402
 from common import (add_step_flags, append_json, fake_pretraining_batch,  # noqa: E402
                     is_out_of_memory_message)
 from common import largest_batch as common_largest_batch  # noqa: E402
-from electra_tf2.pretraining.config import (PretrainingConfig,  # noqa: E402
-                                            resolve_pretraining_config)
-from electra_tf2.flops import train_step_flops  # noqa: E402
-from electra_tf2.training.driver import RunOptions  # noqa: E402
-from electra_tf2.training.pretraining import PretrainingRun  # noqa: E402
+from electra_tf2.config.pretraining import PretrainingConfig, resolve_pretraining_config
+from electra_tf2.pretraining.flops import train_step_flops  # noqa: E402
+from electra_tf2.training.options import RunOptions  # noqa: E402
+from electra_tf2.training.tf_pretraining import PretrainingRun  # noqa: E402
 
 
 # ---------------------------------------------------------------------------

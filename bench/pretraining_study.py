@@ -6,7 +6,7 @@
 
 For each objective, pre-trains the same encoder (the debug size: 3 layers, hidden
 144, embedding 128) for --budget FLOPs, counted the paper's way
-(electra_tf2/flops.py, the official flops_computation.py method), so a
+(electra_tf2/pretraining/flops.py, the official flops_computation.py method), so a
 costlier objective trains fewer steps. Objectives: `electra_<f>` is ELECTRA with
 a generator of f times the discriminator's width (1/4, 1/2, 1 in the paper's
 Figure 3), `mlm` the official BERT baseline (`electra_objective: false`). Every
@@ -134,7 +134,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
   args = parser.parse_args(argv)
   args.work_dir = os.path.abspath(args.work_dir)
   args.shared_data = os.path.abspath(args.shared_data)
-  from electra_tf2.hparams import ConfigError, parse_hparams
+  from electra_tf2.config.hparams import ConfigError, parse_hparams
   try:
     args.pretrain_hparams = parse_hparams(args.pretrain_hparams)
     args.finetune_hparams = parse_hparams(args.finetune_hparams)

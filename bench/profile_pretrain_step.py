@@ -37,9 +37,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import tensorflow as tf  # noqa: E402
 from tensorflow.tsl.profiler.protobuf import xplane_pb2  # noqa: E402
 
-from electra_tf2.pretraining.config import resolve_pretraining_config  # noqa: E402
-from electra_tf2.training.driver import RunOptions  # noqa: E402
-from electra_tf2.training.pretraining import PretrainingRun  # noqa: E402
+from electra_tf2.config.pretraining import resolve_pretraining_config  # noqa: E402
+from electra_tf2.training.options import RunOptions  # noqa: E402
+from electra_tf2.training.tf_pretraining import PretrainingRun  # noqa: E402
 from common import add_step_flags, append_json  # noqa: E402
 from pretrain_throughput import fake_features, time_steps  # noqa: E402
 import trace_summary  # noqa: E402

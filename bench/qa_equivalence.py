@@ -26,7 +26,7 @@ import numpy as np
 import tensorflow as tf
 
 import electra_tf2
-from electra_tf2.finetune import runner
+from electra_tf2.training import finetuning as runner
 from electra_tf2.tasks import qa
 from electra_tf2.tasks.config import resolve_finetuning_config
 

@@ -25,8 +25,8 @@ import time
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from input_pipeline_throughput import write_pretraining_data  # noqa: E402
-from electra_tf2.pretraining import input_pipeline  # noqa: E402
-from electra_tf2.pretraining.config import resolve_pretraining_config  # noqa: E402
+from electra_tf2.data_io import input_pipeline  # noqa: E402
+from electra_tf2.config.pretraining import resolve_pretraining_config  # noqa: E402
 from electra_tf2.data_io import tfrecord  # noqa: E402
 from electra_tf2.data_io.pretraining import PretrainingDataReader  # noqa: E402
 

@@ -97,7 +97,7 @@ def main() -> None:
         print(f"  first difference ({key}): {diff['text']!r}: ours {diff['ours']}, "
               f"HF {diff['hf']}")
   if args.output:
-    from electra_tf2.atomic_io import write_json_atomic  # pylint: disable=g-import-not-at-top
+    from electra_tf2.utils.atomic_io import write_json_atomic  # pylint: disable=g-import-not-at-top
     write_json_atomic(args.output, results)
 
 

@@ -18,22 +18,21 @@ The names below are imported on first use, so `import electra_tf2` (and the
 """
 
 import importlib
-import sys
 
 # Public name -> the module that defines it.
 _EXPORTS = {
     # configs
-    "PretrainingConfig": "electra_tf2.pretraining.config",
+    "PretrainingConfig": "electra_tf2.config.pretraining",
     "FinetuningConfig": "electra_tf2.tasks.config",
-    "BertConfig": "electra_tf2.encoder_config",
+    "BertConfig": "electra_tf2.config.encoder",
     "RunOptions": "electra_tf2.training.options",
     # models
     "Encoder": "electra_tf2.networks.encoder",
     "ElectraPretrainer": "electra_tf2.models.pretrainer",
-    "load_pretrainer": "electra_tf2.model_directory",
+    "load_pretrainer": "electra_tf2.models.model_directory",
     # running
-    "pretrain": "electra_tf2.training.pretraining",
-    "finetune": "electra_tf2.finetune.runner",
+    "pretrain": "electra_tf2.training.tf_pretraining",
+    "finetune": "electra_tf2.training.finetuning",
     # Keras models on raw text (docs/keras.md)
     "Discriminator": "electra_tf2.models.discriminator",
     "TextClassifier": "electra_tf2.models.text_classifier",
@@ -45,7 +44,7 @@ _EXPORTS = {
     # scoring text
     "TextScorer": "electra_tf2.scoring.scorer",
     # errors
-    "ElectraError": "electra_tf2.errors",
+    "ElectraError": "electra_tf2.utils.errors",
 }
 # Public names that are another name of a module's function.
 _ALIASES = {"load_pretrainer": "restore_pretrainer", "pretrain": "run_pretraining",
@@ -53,11 +52,6 @@ _ALIASES = {"load_pretrainer": "restore_pretrainer", "pretrain": "run_pretrainin
 
 __all__ = sorted(_EXPORTS)
 __version__ = "0.1.0"
-
-
-if sys.argv[:1] == ["-m"]:  # `python -m electra_tf2.<module>` is locating its module
-  from electra_tf2 import commands as _commands
-  _commands.run_module_as_main(_commands.module_being_run(sys.orig_argv), sys.argv[1:])
 
 
 def __getattr__(name):

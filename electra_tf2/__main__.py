@@ -2,6 +2,6 @@
 
 import sys
 
-from electra_tf2.commands import main
+from electra_tf2.cli.commands import main
 
 sys.exit(main())

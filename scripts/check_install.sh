@@ -53,7 +53,7 @@ done
 # loads once; pretrain and finetune define absl's global flags, so they run on their own).
 python - >/dev/null <<'PY'
 import sys
-from electra_tf2 import commands
+from electra_tf2.cli import commands
 for name in commands.SUBCOMMANDS:
   if name in ("pretrain", "finetune"):
     continue

@@ -17,10 +17,10 @@ import keras
 import numpy as np
 from keras import ops
 
-from electra_tf2 import stateless_random
-from electra_tf2.pretraining.config import resolve_pretraining_config
+from electra_tf2.utils import stateless_random
+from electra_tf2.config.pretraining import resolve_pretraining_config
 from electra_tf2.models.pretrainer import ElectraPretrainer
-from electra_tf2.optimization import create_optimizer
+from electra_tf2.models.optimization import create_optimizer
 
 OBJECTIVES = {
     "electra": {},

@@ -102,7 +102,7 @@ def write_pretraining_data(data_dir: str, num_examples: int = 64, seq_len: int =
 def noisy_pretrainer(hparams: Dict[str, Any], seed: int, scale: float):
   """An `electra_small` ElectraPretrainer with `hparams` (make it tiny): its initial
   weights plus N(0, scale) noise, both drawn from `seed`, so no output is near zero."""
-  from electra_tf2.pretraining.config import resolve_pretraining_config
+  from electra_tf2.config.pretraining import resolve_pretraining_config
   from electra_tf2.models.pretrainer import ElectraPretrainer
   keras.utils.set_random_seed(seed)
   model = ElectraPretrainer.from_pretraining_config(

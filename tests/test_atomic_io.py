@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from electra_tf2 import atomic_io
+from electra_tf2.utils import atomic_io
 
 
 class Boom(Exception):

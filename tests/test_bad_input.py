@@ -11,9 +11,9 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from electra_tf2 import vocab as vocab_lib
-from electra_tf2.pretraining.config import ConfigError, resolve_pretraining_config
-from electra_tf2.errors import ElectraError
+from electra_tf2.text import vocab as vocab_lib
+from electra_tf2.config.pretraining import ConfigError, resolve_pretraining_config
+from electra_tf2.utils.errors import ElectraError
 from electra_tf2.tasks.task import FinetuningDataError
 from tests.conftest import REPO_ROOT
 from tests.fixtures import make_config, make_tasks
@@ -21,7 +21,7 @@ from tests.fixtures import make_config, make_tasks
 PROPERTY = settings(max_examples=60, deadline=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture,
                                            HealthCheck.too_slow])
-SCHEMA = json.load(open(os.path.join(REPO_ROOT, "electra_tf2", "configs",
+SCHEMA = json.load(open(os.path.join(REPO_ROOT, "electra_tf2", "config", "presets",
                                    "pretraining_defaults.json")))
 SCALARS = st.one_of(
     st.none(), st.booleans(), st.integers(-2**70, 2**70), st.text(max_size=8),
@@ -70,7 +70,7 @@ def test_hparams_are_resolved_or_refused_naming_the_field(tmp_path, hparams):
       assert abs(value) < 2**31, key
 
 
-FINETUNING_SCHEMA = json.load(open(os.path.join(REPO_ROOT, "electra_tf2", "configs",
+FINETUNING_SCHEMA = json.load(open(os.path.join(REPO_ROOT, "electra_tf2", "config", "presets",
                                               "finetuning_defaults.json")))
 
 
@@ -251,7 +251,7 @@ def test_one_100_mb_line_is_built(tmp_path):
 
 
 def test_a_message_with_a_newline_is_still_one_line(capsys):
-  from electra_tf2 import errors
+  from electra_tf2.utils import errors
   assert errors.report(ElectraError("bad.json: question 'a\nb' has no answer")) == 2
   assert capsys.readouterr().err == "error: bad.json: question 'a\\nb' has no answer\n"
 
@@ -281,7 +281,7 @@ def serving_commands(tmp_path, path):
   """Every command that reads a user's text file, on `path`, without a model (each reads
   its text before loading one): name -> a call returning the exit code."""
   from electra_tf2.serving import export, predict
-  from electra_tf2.scoring import cli
+  from electra_tf2.cli import score as cli
   missing, out = str(tmp_path / "no_model"), str(tmp_path / "out.jsonl")
   return {
       "predict": lambda: predict.main(["--model", missing, "--input", path, "--output", out]),
@@ -304,7 +304,7 @@ def test_every_command_refuses_bytes_that_are_not_utf8_naming_the_line(tmp_path,
   """predict, export --calibration-file, score file and score rerank: exit 2 with one line
   naming the file and the first line that is not UTF-8; the readers (`predict_file`'s,
   `QuestionAnswerer.read_rows`') raise the same one line."""
-  from electra_tf2 import predictions
+  from electra_tf2.utils import predictions
   content = newline.join(lines) + (newline if trailing else b"")
   path = str(tmp_path / "input.txt")
   with open(path, "wb") as f:

@@ -28,7 +28,7 @@ from electra_tf2.data_prep import beam_pretraining  # noqa: E402
 from electra_tf2.data_prep.common import DataPrepError  # noqa: E402
 from electra_tf2.data_prep.input_examples import InputExamples  # noqa: E402
 from electra_tf2.data_prep.builder import BuildConfig, read_info  # noqa: E402
-from electra_tf2.vocab import VocabError  # noqa: E402
+from electra_tf2.text.vocab import VocabError  # noqa: E402
 
 assert vocab_file  # a fixture, used by name
 SCRIPT = os.path.join(REPO_ROOT, "data_prep", "beam_pretraining.py")

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from electra_tf2 import checkpoint_files
-from electra_tf2.checkpoint_files import ModelDirectoryError
+from electra_tf2.checkpoints import tf_checkpoint
+from electra_tf2.checkpoints.tf_checkpoint import ModelDirectoryError
 
 
 def save_steps(model_dir, steps, shape=(64, 64)):
@@ -24,11 +24,11 @@ def save_steps(model_dir, steps, shape=(64, 64)):
 
 def test_latest_checkpoint(tmp_path):
   model_dir = str(tmp_path / "m")
-  assert checkpoint_files.latest_checkpoint(model_dir) is None  # no directory
+  assert tf_checkpoint.latest_checkpoint(model_dir) is None  # no directory
   os.makedirs(model_dir)
-  assert checkpoint_files.latest_checkpoint(model_dir) is None  # no state file
+  assert tf_checkpoint.latest_checkpoint(model_dir) is None  # no state file
   paths = save_steps(model_dir, [1, 2, 10])
-  assert checkpoint_files.latest_checkpoint(model_dir) == paths[-1]
+  assert tf_checkpoint.latest_checkpoint(model_dir) == paths[-1]
   for name in os.listdir(model_dir):
     if name.startswith("ckpt-10."):
       os.remove(os.path.join(model_dir, name))
@@ -36,47 +36,47 @@ def test_latest_checkpoint(tmp_path):
   with pytest.raises(ModelDirectoryError, match=re.escape(
       f"{model_dir}/checkpoint names ckpt-10, whose files are missing: name an existing one "
       "(ckpt-1, ckpt-2) as model_checkpoint_path there")):
-    checkpoint_files.latest_checkpoint(model_dir)
+    tf_checkpoint.latest_checkpoint(model_dir)
   state = os.path.join(model_dir, "checkpoint")
   # A directory moved from another machine: the absolute path is followed to
   # the checkpoint of the same name here.
   with open(state, "w") as f:
     f.write('model_checkpoint_path: "/elsewhere/run/ckpt-2"\n')
-  assert checkpoint_files.latest_checkpoint(model_dir) == paths[1]
+  assert tf_checkpoint.latest_checkpoint(model_dir) == paths[1]
   # An empty state file, and none at all next to checkpoint files.
   open(state, "w").close()
   with pytest.raises(ModelDirectoryError, match=re.escape(
       f"{model_dir}/checkpoint cannot be read (")):
-    checkpoint_files.latest_checkpoint(model_dir)
+    tf_checkpoint.latest_checkpoint(model_dir)
   os.remove(state)
   with pytest.raises(ModelDirectoryError, match=re.escape(
       f"{model_dir} holds checkpoints but no usable `checkpoint` state file naming the latest: "
       "name an existing one (ckpt-1, ckpt-2) as model_checkpoint_path in one")):
-    checkpoint_files.latest_checkpoint(model_dir)
-  assert checkpoint_files.latest_checkpoint(model_dir, strict=False) is None
+    tf_checkpoint.latest_checkpoint(model_dir)
+  assert tf_checkpoint.latest_checkpoint(model_dir, strict=False) is None
   # A lone checkpoint without a state file is what a run killed right after its
   # first save leaves (TensorFlow writes the state file last): it is the latest.
   for suffix in (".index", ".data-00000-of-00001"):
     os.remove(paths[1] + suffix)
-  assert checkpoint_files.latest_checkpoint(model_dir) == paths[0]
+  assert tf_checkpoint.latest_checkpoint(model_dir) == paths[0]
 
 
 def test_restore_reads_and_explains_failures(tmp_path):
   model_dir = str(tmp_path / "m")
   path, = save_steps(model_dir, [3])
   variable = tf.Variable(tf.zeros((64, 64)))
-  checkpoint_files.restore(tf.train.Checkpoint(v=variable), path)
+  tf_checkpoint.restore(tf.train.Checkpoint(v=variable), path)
   np.testing.assert_array_equal(variable.numpy(), np.full((64, 64), 3.0))
 
   with pytest.raises(ModelDirectoryError, match=re.escape(
       f"checkpoint {path}-x does not exist (no {path}-x.index)")):
-    checkpoint_files.restore(tf.train.Checkpoint(v=variable), path + "-x")
+    tf_checkpoint.restore(tf.train.Checkpoint(v=variable), path + "-x")
   with pytest.raises(ModelDirectoryError, match=re.escape(f"{path} does not fit this model (")
                      + r".*\(64, 64\).*\): try again"):
-    checkpoint_files.restore(tf.train.Checkpoint(v=tf.Variable(tf.zeros((3, 3)))), path,
+    tf_checkpoint.restore(tf.train.Checkpoint(v=tf.Variable(tf.zeros((3, 3)))), path,
                         mismatch_hint=": try again")
   with pytest.raises(ModelDirectoryError, match="does not fit this model"):
-    checkpoint_files.restore(tf.train.Checkpoint(w=tf.Variable(1.0)), path, match_existing=True)
+    tf_checkpoint.restore(tf.train.Checkpoint(w=tf.Variable(1.0)), path, match_existing=True)
 
   data_file, = [os.path.join(model_dir, f) for f in os.listdir(model_dir) if ".data" in f]
   original = open(data_file, "rb").read()
@@ -87,24 +87,24 @@ def test_restore_reads_and_explains_failures(tmp_path):
     f.seek(len(original) // 2)
     f.write(b"\xff" * 64)
   with pytest.raises(ModelDirectoryError) as error:
-    checkpoint_files.restore(tf.train.Checkpoint(v=variable), path)
+    tf_checkpoint.restore(tf.train.Checkpoint(v=variable), path)
   message = str(error.value)
   assert message.startswith(damaged[0]) and message.endswith(damaged[1])
   assert "function_node" not in message and "[Op:" not in message
   with open(data_file, "wb") as f:  # truncated
     f.write(original[:len(original) // 2])
   with pytest.raises(ModelDirectoryError, match=re.escape(damaged[0])):
-    checkpoint_files.restore(tf.train.Checkpoint(v=variable), path)
+    tf_checkpoint.restore(tf.train.Checkpoint(v=variable), path)
 
 
 def test_first_line_drops_tensorflow_decoration():
   error = tf.errors.DataLossError(None, None, "{{function_node __wrapped__RestoreV2_dtypes_1}} "
                                   "Checksum does not match: stored 1 vs. calculated 2\n\tmore "
                                   "[Op:RestoreV2]")
-  assert checkpoint_files.first_line(error) == "Checksum does not match: stored 1 vs. calculated 2"
-  assert checkpoint_files.first_line(ValueError("a\nb")) == "a"
-  assert checkpoint_files.first_line(tf.errors.NotFoundError(None, None, "gone [Op:RestoreV2]")) == "gone"
-  assert checkpoint_files.first_line(ValueError("")) == "no detail"
+  assert tf_checkpoint.first_line(error) == "Checksum does not match: stored 1 vs. calculated 2"
+  assert tf_checkpoint.first_line(ValueError("a\nb")) == "a"
+  assert tf_checkpoint.first_line(tf.errors.NotFoundError(None, None, "gone [Op:RestoreV2]")) == "gone"
+  assert tf_checkpoint.first_line(ValueError("")) == "no detail"
 
 
 def test_convert_finds_a_released_or_moved_checkpoint(tmp_path):

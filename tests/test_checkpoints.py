@@ -17,7 +17,7 @@ from electra_tf2.serving import export
 from electra_tf2.checkpoints import describe as describe_lib, portable
 from electra_tf2.models import sources as source
 from electra_tf2.checkpoints.describe import describe
-from electra_tf2.errors import ElectraError
+from electra_tf2.utils.errors import ElectraError
 from electra_tf2.models import finetuning as finetune_model
 
 from fixtures import make_config
@@ -110,7 +110,7 @@ def test_every_consumer_names_what_it_was_given(paths):
   """Export, scoring, fine-tuning and continued pre-training each refuse the kinds they
   cannot read in one line naming the kind (describe's answer) and the fix."""
   from electra_tf2.scoring.scorer import TextScorer
-  from electra_tf2.finetune import runner
+  from electra_tf2.training import finetuning as runner
   cases = [
       (lambda: export._load(paths["huggingface"], None, None),
        "is a Hugging Face directory: export takes our model directories"),

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from electra_tf2 import commands
+from electra_tf2.cli import commands
 
 ARGPARSE_SUBCOMMANDS = [name for name in commands.SUBCOMMANDS
                         if name not in ("pretrain", "finetune")]

@@ -5,9 +5,9 @@ import re
 
 import pytest
 
-from electra_tf2.pretraining.config import resolve_pretraining_config
+from electra_tf2.config.pretraining import resolve_pretraining_config
 
-from electra_tf2.hparams import available_models, ConfigError
+from electra_tf2.config.hparams import available_models, ConfigError
 
 
 def test_presets_have_the_paper_settings():
@@ -152,8 +152,8 @@ def test_typed_configs_cover_exactly_the_json_hparams():
   derived ones), so the two cannot drift apart."""
   import dataclasses
   import json
-  from electra_tf2.pretraining.config import PretrainingConfig
-  from electra_tf2.hparams import config_path
+  from electra_tf2.config.pretraining import PretrainingConfig
+  from electra_tf2.config.hparams import config_path
   from electra_tf2.tasks.config import FinetuningConfig
   for cls, name, derived in (
       (PretrainingConfig, "pretraining_defaults.json",
@@ -188,7 +188,7 @@ def test_use_tpu_selects_the_tpu_strategy_and_conflicts_are_one_line(monkeypatch
   """use_tpu picks the TPU named by tpu_name, with its zone and project (the official
   TPUClusterResolver arguments); a contradicting flag is refused before any connection."""
   from electra_tf2.training import distribution
-  from electra_tf2.training.driver import RunOptions
+  from electra_tf2.training.options import RunOptions
   config = resolve_pretraining_config("electra_small", None, {
       "debug": True, "use_tpu": True, "tpu_name": "my-tpu", "num_tpu_cores": 8})
   with pytest.raises(distribution.DistributionError, match="--distribution-strategy is mirrored"):

@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from electra_tf2 import model_directory
+from electra_tf2.models import model_directory
 from electra_tf2.conversion import convert
 from electra_tf2.pretraining import objectives
-from electra_tf2.pretraining.config import resolve_pretraining_config
+from electra_tf2.config.pretraining import resolve_pretraining_config
 from electra_tf2.models.pretrainer import ElectraPretrainer
-from electra_tf2.training import pretraining
+from electra_tf2.training import tf_pretraining as pretraining
 from tests.test_pretraining import NO_DROPOUT, TINY, tiny_data
 
 RELEASED_STEP = 4_000_000  # the released ELECTRA-Small++ checkpoint's global_step

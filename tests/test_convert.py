@@ -2,7 +2,7 @@
 
 The "official" checkpoints here are written the TF1 way (`tf.compat.v1.train.Saver`
 in a graph) from the spec-4.2 name/shape oracle of tests/test_variable_names.py,
-independently of electra_tf2/variable_names.py and of our writer.
+independently of electra_tf2/networks/variable_names.py and of our writer.
 """
 
 import json
@@ -13,11 +13,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from electra_tf2 import model_directory, variable_names
+from electra_tf2.models import model_directory
+from electra_tf2.networks import variable_names
 from electra_tf2.conversion import convert
-from electra_tf2.checkpoint_files import ModelDirectoryError
-from electra_tf2.pretraining.config import resolve_pretraining_config
-from electra_tf2.encoder_config import BertConfig
+from electra_tf2.checkpoints.tf_checkpoint import ModelDirectoryError
+from electra_tf2.config.pretraining import resolve_pretraining_config
+from electra_tf2.config.encoder import BertConfig
 from electra_tf2.tasks import config as finetune_config
 from electra_tf2.models import finetuning as finetune_model
 from electra_tf2.networks.encoder import Encoder

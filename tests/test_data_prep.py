@@ -29,11 +29,12 @@ pytest.importorskip("tensorflow_text")
 oracle_lib = pytest.importorskip("official.nlp.tools.tokenization")
 
 from electra_tf2.data_prep import common  # noqa: E402
-from electra_tf2.data_prep.builder import BuildConfig, build_pretraining_data, read_info  # noqa: E402
+from electra_tf2.data_prep.builder import (  # noqa: E402
+    BuildConfig, build_pretraining_data, read_info)
 from electra_tf2.data_prep.common import DataPrepError  # noqa: E402
 from electra_tf2.data_prep.example_encoding import ExampleEncoder  # noqa: E402
 from electra_tf2.data_prep.packing import ExampleBuilder  # noqa: E402
-from electra_tf2.vocab import VocabError  # noqa: E402
+from electra_tf2.text.vocab import VocabError  # noqa: E402
 
 SCRIPT = os.path.join(REPO_ROOT, "data_prep", "build_pretraining_dataset.py")
 

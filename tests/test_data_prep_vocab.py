@@ -19,7 +19,7 @@ from electra_tf2.data_prep import default_corpus  # noqa: E402
 from electra_tf2.data_prep.build_vocab import learn_vocab, learn_vocab_from_files  # noqa: E402
 from electra_tf2.data_prep.common import DataPrepError  # noqa: E402
 from electra_tf2.text.tokenizer import FullTokenizer  # noqa: E402
-from electra_tf2.vocab import load_vocab, SPECIAL_TOKENS  # noqa: E402
+from electra_tf2.text.vocab import load_vocab, SPECIAL_TOKENS  # noqa: E402
 
 TEXT = """The quick brown fox jumps over the lazy dog.
 Unaffable people want wanted wanting things; the dogs jumped quickly.

@@ -11,7 +11,7 @@ import tensorflow as tf
 from sklearn.metrics import matthews_corrcoef, roc_auc_score
 
 from electra_tf2.conversion import convert
-from electra_tf2.pretraining.config import resolve_pretraining_config
+from electra_tf2.config.pretraining import resolve_pretraining_config
 from fixtures import noisy_pretrainer
 
 import discriminator_analysis as analysis

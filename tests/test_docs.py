@@ -30,13 +30,13 @@ import pytest
 import tensorflow as tf
 
 import electra_tf2
-from electra_tf2 import commands
+from electra_tf2.cli import commands
 from electra_tf2.serving import export
-from electra_tf2.pretraining.config import resolve_pretraining_config
+from electra_tf2.config.pretraining import resolve_pretraining_config
 from electra_tf2.tasks import config as finetune_config
 from electra_tf2.models import finetuning as finetune_model
-from electra_tf2.model_directory import write_model_dir
-from electra_tf2.training import cli
+from electra_tf2.models.model_directory import write_model_dir
+from electra_tf2.cli import training as cli
 from tests.conftest import REPO_ROOT
 from tests.fixtures import WORD_VOCAB, noisy_pretrainer, write_vocab
 

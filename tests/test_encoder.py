@@ -11,8 +11,8 @@ import pytest
 from scipy.special import erf
 
 from backend_marks import BACKEND, numpy, tensor
-from electra_tf2 import variable_names
-from electra_tf2.encoder_config import BertConfig
+from electra_tf2.networks import variable_names
+from electra_tf2.config.encoder import BertConfig
 from electra_tf2.layers import EmbeddingBlock, TransformerLayer
 from electra_tf2.networks.encoder import Encoder
 
@@ -226,6 +226,6 @@ def test_every_official_activation_in_the_encoder_and_heads(activation):
 
 
 def test_unknown_activation_is_a_config_error():
-  from electra_tf2.hparams import ConfigError
+  from electra_tf2.config.hparams import ConfigError
   with pytest.raises(ConfigError, match="hidden_act: unsupported activation 'swish'"):
     CONFIG.replace(hidden_act="swish").validate("model_hparam_overrides")

@@ -1,21 +1,21 @@
-"""One error base and one exit-code rule (electra_tf2/errors.py) for every command."""
+"""One error base and one exit-code rule (electra_tf2/utils/errors.py) for every command."""
 
 import pytest
 
-from electra_tf2 import errors
+from electra_tf2.utils import errors
 
 
 def test_every_user_error_is_an_electra_error():
-  from electra_tf2.checkpoint_files import ModelDirectoryError
-  from electra_tf2.hparams import ConfigError
+  from electra_tf2.checkpoints.tf_checkpoint import ModelDirectoryError
+  from electra_tf2.config.hparams import ConfigError
   from electra_tf2.conversion.convert import ConversionError
   from electra_tf2.serving.export import ExportError
   from electra_tf2.tasks.task import FinetuningDataError
   from electra_tf2.conversion.hf_export import HuggingFaceExportError
-  from electra_tf2.pretraining.input_pipeline import DataError
-  from electra_tf2.model_directory import PretrainedModelError
+  from electra_tf2.data_io.input_pipeline import DataError
+  from electra_tf2.models.model_directory import PretrainedModelError
   from electra_tf2.training.distribution import DistributionError
-  from electra_tf2.vocab import VocabError
+  from electra_tf2.text.vocab import VocabError
   for cls in (ModelDirectoryError, ConfigError, ConversionError, ExportError,
               FinetuningDataError, HuggingFaceExportError, DataError, PretrainedModelError,
               DistributionError, VocabError):

@@ -15,7 +15,7 @@ from conftest import REPO_ROOT, shared_data_path
 from electra_tf2.conversion import convert
 from electra_tf2.serving import export, predict
 from electra_tf2.text import packing
-from electra_tf2.pretraining.config import resolve_pretraining_config
+from electra_tf2.config.pretraining import resolve_pretraining_config
 from electra_tf2.tasks import config as finetune_config
 from electra_tf2.models import finetuning as finetune_model
 from electra_tf2.models.pretrainer import ElectraPretrainer, NoDiscriminatorError
@@ -265,7 +265,7 @@ def test_finetuned_export(exported):
   got = LiteRTModel(lite).predict(([a for a, _ in pairs], [b for _, b in pairs]))
   np.testing.assert_allclose(got["mnli_logits"], out["mnli_logits"].numpy(), atol=1e-5)
   # several heads: the rule's names prefixed by the task; the old class ids stay in the
-  # SavedModel only (electra_tf2/output_names.py)
+  # SavedModel only (electra_tf2/utils/output_names.py)
   rule = {"mnli_logits", "mnli_probabilities", "mnli_label", "chunk_logits", "chunk_labels"}
   assert rule | {"mnli_predictions", "chunk_predictions"} <= set(out)
   assert rule <= set(got) and not {"mnli_predictions", "chunk_predictions"} & set(got)
@@ -276,13 +276,13 @@ def test_finetuned_export(exported):
 
 def test_rule_aliases_docstring():
   import doctest
-  from electra_tf2 import output_names
+  from electra_tf2.utils import output_names
   result = doctest.testmod(output_names)
   assert result.attempted == 3 and result.failed == 0
 
 
 def test_every_export_path_names_outputs_as_keras_does(exported, tmp_path, capsys):
-  """One naming rule (electra_tf2/output_names.py): `electra export --kind finetuned` of a
+  """One naming rule (electra_tf2/utils/output_names.py): `electra export --kind finetuned` of a
   one-head model, as a SavedModel and as a .tflite, has the Keras TextClassifier's output
   names (`logits`, `probabilities`, `label`); the SavedModel keeps the old `sst_*` names
   as aliases, and a .tflite written with the old names still loads and answers to both."""
@@ -361,7 +361,7 @@ def test_export_errors(exported, tmp_path, capsys):
 
 
 def test_writers_refuse_an_output_dir_that_another_run_holds(exported, tmp_path, capsys):
-  from electra_tf2 import run_lock
+  from electra_tf2.utils import run_lock
   from electra_tf2.conversion import hf_export
   out = str(tmp_path / "out")
   held = run_lock._acquire_local(run_lock.lock_path(out))  # pylint: disable=protected-access

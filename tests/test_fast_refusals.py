@@ -15,7 +15,7 @@ from no_tensorflow import BLOCKER
 from tests.conftest import REPO_ROOT
 
 COMMAND = BLOCKER + """
-from electra_tf2 import commands
+from electra_tf2.cli import commands
 sys.exit(commands.main(sys.argv[1:]))
 """
 

@@ -19,10 +19,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from electra_tf2 import atomic_io, checkpoint_files
-from electra_tf2.pretraining.config import resolve_pretraining_config
-from electra_tf2.finetune import runner
-from electra_tf2.training import pretraining
+from electra_tf2.utils import atomic_io
+from electra_tf2.checkpoints import tf_checkpoint
+from electra_tf2.config.pretraining import resolve_pretraining_config
+from electra_tf2.training import finetuning as runner
+from electra_tf2.training import tf_pretraining as pretraining
 from tests.conftest import REPO_ROOT
 from tests.test_pretraining import TINY, env, tiny_data
 
@@ -35,7 +36,7 @@ KILL_HPARAMS = {"debug": True, "vocab_size": 512, "train_batch_size": 8, "max_se
 def all_tensors(model_dir: str) -> dict:
   """Every tensor of the latest checkpoint but the save count, the object graph and the
   input position (a variant, which no reader returns: the weights show where a run read)."""
-  reader = tf.train.load_checkpoint(checkpoint_files.latest_checkpoint(model_dir))
+  reader = tf.train.load_checkpoint(tf_checkpoint.latest_checkpoint(model_dir))
   return {name: reader.get_tensor(name)
           for name, dtype in reader.get_variable_to_dtype_map().items()
           if dtype != tf.variant and not name.startswith(("save_counter", "_CHECKPOINTABLE"))}
@@ -210,13 +211,13 @@ def test_failed_checkpoint_write_keeps_the_previous_one_and_the_rerun_resumes(
       CHECKPOINTED, model_dir=str(tmp_path / "faulty")))
   with monkeypatch.context() as patch:
     fail_on_call(importlib.import_module(module_name), function, 2, error, patch)
-    with pytest.raises(checkpoint_files.CheckpointWriteError) as stopped:
+    with pytest.raises(tf_checkpoint.CheckpointWriteError) as stopped:
       pretraining.run_pretraining(config)
   message = str(stopped.value)
   assert "\n" not in message and "ckpt-4 is the latest" in message
   assert "run the same command again to resume" in message
   model_dir = config.model_dir
-  assert checkpoint_files.latest_checkpoint(model_dir).endswith("ckpt-4")
+  assert tf_checkpoint.latest_checkpoint(model_dir).endswith("ckpt-4")
   assert not tf.io.gfile.glob(os.path.join(model_dir, "ckpt-8*"))  # nothing half-written
   assert all_tensors(model_dir)  # the previous checkpoint loads
   capsys.readouterr()
@@ -338,7 +339,7 @@ def test_data_builder_leaves_the_output_as_it_was_after_a_failed_write(tmp_path,
   assert "\n" not in message and f"nothing in {out} was changed" in message
   assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # no temp, no change
   monkeypatch.undo()
-  from electra_tf2 import run_lock
+  from electra_tf2.utils import run_lock
   held = run_lock._acquire_local(run_lock.lock_path(str(out)))  # pylint: disable=protected-access
   try:  # another build holds the output: refused before anything is read or written
     with pytest.raises(run_lock.RunLockError, match=f"{out}: another run writes here"):

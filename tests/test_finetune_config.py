@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from electra_tf2.hparams import ConfigError
+from electra_tf2.config.hparams import ConfigError
 from electra_tf2.tasks.config import resolve_finetuning_config, schema
 
 

@@ -12,10 +12,10 @@ import sys
 
 import pytest
 
-from electra_tf2.pretraining import config as pretraining_config
-from electra_tf2.finetune import runner
+from electra_tf2.config import pretraining as pretraining_config
+from electra_tf2.training import finetuning as runner
 from electra_tf2.tasks.config import resolve_finetuning_config
-from electra_tf2.training import pretraining
+from electra_tf2.training import tf_pretraining as pretraining
 from tests.conftest import REPO_ROOT, shared_data_path
 from tests.fixtures import write_pretraining_data
 

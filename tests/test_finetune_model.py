@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from electra_tf2 import optimization, variable_names
-from electra_tf2.checkpoint_files import ModelDirectoryError
-from electra_tf2.encoder_config import BertConfig
+from electra_tf2.models import optimization
+from electra_tf2.networks import variable_names
+from electra_tf2.checkpoints.tf_checkpoint import ModelDirectoryError
+from electra_tf2.config.encoder import BertConfig
 from electra_tf2.models import finetuning as model_lib
 
 BERT = BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,

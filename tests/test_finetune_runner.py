@@ -7,14 +7,14 @@ import re
 import pytest
 import tensorflow as tf
 
-from electra_tf2 import run_lock
-from electra_tf2.checkpoint_files import ModelDirectoryError
-from electra_tf2.pretraining.config import resolve_pretraining_config
-from electra_tf2.finetune import runner
+from electra_tf2.utils import run_lock
+from electra_tf2.checkpoints.tf_checkpoint import ModelDirectoryError
+from electra_tf2.config.pretraining import resolve_pretraining_config
+from electra_tf2.training import finetuning as runner
 from electra_tf2.models import finetuning as model_lib
 from electra_tf2.tasks.task import FinetuningDataError
-from electra_tf2.hparams import ConfigError
-from electra_tf2.model_directory import PretrainedModelError
+from electra_tf2.config.hparams import ConfigError
+from electra_tf2.models.model_directory import PretrainedModelError
 from electra_tf2.training import distribution
 from tests.fixtures import make_config, make_tasks, write_lines
 

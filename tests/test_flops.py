@@ -6,8 +6,8 @@ Oracle: the numbers printed by `python3 flops_computation.py` of google-research
 
 import pytest
 
-from electra_tf2 import flops
-from electra_tf2.pretraining.config import resolve_pretraining_config
+from electra_tf2.pretraining import flops
+from electra_tf2.config.pretraining import resolve_pretraining_config
 
 
 @pytest.mark.parametrize("name,value,want", [

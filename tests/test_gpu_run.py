@@ -467,7 +467,8 @@ def test_language_study_round_trip_through_a_jax_run(tmp_path):
   directory it writes restores on TensorFlow to the trained weights rounded to float16, its
   vocabulary inside; a work dir with another vocabulary is refused in one line, one without
   gets the carried one."""
-  from electra_tf2 import model_directory, variable_names
+  from electra_tf2.models import model_directory
+  from electra_tf2.networks import variable_names
   from electra_tf2.checkpoints import portable
   from electra_tf2.text import description
   from tests.fixtures import write_pretraining_data

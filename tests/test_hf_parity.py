@@ -28,9 +28,9 @@ import transformers  # noqa: E402
 from transformers.models.electra import modeling_electra  # noqa: E402
 
 from conftest import shared_data_path  # noqa: E402
-from electra_tf2 import variable_names  # noqa: E402
+from electra_tf2.networks import variable_names  # noqa: E402
 from electra_tf2.conversion import convert, hf_export  # noqa: E402
-from electra_tf2.pretraining.config import resolve_pretraining_config
+from electra_tf2.config.pretraining import resolve_pretraining_config
 from electra_tf2.models.pretrainer import ElectraPretrainer  # noqa: E402
 from electra_tf2.text.tokenizer import FullTokenizer  # noqa: E402
 

@@ -20,10 +20,10 @@ from hf_models import TEXTS, hf_tokenizer, load_hf, save_hf_model  # noqa: E402 
 from fixtures import WORD_VOCAB, noisy_pretrainer  # noqa: E402
 import torch  # noqa: E402
 import electra_tf2  # noqa: E402
-from electra_tf2 import model_directory  # noqa: E402
+from electra_tf2.models import model_directory  # noqa: E402
 from electra_tf2.checkpoints import directories, huggingface  # noqa: E402
 from electra_tf2.conversion import convert, hf_export, hf_import  # noqa: E402
-from electra_tf2.encoder_config import BertConfig  # noqa: E402
+from electra_tf2.config.encoder import BertConfig  # noqa: E402
 from electra_tf2.tasks import task_builder  # noqa: E402
 from electra_tf2.tasks.config import resolve_finetuning_config  # noqa: E402
 
@@ -373,7 +373,8 @@ def test_score_reads_a_hugging_face_discriminator_directory(tmp_path, capsys):
   sigmoid of its logits on transformers' ids; a generator directory and --checkpoint are
   refused in one line."""
   import transformers
-  from electra_tf2.scoring import TextScorer, cli
+  from electra_tf2.scoring import TextScorer
+  from electra_tf2.cli import score as cli
   path = save_hf_model(str(tmp_path / "hf"), **TINY)
   texts = ["The cat sat on the mat.", "what is the capital of France?"]
   (tmp_path / "in.txt").write_text("\n".join(texts) + "\n", encoding="utf-8")

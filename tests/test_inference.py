@@ -16,8 +16,8 @@ import tensorflow as tf
 from hf_models import save_hf_model  # noqa: E402 (USE_TF=0 before transformers)
 from fixtures import WORD_VOCAB, noisy_pretrainer, write_vocab  # noqa: E402
 import electra_tf2  # noqa: E402
-from electra_tf2 import batching  # noqa: E402
-from electra_tf2.encoder_config import BertConfig  # noqa: E402
+from electra_tf2.utils import batching  # noqa: E402
+from electra_tf2.config.encoder import BertConfig  # noqa: E402
 from electra_tf2.networks.encoder import Encoder  # noqa: E402
 from electra_tf2.scoring.scorer import TextScorer  # noqa: E402
 
@@ -51,7 +51,7 @@ def test_predict_rows_calls_run_once_on_rows_in_length_order():
   """predictions.predict_rows: rows already sorted by length that fit one batch (one row,
   say) go to `run` as given and come back as it returns them; other rows are sorted into
   batches and put back in input order (oracle: a run that echoes each row's length)."""
-  from electra_tf2 import predictions
+  from electra_tf2.utils import predictions
   calls, returned = [], []
 
   def run(texts):

@@ -160,10 +160,11 @@ def test_two_devices_give_the_single_device_losses(reference, tmp_path):
 def test_every_tensorflow_tool_reads_the_jax_model_directory(reference, tmp_path):
   """Weights restored on TensorFlow equal the portable checkpoint's; conversion, export and
   continued pre-training on TensorFlow start from them."""
-  from electra_tf2 import model_directory, variable_names
+  from electra_tf2.models import model_directory
+  from electra_tf2.networks import variable_names
   from electra_tf2.conversion import convert, hf_export
-  from electra_tf2.pretraining.config import resolve_pretraining_config
-  from electra_tf2.training import pretraining
+  from electra_tf2.config.pretraining import resolve_pretraining_config
+  from electra_tf2.training import tf_pretraining as pretraining
   data, whole, _, _ = reference
   arrays, _ = portable.load(portable.latest(whole))
   model = model_directory.restore_pretrainer(whole)

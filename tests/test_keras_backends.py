@@ -26,7 +26,7 @@ from fixtures import WORD_VOCAB  # noqa: E402
 from test_languages import WORDS, write_corpus  # noqa: E402
 import torch  # noqa: E402
 import electra_tf2  # noqa: E402
-from electra_tf2 import vocab as vocab_lib  # noqa: E402
+from electra_tf2.text import vocab as vocab_lib  # noqa: E402
 from electra_tf2.checkpoints import official  # noqa: E402
 from electra_tf2.data_prep import build_vocab  # noqa: E402
 

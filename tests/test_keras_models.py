@@ -112,7 +112,7 @@ def test_encoder_of_other_architectures_equals_transformers(hf, name, architectu
 
 
 def test_masked_lm_logits_equal_transformers(tmp_path, hf):
-  from electra_tf2 import model_directory
+  from electra_tf2.models import model_directory
   hf_import.convert_directory(hf["masked_lm"], str(tmp_path / "mlm"))
   pretrainer = model_directory.restore_pretrainer(str(tmp_path / "mlm"))
   encoded, _, mask = torch_inputs(hf["masked_lm"], TEXTS)

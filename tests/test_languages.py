@@ -13,10 +13,10 @@ import random
 import pytest
 
 from electra_tf2.text import description as description_lib
-from electra_tf2 import vocab as vocab_lib
+from electra_tf2.text import vocab as vocab_lib
 from electra_tf2.data_prep import build_vocab
 from electra_tf2.data_prep.common import DataPrepError
-from electra_tf2.vocab import SpecialTokenIds, VocabError
+from electra_tf2.text.vocab import SpecialTokenIds, VocabError
 
 WORDS = ("한국어 문장 학교 선생님 사랑 中文 句子 学校 老师 Straße über schön Привет мир "
          "город книга").split()
@@ -305,9 +305,9 @@ def spm_model_dir(tmp_path_factory, spm_model):
 def pretrain_tiny(data, corpus, vocab_file, vocab_size, strip_accents=None, **hparams):
   """DATA/pretrain_tfrecords built from `corpus` with `vocab_file`, and a tiny model
   pre-trained 2 steps on them; returns its config."""
-  from electra_tf2.pretraining.config import resolve_pretraining_config
+  from electra_tf2.config.pretraining import resolve_pretraining_config
   from electra_tf2.data_prep.builder import BuildConfig, build_pretraining_data
-  from electra_tf2.training.pretraining import run_pretraining
+  from electra_tf2.training.tf_pretraining import run_pretraining
   build_pretraining_data(BuildConfig(inputs=[corpus], vocab_file=vocab_file,
                                      strip_accents=strip_accents,
                                      output_dir=str(data / "pretrain_tfrecords"),
@@ -556,7 +556,7 @@ def test_score_command_and_scorer_with_sentencepiece(spm_model_dir, spm_model, t
   import sentencepiece
   from electra_tf2 import scoring
   from electra_tf2.serving import export
-  from electra_tf2.scoring import cli as scoring_cli
+  from electra_tf2.cli import score as scoring_cli
   processor = sentencepiece.SentencePieceProcessor(model_file=spm_model)
   texts = ["한국어  学校 ＡＢＣ über", "Привет мир город книга " * 4]  # the second: 3 windows
   path = str(tmp_path / "in.txt")

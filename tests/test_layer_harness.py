@@ -3,9 +3,9 @@
 import pytest
 import tensorflow as tf
 
-from electra_tf2.pretraining.config import resolve_pretraining_config
+from electra_tf2.config.pretraining import resolve_pretraining_config
 
-from electra_tf2.encoder_config import BertConfig
+from electra_tf2.config.encoder import BertConfig
 from electra_tf2.layers import task_heads as heads
 from electra_tf2.models.finetuning import FinetuningModel
 from electra_tf2.layers import (DiscriminatorHead, EmbeddingBlock, LayerNorm, MaskedLMHead,

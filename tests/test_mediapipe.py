@@ -23,7 +23,7 @@ from fixtures import WORD_VOCAB  # noqa: E402
 
 import electra_tf2  # noqa: E402
 from electra_tf2 import BertConfig, LiteRTModel  # noqa: E402
-from electra_tf2.errors import ElectraError  # noqa: E402
+from electra_tf2.utils.errors import ElectraError  # noqa: E402
 from electra_tf2.litert import mediapipe  # noqa: E402
 
 MAX_SEQ_LENGTH = 16

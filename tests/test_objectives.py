@@ -15,8 +15,8 @@ from sklearn.metrics import roc_auc_score
 
 from backend_marks import numpy, tensor
 from electra_tf2.pretraining import objectives
-from electra_tf2.inputs import Inputs
-from electra_tf2.vocab import BERT_UNCASED_SPECIAL_IDS
+from electra_tf2.utils.inputs import Inputs
+from electra_tf2.text.vocab import BERT_UNCASED_SPECIAL_IDS
 
 
 def cfg(**kw):

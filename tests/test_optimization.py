@@ -1,4 +1,4 @@
-"""Tests for electra_tf2.optimization against independent numpy references.
+"""Tests for electra_tf2.models.optimization against independent numpy references.
 
 The references below re-implement the official formulas (model/optimization.py) in float64:
 TF1 `polynomial_decay(cycle=False, end=0)` times the warmup factor, and the
@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from backend_marks import BACKEND, numpy, tensor, tf_only
-from electra_tf2 import optimization as opt_lib
+from electra_tf2.models import optimization as opt_lib
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RTOL, ATOL = 1e-5, 1e-6
@@ -430,7 +430,7 @@ MIRRORED_SCRIPT = textwrap.dedent("""
     tf.config.set_logical_device_configuration(
         cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
     import keras
-    from electra_tf2 import optimization as opt_lib
+    from electra_tf2.models import optimization as opt_lib
 
     NAMES = ["electra/embeddings/word_embeddings", "task_specific/t/kernel",
              "task_specific/t/bias"]

@@ -15,10 +15,10 @@ import pytest
 
 from electra_tf2.conversion import convert, hf_export
 from electra_tf2.checkpoints import directories
-from electra_tf2.pretraining.config import resolve_pretraining_config
-from electra_tf2.finetune import runner
+from electra_tf2.config.pretraining import resolve_pretraining_config
+from electra_tf2.training import finetuning as runner
 from electra_tf2.tasks.config import resolve_finetuning_config
-from electra_tf2.training import pretraining
+from electra_tf2.training import tf_pretraining as pretraining
 from tests.fixtures import write_lines, write_pretraining_data
 
 TINY_ENCODER = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,
@@ -93,7 +93,7 @@ def test_new_user_path(moved, tmp_path, capsys):
   (`electra export` of a pre-trained directory: tests/test_export.py.)"""
   import numpy as np
   import electra_tf2
-  from electra_tf2 import commands
+  from electra_tf2.cli import commands
   # pre-training resumes where the moved run stopped, its input position included
   summary = pretraining.run_pretraining(resolve_pretraining_config(
       "electra_small", moved["data"], dict(PRETRAIN, num_train_steps=3)))

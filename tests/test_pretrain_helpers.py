@@ -1,11 +1,11 @@
-"""Tests for electra_tf2.pretraining.helpers against independent oracles.
+"""Tests for electra_tf2.pretraining.pretrain_helpers against independent oracles.
 
 Gather/scatter are checked against plain numpy loops; masking and sampling
 against exact counts and analytic distributions (spec sections 3.1-3.6). Every
 random test uses a fixed seed, so each is deterministic; the tolerances are
 stated where they are used (4 binomial/analytic standard errors, or a
 chi-square p-value above 1e-3). The file runs on every Keras backend (tests/test_backends.py):
-each backend has its own random stream (electra_tf2/stateless_random.py), so the random tests
+each backend has its own random stream (electra_tf2/utils/stateless_random.py), so the random tests
 compare distributions, never drawn values; the tests of TensorFlow's tf.function, XLA and
 stream run only there, jax.jit's only on JAX.
 """
@@ -21,10 +21,10 @@ import scipy.stats
 from keras import ops
 
 from backend_marks import dtype_name, jax_only, numpy, tensor, tf_only
-from electra_tf2 import inputs as inputs_lib
-from electra_tf2.pretraining import helpers as ph
-from electra_tf2 import stateless_random
-from electra_tf2 import vocab as vocab_lib
+from electra_tf2.utils import inputs as inputs_lib
+from electra_tf2.pretraining import pretrain_helpers as ph
+from electra_tf2.utils import backend_ops, stateless_random
+from electra_tf2.text import vocab as vocab_lib
 
 SPECIAL = vocab_lib.BERT_UNCASED_SPECIAL_IDS
 PAD, UNK, CLS, SEP, MASK = SPECIAL
@@ -107,10 +107,10 @@ def test_gather_positions_matches_numpy(rank, dtype, trial):
   shape = [4, 9] if rank == 2 else [4, 9, 3]
   sequence = rng.integers(-100, 100, size=shape).astype(dtype)
   positions = rng.integers(0, 9, size=[4, 6]).astype(np.int32)
-  got = numpy(ph.gather_positions(tensor(sequence), tensor(positions)))
+  got = numpy(backend_ops.gather_positions(tensor(sequence), tensor(positions)))
   np.testing.assert_array_equal(got, np_gather_positions(sequence, positions))
   # int64 positions (tf.random.categorical's default) are accepted too.
-  got64 = ph.gather_positions(tensor(sequence), tensor(positions.astype(np.int64)))
+  got64 = backend_ops.gather_positions(tensor(sequence), tensor(positions.astype(np.int64)))
   np.testing.assert_array_equal(numpy(got64), got)
 
 

@@ -6,9 +6,9 @@ import tensorflow as tf
 import keras
 
 import backend_parity
-from electra_tf2 import variable_names
-from electra_tf2.pretraining.config import resolve_pretraining_config
-from electra_tf2.encoder_config import BertConfig
+from electra_tf2.networks import variable_names
+from electra_tf2.config.pretraining import resolve_pretraining_config
+from electra_tf2.config.encoder import BertConfig
 from electra_tf2.layers import DiscriminatorHead, EmbeddingBlock, MaskedLMHead, TransformerLayer
 from electra_tf2.models.pretrainer import ElectraPretrainer
 from electra_tf2.networks.encoder import Encoder

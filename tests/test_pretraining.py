@@ -16,13 +16,13 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from electra_tf2 import run_lock
-from electra_tf2.pretraining import input_pipeline
-from electra_tf2.checkpoint_files import ModelDirectoryError
-from electra_tf2.pretraining.config import resolve_pretraining_config
-from electra_tf2.hparams import ConfigError
-from electra_tf2.training import driver, pretraining
-from electra_tf2.vocab import VocabError
+from electra_tf2.utils import run_lock
+from electra_tf2.data_io import input_pipeline
+from electra_tf2.checkpoints.tf_checkpoint import ModelDirectoryError
+from electra_tf2.config.pretraining import resolve_pretraining_config
+from electra_tf2.config.hparams import ConfigError
+from electra_tf2.training import driver, options, tf_pretraining as pretraining
+from electra_tf2.text.vocab import VocabError
 from tests.conftest import REPO_ROOT
 from tests.fixtures import write_pretraining_data
 
@@ -365,7 +365,7 @@ def test_signal_handler_only_sets_the_flag(capsys):
 def test_ctrl_c_outside_the_loop_is_one_line():
   """A KeyboardInterrupt that reaches the scripts' entry point (start-up, or a
   second Ctrl-C) exits 130 with one line, not a traceback."""
-  script = ("from electra_tf2.training import cli\n"
+  script = ("from electra_tf2.cli import training as cli\n"
             "def main(argv):\n  raise KeyboardInterrupt\n"
             "cli.run(main, [], 'run_pretraining.py', 'usage')\n")
   result = subprocess.run([sys.executable, "-c", script], env=env(), cwd=REPO_ROOT,
@@ -383,7 +383,7 @@ def test_mixed_precision_and_xla_paths_train(tmp_path, precision, jit):
   config = resolve_pretraining_config("electra_small", data, dict(
       TINY, num_train_steps=4, iterations_per_loop=2, deterministic=False))
   run = pretraining.PretrainingRun(
-      config, driver.RunOptions(mixed_precision=precision, jit_compile=jit))
+      config, options.RunOptions(mixed_precision=precision, jit_compile=jit))
   assert run.model.discriminator.compute_dtype == precision.split("_")[1]
   assert all(v.dtype == "float32" for v in run.model.trainable_variables)
   # The policy is the run's own: the global one is back to float32 once it is built.
@@ -406,8 +406,8 @@ def test_importing_the_library_sets_no_environment_variable():
       before = dict(os.environ)
       import electra_tf2.conversion.convert, electra_tf2.conversion.hf_export
       import electra_tf2.serving.export
-      import electra_tf2.tokenization, electra_tf2.training.pretraining
-      import electra_tf2.finetune.runner
+      import electra_tf2.text.tokenizer, electra_tf2.training.tf_pretraining
+      import electra_tf2.training.finetuning
       print("CHANGED", sorted(k for k in set(os.environ) | set(before)
                               if os.environ.get(k) != before.get(k)))
   """)

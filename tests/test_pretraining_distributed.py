@@ -13,7 +13,7 @@ import sys
 import numpy as np
 import pytest
 
-from electra_tf2 import run_lock
+from electra_tf2.utils import run_lock
 from tests.conftest import REPO_ROOT
 from tests.test_pretraining import (NO_DROPOUT, TINY, checkpoint_weights, env, run_script,
                                     tiny_data)
@@ -36,10 +36,10 @@ def test_mirrored_two_cpus_matches_one_device(tmp_path):
       import tensorflow as tf
       cpu = tf.config.list_physical_devices("CPU")[0]
       tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
-      from electra_tf2 import variable_names
-      from electra_tf2.pretraining.config import resolve_pretraining_config
-      from electra_tf2.training.driver import RunOptions
-      from electra_tf2.training.pretraining import PretrainingRun
+      from electra_tf2.networks import variable_names
+      from electra_tf2.config.pretraining import resolve_pretraining_config
+      from electra_tf2.training.options import RunOptions
+      from electra_tf2.training.tf_pretraining import PretrainingRun
       # The uniform generator's word-embedding gradient is sparse (IndexedSlices):
       # concatenated across micro-batches, all-reduced across replicas. One strategy
       # object serves both mirrored runs (two would reuse each other's collective keys).

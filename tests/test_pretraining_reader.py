@@ -18,7 +18,7 @@ from no_tensorflow import run_without_tensorflow
 
 tf = pytest.importorskip("tensorflow")
 
-from electra_tf2.pretraining import input_pipeline  # noqa: E402
+from electra_tf2.data_io import input_pipeline  # noqa: E402
 from electra_tf2.data_io import tfrecord  # noqa: E402
 from electra_tf2.data_io.pretraining import PretrainingDataReader  # noqa: E402
 from electra_tf2.data_io.tfrecord import DataError  # noqa: E402

@@ -23,7 +23,7 @@ def test_import_loads_no_tensorflow():
   """`import electra_tf2` is light: the `electra` command starts without TensorFlow."""
   import subprocess
   import sys
-  code = ("import sys, electra_tf2, electra_tf2.commands; "
+  code = ("import sys, electra_tf2, electra_tf2.cli.commands; "
           "print('tensorflow' in sys.modules, electra_tf2.__file__)")
   out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                        check=True).stdout.split()

@@ -27,7 +27,7 @@ from electra_tf2.text.packing import TextFeaturizer, truncate_seq_pair  # noqa: 
 from electra_tf2.text.py_tokenizer import (PyFullTokenizer, PyTextFeaturizer,  # noqa: E402
                                            pack_ids, pair_lengths)
 from electra_tf2.text.tokenizer import FullTokenizer, to_utf8  # noqa: E402
-from electra_tf2.vocab import VocabError  # noqa: E402
+from electra_tf2.text.vocab import VocabError  # noqa: E402
 
 PROPERTY = settings(max_examples=40, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

@@ -199,7 +199,7 @@ def sentencepiece_squad(tmp_path, spm_model, name, **settings):
   dev, and the in-graph SentencePiece tokenizer with its char spans."""
   import shutil
   from electra_tf2.text.sentencepiece import SentencePieceModule, read_model
-  from electra_tf2.vocab import load_vocab
+  from electra_tf2.text.vocab import load_vocab
   paragraphs = [{"context": context, "qas": [
       {"id": f"{k}-{i}", "question": "Привет мир?", "is_impossible": answer is None,
        "answers": [] if answer is None else [{"text": answer,
@@ -252,7 +252,7 @@ def test_sentencepiece_windows_labels_and_char_spans_equal_the_runners(tmp_path,
 def test_sentencepiece_answers_equal_the_runners_decoding_of_the_same_logits(tmp_path,
                                                                               spm_model, name):
   import numpy as np
-  from electra_tf2.models import qa_spans
+  from electra_tf2.text import qa_spans
   config, task, module, vocab = sentencepiece_squad(
       tmp_path, spm_model, name, max_seq_length=24, max_query_length=6, doc_stride=4,
       joint_prediction=False, answerable_classifier=False, n_best_size=5,

@@ -24,7 +24,7 @@ from hf_models import load_hf, save_hf_model  # noqa: E402  (USE_TF=0 first)
 import torch  # noqa: E402
 import electra_tf2  # noqa: E402
 from electra_tf2.serving import export  # noqa: E402
-from electra_tf2.finetune import runner  # noqa: E402
+from electra_tf2.training import finetuning as runner  # noqa: E402
 from electra_tf2.models import finetuning as finetune_model  # noqa: E402
 from electra_tf2.tasks import qa, qa_decoding  # noqa: E402
 from electra_tf2.models import sources  # noqa: E402

@@ -10,14 +10,14 @@ import time
 
 import pytest
 
-from electra_tf2 import run_lock
-from electra_tf2.atomic_io import write_text_atomic
-from electra_tf2.run_lock import RunLockError
+from electra_tf2.utils import run_lock
+from electra_tf2.utils.atomic_io import write_text_atomic
+from electra_tf2.utils.run_lock import RunLockError
 from tests.conftest import REPO_ROOT
 
 HOLD_SCRIPT = """
 import sys, time
-from electra_tf2 import errors, run_lock
+from electra_tf2.utils import errors, run_lock
 def main(argv):
   start_at = float(argv[1])
   time.sleep(max(0.0, start_at - time.time()))

@@ -11,12 +11,14 @@ import pytest
 import tensorflow as tf
 
 from conftest import REPO_ROOT
-from electra_tf2 import scoring, variable_names
+from electra_tf2 import scoring
+from electra_tf2.networks import variable_names
 from electra_tf2.conversion import convert
 from electra_tf2.serving import export
-from electra_tf2.scoring import cli as scoring_cli, graph as scoring_graph
+from electra_tf2.cli import score as scoring_cli
+from electra_tf2.scoring import graph as scoring_graph
 from electra_tf2.text import windows
-from electra_tf2.pretraining.config import resolve_pretraining_config
+from electra_tf2.config.pretraining import resolve_pretraining_config
 from electra_tf2.models.pretrainer import ElectraPretrainer
 from fixtures import noisy_pretrainer
 

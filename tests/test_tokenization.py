@@ -37,7 +37,7 @@ pytest.importorskip("tensorflow_text")
 oracle_lib = pytest.importorskip("official.nlp.tools.tokenization")
 
 from electra_tf2.text.tokenizer import BasicTokenizer, FullTokenizer  # noqa: E402
-from electra_tf2.vocab import VocabError  # noqa: E402
+from electra_tf2.text.vocab import VocabError  # noqa: E402
 
 CONFIGS = [  # (do_lower_case, strip_accents)
     (True, True),

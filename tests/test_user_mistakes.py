@@ -5,12 +5,13 @@ import os
 
 import pytest
 
-from electra_tf2 import commands, errors
-from electra_tf2.pretraining.config import resolve_pretraining_config
-from electra_tf2.finetune import runner
+from electra_tf2.cli import commands
+from electra_tf2.utils import errors
+from electra_tf2.config.pretraining import resolve_pretraining_config
+from electra_tf2.training import finetuning as runner
 from electra_tf2.tasks.config import resolve_finetuning_config
-from electra_tf2.hparams import ConfigError, config_path
-from electra_tf2.vocab import VocabError, load_vocab
+from electra_tf2.config.hparams import ConfigError, config_path
+from electra_tf2.text.vocab import VocabError, load_vocab
 from tests.fixtures import WORD_VOCAB, write_vocab
 
 
@@ -26,7 +27,7 @@ def test_misspelt_hparams_get_did_you_mean_and_the_packaged_defaults(resolve, ty
     resolve({typo: 1})
   assert str(error.value) == (
       f"--hparams: unknown hparam {typo!r} (did you mean {meant!r}?); `electra config show "
-      f"{defaults}` lists every hparam (electra_tf2/configs/{defaults}.json)")
+      f"{defaults}` lists every hparam (electra_tf2/config/presets/{defaults}.json)")
 
 
 def test_an_hparam_like_no_other_gets_no_guess():

@@ -1,15 +1,15 @@
 """Every model variable has a home in the official checkpoint layout (spec section 4.2).
 
 The oracle is the official variable list, written here from the spec's
-template, independently of electra_tf2/variable_names.py.
+template, independently of electra_tf2/networks/variable_names.py.
 """
 
 from typing import Dict, Tuple
 
 import pytest
 
-from electra_tf2 import variable_names
-from electra_tf2.pretraining.config import resolve_pretraining_config
+from electra_tf2.networks import variable_names
+from electra_tf2.config.pretraining import resolve_pretraining_config
 from electra_tf2.models.pretrainer import ElectraPretrainer
 
 Shapes = Dict[str, Tuple[int, ...]]
@@ -136,7 +136,7 @@ def test_electric_untied_embeddings_layout():
 
 @pytest.mark.parametrize("model_name,h", [("electra_small", 64), ("electra_base", 256)])
 def test_param_counts_follow_untied_generator_embeddings(model_name, h):
-  from electra_tf2.param_counts import count_by_part
+  from electra_tf2.models.param_counts import count_by_part
   config = resolve_pretraining_config(model_name, None, {"untied_generator_embeddings": True})
   got = count_by_part(model_shapes(ElectraPretrainer.from_pretraining_config(config)))
   bert = config.bert_config
@@ -167,7 +167,7 @@ def test_bert_objective_and_tied_generator_layouts():
     ("electra_base", 30522, 768, 768, 12, 256),
 ])
 def test_param_counts_match_official_shapes(model_name, V, E, H, L, h):
-  from electra_tf2.param_counts import count_by_part, model_param_counts
+  from electra_tf2.models.param_counts import count_by_part, model_param_counts
   counts = model_param_counts(model_name)
   assert counts == count_by_part(official_electra_checkpoint(V, E, H, L, h, L))
   # The paper's rounded sizes: Small 14M, Base 110M discriminators.
@@ -176,7 +176,7 @@ def test_param_counts_match_official_shapes(model_name, V, E, H, L, h):
 
 
 def test_param_counts_command_line(capsys):
-  from electra_tf2.param_counts import count_by_part, main
+  from electra_tf2.models.param_counts import count_by_part, main
   with pytest.raises(SystemExit) as exit_info:  # argparse's --help
     main(["--help"])
   assert exit_info.value.code == 0

@@ -11,11 +11,13 @@ class Context:
   """What every stage needs: model, passes, tokenizer, scorer, vocabulary facts."""
 
   def __init__(self, args):
-    from electra_tf2 import model_directory, scoring
+    from electra_tf2.checkpoints import directories
+    from electra_tf2.models import model_directory
+    from electra_tf2 import scoring
     from electra_tf2.text.tokenizer import FullTokenizer
     self.config = model_directory.load_pretraining_config(args.model_dir)
     self.model = model_directory.restore_pretrainer(args.model_dir, args.checkpoint, self.config)
-    vocab_file = model_directory.find_vocab(args.model_dir, self.config)
+    vocab_file = directories.find_vocab(args.model_dir, self.config)
     if vocab_file is None:
       raise scoring.ScoringError(f"{args.model_dir} has no vocab.txt")
     self.passes = Passes(self.model)

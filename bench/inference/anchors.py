@@ -37,8 +37,8 @@ def pytorch(fixture) -> Side:
 @register("pytorch_sorted")
 def pytorch_sorted(fixture) -> Side:
   """PyTorch fed the batches Keras predict and TextScorer make (texts sorted by length,
-  electra_tf2/batching.py): the anchor of the sides that batch themselves."""
-  from electra_tf2 import batching
+  electra_tf2/utils/batching.py): the anchor of the sides that batch themselves."""
+  from electra_tf2.utils import batching
 
   def predict_all(texts, batch_size):
     order, chunks = batching.length_batches(batching.text_lengths(texts), batch_size)

@@ -85,7 +85,7 @@ def _finetuned_model_dir(fixture):
   """A fine-tuned model directory: the fixture's encoder and a random official head."""
   import keras
   import tensorflow as tf
-  from electra_tf2 import variable_names
+  from electra_tf2.networks import variable_names
   from electra_tf2.models import finetuning as finetune_model
   from electra_tf2.tasks.config import resolve_finetuning_config
   from electra_tf2.models import sources

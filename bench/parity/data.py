@@ -24,5 +24,5 @@ def stage_data(args) -> None:
                     "--max-seq-length", "64", "--num-shards", str(shards), "--seed", "0",
                     "--no-progress"], check=True, cwd=REPO)
   if not os.path.exists(os.path.join(data, "vocab.txt")):
-    from electra_tf2.atomic_io import copy_file_atomic
+    from electra_tf2.utils.atomic_io import copy_file_atomic
     copy_file_atomic(vocab, os.path.join(data, "vocab.txt"))

@@ -22,7 +22,7 @@ def stage_dropout(args) -> Dict[str, Any]:
   """
   import numpy as np
   import tensorflow as tf
-  from electra_tf2 import model_directory
+  from electra_tf2.models import model_directory
   from electra_tf2.conversion import convert
   out_dir = os.path.join(args.work_dir, "equivalence")
   ours_dir = model_dir(args, "ours", args.seeds[0])

@@ -27,10 +27,10 @@ def stage_equivalence(args) -> Dict[str, Any]:
   """K optimizer steps of both codes from our initial weights with shared randomness."""
   import numpy as np
   import tensorflow as tf
-  from electra_tf2 import variable_names
+  from electra_tf2.networks import variable_names
   from electra_tf2.conversion import convert
-  from electra_tf2.pretraining import input_pipeline
-  from electra_tf2.training.pretraining import PretrainingRun
+  from electra_tf2.data_io import input_pipeline
+  from electra_tf2.training.tf_pretraining import PretrainingRun
 
   out_dir = os.path.join(args.work_dir, "equivalence")
   os.makedirs(out_dir, exist_ok=True)

@@ -14,7 +14,7 @@ from parity.report import report
 
 
 def evaluate_checkpoint(args, eval_set: str, directory: str, prefix: str) -> Dict[str, float]:
-  from electra_tf2.training.pretraining import PretrainingRun
+  from electra_tf2.training.tf_pretraining import PretrainingRun
   records = os.path.join(args.work_dir, "data", EVAL_SETS[eval_set], "pretrain_data.tfrecord*")
   config = our_config(args, do_train=False, do_eval=True, model_dir=directory,
                       pretrain_tfrecords=records, eval_batch_size=32,
@@ -24,7 +24,7 @@ def evaluate_checkpoint(args, eval_set: str, directory: str, prefix: str) -> Dic
 
 def stage_eval(args) -> Dict[str, Any]:
   from electra_tf2.conversion import convert
-  from electra_tf2.atomic_io import write_json_atomic
+  from electra_tf2.utils.atomic_io import write_json_atomic
   path = os.path.join(args.work_dir, "parity.json")
   results = json.load(open(path, encoding="utf-8")) if os.path.exists(path) else {}
   for eval_set in args.eval_sets:

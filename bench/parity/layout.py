@@ -13,7 +13,7 @@ EVAL_SETS = {"heldout": "heldout_tfrecords", "train": "pretrain_tfrecords"}
 
 
 def our_config(args, **hparams):
-  from electra_tf2.pretraining.config import resolve_pretraining_config
+  from electra_tf2.config.pretraining import resolve_pretraining_config
   return resolve_pretraining_config("electra_small", os.path.join(args.work_dir, "data"),
                                     dict(args.hparams, **hparams))
 

@@ -22,9 +22,9 @@ def stage_order(args) -> Dict[str, Any]:
   """
   import numpy as np
   import tensorflow as tf
-  from electra_tf2 import model_directory
-  from electra_tf2.pretraining import input_pipeline
-  from electra_tf2.atomic_io import write_json_atomic
+  from electra_tf2.models import model_directory
+  from electra_tf2.data_io import input_pipeline
+  from electra_tf2.utils.atomic_io import write_json_atomic
   out_dir = os.path.join(args.work_dir, "order")
   os.makedirs(out_dir, exist_ok=True)
   files = sorted(glob.glob(os.path.join(args.work_dir, "data", "pretrain_tfrecords",

@@ -6,7 +6,7 @@ import glob
 import os
 from typing import List
 
-from electra_tf2.atomic_io import write_text_atomic
+from electra_tf2.utils.atomic_io import write_text_atomic
 from study.settings import PRESETS, TASKS
 
 
@@ -41,7 +41,7 @@ def stage_data(args) -> None:
   vocab = os.path.join(work, "vocab.txt")
   if not os.path.exists(vocab):
     if PRESETS[args.preset]["vocab"] == "bert":
-      from electra_tf2.atomic_io import copy_file_atomic
+      from electra_tf2.utils.atomic_io import copy_file_atomic
       copy_file_atomic(os.path.join(shared, "vocab", "vocab.txt"), vocab)
     else:
       build_vocab.main(["--corpus-dir", corpus_dir, "--vocab-size", str(args.vocab_size),

@@ -29,14 +29,14 @@ def pretrain_hparams(args, objective: str) -> Dict[str, Any]:
 
 
 def pretrain_config(args, objective: str):
-  from electra_tf2.pretraining.config import resolve_pretraining_config
+  from electra_tf2.config.pretraining import resolve_pretraining_config
   return resolve_pretraining_config("electra_small", args.work_dir,
                                     pretrain_hparams(args, objective))
 
 
 def plan(args) -> Dict[str, Dict[str, Any]]:
   """Per objective: steps for the budget, FLOPs per step, checkpoint steps and the model dir."""
-  from electra_tf2.flops import pretraining_flops_per_step
+  from electra_tf2.pretraining.flops import pretraining_flops_per_step
   plans = {}
   for objective in args.objectives:
     per_step = pretraining_flops_per_step(pretrain_config(args, objective))

@@ -51,7 +51,7 @@ import time
 from typing import Any, Dict, List, Tuple
 
 from common import SHARED_DATA, text_inputs
-from electra_tf2.atomic_io import write_json_atomic, write_text_atomic
+from electra_tf2.utils.atomic_io import write_json_atomic, write_text_atomic
 from study.finetune import random_init_hparams
 from study.runs import run
 
@@ -69,7 +69,7 @@ def state_spread(model_dir: str, dev_tsv: str, vocab_file: str, n: int = 64):
   """
   import numpy as np  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from electra_tf2 import model_directory  # pylint: disable=g-import-not-at-top
+  from electra_tf2.models import model_directory  # pylint: disable=g-import-not-at-top
   from electra_tf2.text.tokenizer import FullTokenizer  # pylint: disable=g-import-not-at-top
   with open(dev_tsv, encoding="utf-8") as f:
     sentences = [line.split("\t")[0] for line in f.readlines()[1:n + 1]]
@@ -91,7 +91,8 @@ def reinitialised_copy(model_dir: str, out_dir: str, pattern: str, seed: int) ->
   import shutil  # pylint: disable=g-import-not-at-top
   import keras  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from electra_tf2 import model_directory, variable_names  # pylint: disable=g-import-not-at-top
+  from electra_tf2.models import model_directory
+  from electra_tf2.networks import variable_names  # pylint: disable=g-import-not-at-top
   from electra_tf2.models.pretrainer import ElectraPretrainer  # pylint: disable=g-import-not-at-top
   trained = model_directory.restore_pretrainer(model_dir)
   keras.utils.set_random_seed(seed)
@@ -249,7 +250,7 @@ def finetune(args, label: str, init: Dict[str, Any], timings: Dict[str, float]
 
 
 def main(argv: List[str]) -> int:
-  from electra_tf2 import model_directory
+  from electra_tf2.models import model_directory
   args = parse_args(argv)
   timings: Dict[str, float] = {}
   vocab, vocab_size = build_data(args, timings)

@@ -9,7 +9,7 @@ import statistics
 from typing import Any, Dict, List, Optional
 
 from common import pyplot, save_figure
-from electra_tf2.atomic_io import write_json_atomic, write_text_atomic
+from electra_tf2.utils.atomic_io import write_json_atomic, write_text_atomic
 from study.finetune import results_path
 from study.runs import log
 from study.settings import FINETUNE_DEFAULTS, PRESETS, RANDOM, TASKS

@@ -24,11 +24,11 @@ import glob
 import os
 from typing import Any, Dict, Optional, Tuple
 
-from electra_tf2 import checkpoint_files
-from electra_tf2.atomic_io import exists, is_remote, isdir
+from electra_tf2.checkpoints import tf_checkpoint
+from electra_tf2.utils.atomic_io import exists, is_remote, isdir
 from electra_tf2.checkpoints import directories, huggingface, official, portable
-from electra_tf2.encoder_config import BertConfig
-from electra_tf2.errors import ElectraError
+from electra_tf2.config.encoder import BertConfig
+from electra_tf2.utils.errors import ElectraError
 from electra_tf2.text.description import TokenizerDescription, read_description
 
 KINDS = ("savedmodel", "huggingface", "pretrained", "finetuned", "official",
@@ -192,7 +192,7 @@ def _pretrained(path: str) -> Description:
 def _finetuned(path: str) -> Description:
   model_dir = directories.model_dir_of(path)
   model_config, values = directories.read_finetuned_files(model_dir)
-  checkpoint = path if model_dir != path else checkpoint_files.latest_checkpoint(model_dir)
+  checkpoint = path if model_dir != path else tf_checkpoint.latest_checkpoint(model_dir)
   vocab = values.get("vocab_file")
   tasks = tuple(spec["task"] for spec in model_config.get("heads", ()))
   bert = model_config.get("bert_config")

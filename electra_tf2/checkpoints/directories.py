@@ -14,7 +14,7 @@ before that, with paths relative to the working directory of its run, still load
 `resolve_saved_paths` tries the directory first, then the working directory, and says
 when it used the latter.
 
-Building and restoring the models: electra_tf2/model_directory.py and
+Building and restoring the models: electra_tf2/models/model_directory.py and
 electra_tf2/models/finetuning.py. Which kind a path is: checkpoints/describe.py.
 """
 
@@ -26,12 +26,12 @@ import os
 import sys
 from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
-from electra_tf2 import checkpoint_files
-from electra_tf2.atomic_io import copy_file_atomic, exists, is_remote, write_json_atomic
+from electra_tf2.checkpoints import tf_checkpoint
+from electra_tf2.utils.atomic_io import copy_file_atomic, exists, is_remote, write_json_atomic
 from electra_tf2.checkpoints import portable
-from electra_tf2.pretraining.config import ADDED_HPARAMS, PretrainingConfig, schema
-from electra_tf2.hparams import ConfigError, read_config, read_json
-from electra_tf2.checkpoints.file_names import (  # noqa: F401  (their import path here too)
+from electra_tf2.config.pretraining import ADDED_HPARAMS, PretrainingConfig, schema
+from electra_tf2.config.hparams import ConfigError, read_config, read_json
+from electra_tf2.checkpoints.file_names import (
     FINETUNING_CONFIG_FILE, MODEL_CONFIG_FILE, PRETRAIN_CONFIG_FILE, VOCAB_FILE)
 # The paths a saved pre-training config holds.
 PRETRAIN_PATH_KEYS = ("vocab_file", "model_dir", "data_dir", "pretrain_tfrecords",
@@ -109,7 +109,7 @@ def resolve_saved_paths(values: Mapping[str, Any], model_dir: str, path_keys: Se
   return values
 
 
-class PretrainedModelError(checkpoint_files.ModelDirectoryError):
+class PretrainedModelError(tf_checkpoint.ModelDirectoryError):
   """A pre-trained model directory without a usable config or checkpoint."""
 
 
@@ -149,7 +149,7 @@ def latest_checkpoint(model_dir: str) -> Optional[str]:
   if not is_remote(model_dir) and os.path.isdir(model_dir) and not any(
       name == "checkpoint" or name.endswith(".index") for name in os.listdir(model_dir)):
     return portable.latest(model_dir)  # (no TensorFlow needed: a JAX run's directory)
-  return checkpoint_files.latest_checkpoint(model_dir) or portable.latest(model_dir)
+  return tf_checkpoint.latest_checkpoint(model_dir) or portable.latest(model_dir)
 
 
 def read_saved_pretraining_config(model_dir: str, required: Optional[Sequence[str]] = None
@@ -218,4 +218,4 @@ def _read_model_file(path: str) -> Dict[str, Any]:
   try:
     return read_json(path)
   except ConfigError as e:
-    raise checkpoint_files.ModelDirectoryError(f"{e}; fine-tune again to re-create it") from None
+    raise tf_checkpoint.ModelDirectoryError(f"{e}; fine-tune again to re-create it") from None

@@ -22,9 +22,9 @@ from typing import Any, Dict, Mapping, Optional, Tuple
 import numpy as np
 
 from electra_tf2.checkpoints.report import ConversionReport, is_ignored, match_shapes
-from electra_tf2.encoder_config import BertConfig
-from electra_tf2.hparams import ConfigError
-from electra_tf2.errors import ElectraError
+from electra_tf2.config.encoder import ACTIVATION_NAMES, BertConfig
+from electra_tf2.config.hparams import ConfigError
+from electra_tf2.utils.errors import ElectraError
 
 CONFIG_FILE = "config.json"
 SAFETENSORS_FILE = "model.safetensors"
@@ -151,7 +151,6 @@ def encoder_shape(config: Mapping[str, Any], path: str) -> Tuple[BertConfig, int
     if values[key] != expected:
       raise HuggingFaceImportError(f"{path}: {key} is {values[key]!r}; ELECTRA (and this "
                                    f"port) uses {expected!r}")
-  from electra_tf2.layers.activations import ACTIVATION_NAMES  # pylint: disable=g-import-not-at-top
   if values["hidden_act"] and str(values["hidden_act"]).lower() not in ACTIVATION_NAMES:
     raise HuggingFaceImportError(
         f"{path}: hidden_act is {values['hidden_act']!r}, which ELECTRA does not have (gelu, "

@@ -15,13 +15,13 @@ from typing import Any, Dict, Mapping, Optional, Sequence
 
 import numpy as np
 
-from electra_tf2 import checkpoint_files
-from electra_tf2.atomic_io import write_text_atomic
+from electra_tf2.checkpoints import tf_checkpoint
+from electra_tf2.utils.atomic_io import write_text_atomic
 from electra_tf2.checkpoints.report import (DEFAULT_IGNORE, ConversionReport, Shape,
                                             match_shapes)
-from electra_tf2.pretraining.config import resolve_pretraining_config
-from electra_tf2.encoder_config import BertConfig
-from electra_tf2.errors import ElectraError
+from electra_tf2.config.pretraining import resolve_pretraining_config
+from electra_tf2.config.encoder import BertConfig
+from electra_tf2.utils.errors import ElectraError
 
 GLOBAL_STEP = "global_step"
 # Key of the step in our checkpoints (run_pretraining.py and to-tf2 both save it).
@@ -41,10 +41,10 @@ def resolve_checkpoint_path(path: str) -> str:
   """
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   if tf.io.gfile.isdir(path):
-    latest = checkpoint_files.latest_checkpoint(path, strict=False)
+    latest = tf_checkpoint.latest_checkpoint(path, strict=False)
     if latest:
       return latest
-    found = checkpoint_files.existing_checkpoints(path)
+    found = tf_checkpoint.existing_checkpoints(path)
     if len(found) != 1:
       raise ConversionError(f"{path}: expected one checkpoint (*.index), found {len(found)}; "
                             "pass the checkpoint prefix, e.g. DIR/model.ckpt-1000000")

@@ -5,7 +5,7 @@ variables, `<name>/adam_m` and `<name>/adam_v` Adam slots, `global_step`), and
 `portable-<step>.json` what else a resumed run needs (the input position, the
 Keras state variables by path). The JAX trainer writes only these; every
 TensorFlow tool reads them where a directory has no `ckpt-N` of its own
-(electra_tf2/model_directory.py), and `electra convert to-portable` writes one
+(electra_tf2/models/model_directory.py), and `electra convert to-portable` writes one
 from a TensorFlow run so that JAX can continue it.
 """
 
@@ -18,8 +18,8 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from electra_tf2.atomic_io import atomic_path, write_json_atomic
-from electra_tf2.errors import ElectraError
+from electra_tf2.utils.atomic_io import atomic_path, write_json_atomic
+from electra_tf2.utils.errors import ElectraError
 
 PREFIX = "portable-"
 _NAME = re.compile(r"^portable-(\d+)\.npz$")

@@ -13,7 +13,7 @@ import os
 import re
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from electra_tf2.atomic_io import write_json_atomic
+from electra_tf2.utils.atomic_io import write_json_atomic
 
 # Checkpoint variables that are never model weights: the step, Adam's slots, and the
 # scalar `generator_predictions/temperature` of the released checkpoints (which the

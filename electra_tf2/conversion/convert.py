@@ -23,23 +23,25 @@ from typing import Dict, Mapping, Optional, Sequence
 
 import tensorflow as tf
 
-from electra_tf2 import checkpoint_files, model_directory, variable_names
-from electra_tf2.atomic_io import copy_file_atomic
+from electra_tf2.checkpoints import tf_checkpoint
+from electra_tf2.models import model_directory
+from electra_tf2.networks import variable_names
+from electra_tf2.utils.atomic_io import copy_file_atomic
 from electra_tf2.checkpoints import describe as describe_lib
 from electra_tf2.checkpoints import portable
-from electra_tf2.checkpoints.directories import (  # noqa: F401
-    PRETRAIN_CONFIG_FILE, VOCAB_FILE, is_finetuned_model_dir)
-from electra_tf2.checkpoints.official import (  # noqa: F401  (their import path here too)
-    GLOBAL_STEP, OUR_GLOBAL_STEP_KEY, ConversionError, assign_from_checkpoint,
-    checkpoint_architecture, checkpoint_layout, checkpoint_shapes, match_variables,
-    official_tensors, read_global_step, resolve_checkpoint_path, write_official_checkpoint)
-from electra_tf2.checkpoints.report import (  # noqa: F401
-    DEFAULT_IGNORE, REPORT_FILE, ConversionReport, is_ignored, match_shapes, notice, write_report)
-from electra_tf2.pretraining.config import PretrainingConfig, resolve_pretraining_config
-from electra_tf2.errors import command
-from electra_tf2.hparams import ConfigError
-from electra_tf2.model_directory import write_model_dir
-from electra_tf2.run_lock import hold
+from electra_tf2.checkpoints.directories import (
+    PRETRAIN_CONFIG_FILE, VOCAB_FILE, is_finetuned_model_dir, locate)
+from electra_tf2.checkpoints.official import (
+    ConversionError, assign_from_checkpoint, checkpoint_architecture, checkpoint_layout,
+    checkpoint_shapes, official_tensors, read_global_step, resolve_checkpoint_path,
+    write_official_checkpoint)
+from electra_tf2.checkpoints.report import (
+    DEFAULT_IGNORE, REPORT_FILE, ConversionReport, notice, write_report)
+from electra_tf2.config.pretraining import PretrainingConfig, resolve_pretraining_config
+from electra_tf2.utils.errors import command
+from electra_tf2.config.hparams import ConfigError
+from electra_tf2.models.model_directory import write_model_dir
+from electra_tf2.utils.run_lock import hold
 
 # The presets of the released "++" checkpoints (their shapes differ from the paper's presets).
 RELEASED_PRESETS = ("electra_small_released", "electra_base_released", "electra_large_released")
@@ -182,7 +184,7 @@ def export_official_checkpoint(model_dir: str, output_dir: str,
   Every trainable variable under its official name, plus `global_step` (the
   step of our checkpoint). Returns the written prefix.
   """
-  model_directory.locate(model_dir)  # one line if it is no model directory
+  locate(model_dir)  # one line if it is no model directory
   checkpoint_path = model_directory.checkpoint_of(model_dir, checkpoint_path)
   model = model_directory.restore_pretrainer(model_dir, checkpoint_path)
   step = (portable.step_of(checkpoint_path) if portable.is_portable(checkpoint_path)
@@ -248,7 +250,7 @@ def export_official_finetuned(model_dir: str, output_dir: str,
   `electra/...` plus `task_specific/<task>/...`, and `global_step` (the N of ckpt-N).
   """
   from electra_tf2.models import finetuning as finetune_model
-  checkpoint_path = checkpoint_path or checkpoint_files.latest_checkpoint(model_dir)
+  checkpoint_path = checkpoint_path or tf_checkpoint.latest_checkpoint(model_dir)
   model, _ = finetune_model.load_finetuned_model(model_dir, checkpoint_path)
   prefix = write_official_checkpoint(output_dir, official_tensors(model.variable_map()),
                                      read_global_step(checkpoint_path))
@@ -340,19 +342,19 @@ def _parser() -> argparse.ArgumentParser:
 def write_portable_checkpoint(model_dir: str, checkpoint_path: Optional[str] = None) -> str:
   """A TensorFlow `ckpt-N` of a pre-training run as `portable-N.npz` in `model_dir`
   (electra_tf2/checkpoints/portable.py): weights, Adam slots and step. Returns its path."""
-  from electra_tf2 import optimization  # pylint: disable=g-import-not-at-top
+  from electra_tf2.models import optimization  # pylint: disable=g-import-not-at-top
   from electra_tf2.pretraining import (  # pylint: disable=g-import-not-at-top
       state as pretraining_state)
   from electra_tf2.models.pretrainer import ElectraPretrainer  # pylint: disable=g-import-not-at-top
   config = model_directory.load_pretraining_config(model_dir)
-  prefix = checkpoint_path or checkpoint_files.latest_checkpoint(model_dir)
+  prefix = checkpoint_path or tf_checkpoint.latest_checkpoint(model_dir)
   if prefix is None or portable.is_portable(prefix):
     raise ConversionError(f"{model_dir} holds no TensorFlow checkpoint (ckpt-N.index) to convert")
   model = ElectraPretrainer.from_pretraining_config(config)
   optimizer = optimization.pretraining_optimizer(config, model)
   optimizer.build(model.trainable_variables)
   step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
-  checkpoint_files.restore(tf.train.Checkpoint(model=model, optimizer=optimizer, global_step=step),
+  tf_checkpoint.restore(tf.train.Checkpoint(model=model, optimizer=optimizer, global_step=step),
                            prefix, partial=True, match_existing=True,
                            mismatch_hint=f": it is not the model that {PRETRAIN_CONFIG_FILE} "
                                          "describes")

@@ -34,15 +34,15 @@ from typing import Any, Dict, Mapping, Optional, Sequence
 import numpy as np
 import tensorflow as tf
 
-from electra_tf2 import model_directory, variable_names
+from electra_tf2.models import model_directory
+from electra_tf2.networks import variable_names
 from electra_tf2.text import description as tokenizer_description
-from electra_tf2.atomic_io import (atomic_path, copy_file_atomic,
-                                   write_json_atomic)
+from electra_tf2.utils.atomic_io import atomic_path, copy_file_atomic, write_json_atomic
 from electra_tf2.checkpoints import directories
 from electra_tf2.checkpoints.huggingface import hf_parameter_name
-from electra_tf2.encoder_config import BertConfig
-from electra_tf2.errors import ElectraError, command
-from electra_tf2.run_lock import hold
+from electra_tf2.config.encoder import BertConfig
+from electra_tf2.utils.errors import ElectraError, command
+from electra_tf2.utils.run_lock import hold
 
 WEIGHTS_FILE = "model.safetensors"
 LAYER_NORM_EPS = 1e-12  # the official layer_norm's (model/modeling.py:392-395)

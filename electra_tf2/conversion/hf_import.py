@@ -16,16 +16,17 @@ from __future__ import annotations
 
 import os
 
-from electra_tf2 import model_directory, variable_names
-from electra_tf2.atomic_io import copy_file_atomic, write_text_atomic
+from electra_tf2.models import model_directory
+from electra_tf2.networks import variable_names
+from electra_tf2.utils.atomic_io import copy_file_atomic, write_text_atomic
 from electra_tf2.checkpoints.directories import VOCAB_FILE
-from electra_tf2.checkpoints.huggingface import (  # noqa: F401  (their import path here too)
-    CONFIG_FILE, HuggingFaceDirectory, HuggingFaceImportError, read_directory,
-    read_safetensors, read_strip_accents, wordpiece_vocab)
-from electra_tf2.checkpoints.report import ConversionReport, notice, write_report  # noqa: F401
-from electra_tf2.encoder_config import BertConfig
-from electra_tf2.hparams import read_config
-from electra_tf2.pretraining.config import resolve_pretraining_config
+from electra_tf2.checkpoints.huggingface import (
+    CONFIG_FILE, HuggingFaceDirectory, HuggingFaceImportError, read_directory, read_strip_accents,
+    wordpiece_vocab)
+from electra_tf2.checkpoints.report import ConversionReport, write_report
+from electra_tf2.config.encoder import BertConfig
+from electra_tf2.config.hparams import read_config
+from electra_tf2.config.pretraining import resolve_pretraining_config
 from electra_tf2.models.pretrainer import ElectraPretrainer
 
 

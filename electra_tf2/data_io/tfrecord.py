@@ -25,7 +25,7 @@ from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence,
 
 import numpy as np
 
-from electra_tf2.errors import ElectraError
+from electra_tf2.utils.errors import ElectraError
 
 _MASK_DELTA = 0xA282EAD8
 _HEADER = struct.Struct("<QI")

@@ -79,9 +79,9 @@ from electra_tf2.data_prep.input_examples import InputExamples
 from electra_tf2.data_prep.jobs import configure_tf_threads, make_tokenizer, shard_names
 from electra_tf2.data_prep.packing import input_names
 from electra_tf2.data_prep.summary import Stats, Summary
-from electra_tf2 import run_lock
-from electra_tf2.atomic_io import is_remote, write_text_atomic
-from electra_tf2.vocab import load_vocab, special_token_ids, VocabError
+from electra_tf2.utils import run_lock
+from electra_tf2.utils.atomic_io import is_remote, write_text_atomic
+from electra_tf2.text.vocab import load_vocab, special_token_ids, VocabError
 # pylint: enable=g-import-not-at-top,wrong-import-position
 
 COUNTER_NAMESPACE = "electra_tf2.data_prep"
@@ -341,7 +341,7 @@ def build_with_beam(cfg: BuildConfig, pipeline_args: Sequence[str] = (),
   cfg.max_workers play no part (the runner spreads the work). Raises
   DataPrepError or VocabError with a one-line message; then the output
   directory is as it was. Holds the output directory's run lock (a lease
-  for a remote one, see electra_tf2/run_lock.py).
+  for a remote one, see electra_tf2/utils/run_lock.py).
   """
   with run_lock.hold(cfg.output_dir):
     return _build_with_beam(cfg, pipeline_args, log)

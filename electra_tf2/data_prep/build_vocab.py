@@ -39,8 +39,8 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 from electra_tf2.data_prep.common import (DataPrepError, LineReader, SkipFile, corpus_files,
                               human_bytes, open_input, quiet_tensorflow_logs, run_script)
-from electra_tf2.atomic_io import atomic_path, write_text_atomic
-from electra_tf2.vocab import SPECIAL_TOKENS
+from electra_tf2.utils.atomic_io import atomic_path, write_text_atomic
+from electra_tf2.text.vocab import SPECIAL_TOKENS
 
 _BATCH_LINES = 8192
 
@@ -254,7 +254,7 @@ def learn_vocab_from_files(files: Sequence[str], vocab_size: int, output: str,
     write_text_atomic(output, "\n".join(vocab) + "\n")
   except OSError as e:
     raise DataPrepError(f"--output {output}: cannot be written ({e.strerror})") from None
-  from electra_tf2.vocab import load_vocab  # pylint: disable=g-import-not-at-top
+  from electra_tf2.text.vocab import load_vocab  # pylint: disable=g-import-not-at-top
   load_vocab(output, expected_size=vocab_size)
   summary = {"vocab_size": len(vocab), "padding": n_padding, "unique_words": len(counts),
              "files": stats["files"], "skipped": stats["skipped"], "lines": stats["lines"],
@@ -389,7 +389,8 @@ def _check_output_kind(output: str, kind: str) -> None:
 
 def main(argv=None) -> int:
   import argparse  # pylint: disable=g-import-not-at-top
-  from electra_tf2.data_prep.build_pretraining_dataset import add_tokenizer_flags  # pylint: disable=g-import-not-at-top
+  from electra_tf2.data_prep.build_pretraining_dataset import (  # pylint: disable=g-import-not-at-top
+      add_tokenizer_flags)
   parser = argparse.ArgumentParser(description=__doc__,
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument("--corpus-dir", action="append", default=[],

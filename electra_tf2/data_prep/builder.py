@@ -38,8 +38,8 @@ from electra_tf2.data_prep.common import INFO_FILE, SHARD_PREFIX, DataPrepError,
 from electra_tf2.data_prep.jobs import run_jobs, shard_names
 from electra_tf2.data_prep.packing import input_names
 from electra_tf2.data_prep.summary import Stats, Summary
-from electra_tf2 import run_lock
-from electra_tf2.atomic_io import temp_name_for, write_text_atomic
+from electra_tf2.utils import run_lock
+from electra_tf2.utils.atomic_io import temp_name_for, write_text_atomic
 from electra_tf2.text.description import describe_vocab, write_description
 
 SHARD_RE = re.compile(r"^pretrain_data\.tfrecord-(\d+)-of-(\d+)$")

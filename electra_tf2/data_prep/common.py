@@ -12,8 +12,8 @@ import sys
 import time
 from typing import BinaryIO, Callable, Iterator, List, Optional, Sequence, Tuple
 
-from electra_tf2 import errors
-from electra_tf2.errors import ElectraError
+from electra_tf2.utils import errors
+from electra_tf2.utils.errors import ElectraError
 
 # Opens a file for binary reading: the built-in open(path, "rb"), or a file system's.
 RawOpener = Callable[[str], BinaryIO]
@@ -482,7 +482,7 @@ def quiet_tensorflow_logs() -> None:
 
 
 def run_script(work: Callable[[], None], interrupted: str) -> int:
-  """A script's main body under the exit-code rule of electra_tf2/errors.py: 0, or 2
+  """A script's main body under the exit-code rule of electra_tf2/utils/errors.py: 0, or 2
   after one `error:` line, or 130 on Ctrl-C (a bug keeps its traceback).
 
   interrupted: what the Ctrl-C line says of the output ("OUT was left as it was").

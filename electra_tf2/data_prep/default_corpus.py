@@ -227,13 +227,15 @@ def prepare_default_data_dir(data_dir: str, vocab_size: int = DEFAULT_VOCAB_SIZE
     {"corpus_dir", "vocab_file", "vocab_size", "tfrecords" (glob), "tfrecord_dir",
      "num_examples", "built" (the steps done now)}.
   Raises:
-    DataPrepError or electra_tf2.vocab.VocabError, with a one-line message.
+    DataPrepError or electra_tf2.text.vocab.VocabError, with a one-line message.
   """
-  from electra_tf2.data_prep.build_vocab import learn_vocab_from_files  # pylint: disable=g-import-not-at-top
+  from electra_tf2.data_prep.build_vocab import (  # pylint: disable=g-import-not-at-top
+      learn_vocab_from_files)
   from electra_tf2.data_prep.common import list_input_files  # pylint: disable=g-import-not-at-top
-  from electra_tf2.data_prep.builder import (RANDOM_DRAWS, BuildConfig, build_pretraining_data,  # pylint: disable=g-import-not-at-top
-                                     file_sha256, inputs_fingerprint, read_info)
-  from electra_tf2.vocab import load_vocab  # pylint: disable=g-import-not-at-top
+  from electra_tf2.data_prep.builder import (  # pylint: disable=g-import-not-at-top
+      RANDOM_DRAWS, BuildConfig, build_pretraining_data, file_sha256, inputs_fingerprint,
+      read_info)
+  from electra_tf2.text.vocab import load_vocab  # pylint: disable=g-import-not-at-top
 
   say = log or (lambda s: None)
   data_dir = os.path.abspath(data_dir)
@@ -317,7 +319,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   parser.add_argument("--corpus-only", action="store_true",
                       help="Only write <data-dir>/corpus.")
   args = parser.parse_args(argv)
-  from electra_tf2.data_prep.common import quiet_tensorflow_logs, run_script  # pylint: disable=g-import-not-at-top
+  from electra_tf2.data_prep.common import (  # pylint: disable=g-import-not-at-top
+      quiet_tensorflow_logs, run_script)
   quiet_tensorflow_logs()
 
   def work():

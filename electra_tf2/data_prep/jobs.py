@@ -28,8 +28,8 @@ from typing import Any, Callable, Dict, Iterator, List, Sequence, Tuple
 from electra_tf2.data_prep.common import SHARD_PREFIX, DataPrepError, Progress
 from electra_tf2.data_prep.input_examples import InputExamples
 from electra_tf2.data_prep.summary import Stats
-from electra_tf2.atomic_io import temp_name_for
-from electra_tf2.vocab import VocabError
+from electra_tf2.utils.atomic_io import temp_name_for
+from electra_tf2.text.vocab import VocabError
 
 # A job's spec: vocab_file, do_lower_case, strip_accents, max_seq_length,
 # blanks_separate_docs, output_dir, num_shards, num_jobs, seed, run_id, mode

@@ -15,6 +15,8 @@ from typing import Callable, Optional
 
 from keras import ops
 
+from electra_tf2.config.encoder import check_activation
+
 _SQRT_HALF = 1.0 / math.sqrt(2.0)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
@@ -35,17 +37,9 @@ def gelu(x):
   return 0.5 * x * (1.0 + erf), grad
 
 
-# The names the official `modeling.get_activation` accepts (`hidden_act`); "", None
-# and "linear" mean no activation.
-ACTIVATION_NAMES = ("gelu", "relu", "tanh", "linear")
-
-
 def get_activation(name: Optional[str]) -> Optional[Callable]:
   """The official `get_activation`: a case-insensitive name -> function, None for linear."""
+  check_activation(name)
   if not name or name.lower() == "linear":
     return None
-  functions = {"gelu": gelu, "relu": ops.relu, "tanh": ops.tanh}
-  if name.lower() not in functions:
-    raise ValueError(f"unsupported activation {name!r}: use one of "
-                     f"{', '.join(ACTIVATION_NAMES)} (or null)")
-  return functions[name.lower()]
+  return {"gelu": gelu, "relu": ops.relu, "tanh": ops.tanh}[name.lower()]

@@ -12,7 +12,7 @@ from typing import Any, Dict
 import keras
 from keras import ops
 
-from electra_tf2 import backend_ops
+from electra_tf2.utils import backend_ops
 from electra_tf2.layers import initializers
 from electra_tf2.layers.layer_norm import LayerNorm
 

@@ -22,8 +22,8 @@ import keras
 from keras import ops
 
 from electra_tf2.layers import initializers
-from electra_tf2 import backend_ops
-from electra_tf2.pretraining.helpers import gather_positions
+from electra_tf2.utils import backend_ops
+from electra_tf2.utils.backend_ops import gather_positions
 from electra_tf2.layers.activations import gelu
 
 Outputs = Dict[str, Any]

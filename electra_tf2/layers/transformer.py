@@ -14,7 +14,7 @@ from typing import Any, Dict, Optional
 import keras
 from keras import ops
 
-from electra_tf2 import backend_ops
+from electra_tf2.utils import backend_ops
 from electra_tf2.layers import initializers
 from electra_tf2.layers.activations import get_activation
 from electra_tf2.layers.layer_norm import LayerNorm

@@ -40,8 +40,8 @@ from typing import Callable, Dict, Optional, Sequence
 import numpy as np
 import tensorflow as tf
 
-from electra_tf2.atomic_io import atomic_path
-from electra_tf2.errors import ElectraError
+from electra_tf2.utils.atomic_io import atomic_path
+from electra_tf2.utils.errors import ElectraError
 from electra_tf2.litert import embedding_rows
 from electra_tf2.litert.model import METADATA_NAME, make_interpreter
 

@@ -14,8 +14,8 @@ from typing import Dict, List, Optional, Sequence, Union
 
 import numpy as np
 
-from electra_tf2 import output_names, predictions
-from electra_tf2.errors import ElectraError
+from electra_tf2.utils import output_names, predictions
+from electra_tf2.utils.errors import ElectraError
 
 Texts = Union[Sequence[str], Sequence[bytes]]
 METADATA_NAME = "electra_tf2"  # the .tflite metadata entry of our settings (JSON)
@@ -135,7 +135,7 @@ class LiteRTModel:
               progress: bool = False) -> Dict[str, np.ndarray]:
     """Outputs for texts: a list of str (or bytes), or for pairs a tuple of two lists.
 
-    Texts run in batches of similar length (electra_tf2/batching.py); outputs are in
+    Texts run in batches of similar length (electra_tf2/utils/batching.py); outputs are in
     input order, per-token ones padded with zeros to the longest, as
     `TextModel.predict_file`.
     """
@@ -166,7 +166,7 @@ class LiteRTModel:
 
   def _with_aliases(self, outputs: Dict[str, np.ndarray]) -> Dict[str, np.ndarray]:
     """`outputs` and, for a file written before the naming rule, the same arrays under
-    the rule's names (electra_tf2/output_names.py)."""
+    the rule's names (electra_tf2/utils/output_names.py)."""
     outputs.update({name: outputs[old] for name, old in self._aliases.items()})
     return outputs
 

@@ -28,7 +28,7 @@ from typing import Any, Callable, Dict, Mapping, Optional, Sequence
 import numpy as np
 import tensorflow as tf
 
-from electra_tf2.models import qa_spans
+from electra_tf2.text import qa_spans
 from electra_tf2.text import qa_windows
 from electra_tf2.text.packing import TextFeaturizer
 

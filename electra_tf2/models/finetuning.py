@@ -25,11 +25,13 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 import keras
 import tensorflow as tf
 
-from electra_tf2 import checkpoint_files, model_directory, variable_names
-from electra_tf2.atomic_io import write_json_atomic
+from electra_tf2.checkpoints import tf_checkpoint
+from electra_tf2.models import model_directory
+from electra_tf2.networks import variable_names
+from electra_tf2.utils.atomic_io import write_json_atomic
 from electra_tf2.checkpoints import directories
 from electra_tf2.checkpoints.directories import FINETUNING_CONFIG_FILE, MODEL_CONFIG_FILE
-from electra_tf2.encoder_config import BertConfig
+from electra_tf2.config.encoder import BertConfig
 from electra_tf2.tasks import config as finetune_config
 from electra_tf2.tasks.config import FinetuningConfig
 from electra_tf2.layers.task_heads import ClassificationHead, QAHead, RegressionHead, TaggingHead
@@ -185,22 +187,22 @@ def load_finetuned_model(model_dir: str, checkpoint_path: Optional[str] = None
   model_config, config_values = directories.read_finetuned_files(model_dir)
   paths = {name: os.path.join(model_dir, name)
            for name in (MODEL_CONFIG_FILE, FINETUNING_CONFIG_FILE)}
-  checkpoint_path = checkpoint_path or checkpoint_files.latest_checkpoint(model_dir)
+  checkpoint_path = checkpoint_path or tf_checkpoint.latest_checkpoint(model_dir)
   if checkpoint_path is None:
-    raise checkpoint_files.ModelDirectoryError(f"{model_dir} holds no checkpoint (ckpt-N.index files)")
+    raise tf_checkpoint.ModelDirectoryError(f"{model_dir} holds no checkpoint (ckpt-N.index files)")
   try:
     model = FinetuningModel.from_config(model_config)
   except (TypeError, ValueError, KeyError) as e:
-    raise checkpoint_files.ModelDirectoryError(
-        f"{paths[MODEL_CONFIG_FILE]} does not describe a model ({checkpoint_files.first_line(e)}): "
+    raise tf_checkpoint.ModelDirectoryError(
+        f"{paths[MODEL_CONFIG_FILE]} does not describe a model ({tf_checkpoint.first_line(e)}): "
         "it was edited or damaged; fine-tune again to re-create it") from None
   missing = sorted(set(finetune_config.schema()) - set(config_values)
                    - set(finetune_config.ADDED_HPARAMS))
   if missing:
-    raise checkpoint_files.ModelDirectoryError(
+    raise tf_checkpoint.ModelDirectoryError(
         f"{paths[FINETUNING_CONFIG_FILE]} lacks {', '.join(missing[:5])}: it was edited or "
         "written by another version; fine-tune again to re-create it")
-  checkpoint_files.restore(tf.train.Checkpoint(model=model), checkpoint_path, partial=True,
+  tf_checkpoint.restore(tf.train.Checkpoint(model=model), checkpoint_path, partial=True,
                       match_existing=True,
                       mismatch_hint=f": it is not the model that {MODEL_CONFIG_FILE} describes")
   return model, FinetuningConfig.from_dict(config_values)

@@ -25,7 +25,7 @@ from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
-from electra_tf2.errors import ElectraError
+from electra_tf2.utils.errors import ElectraError
 
 # The checked texts of x (one object array per column) -> the model's inputs.
 ToInputs = Callable[[Tuple[np.ndarray, ...]], Any]

@@ -9,7 +9,7 @@ metrics need.
 Layer names are the official checkpoint scopes: `electra` (discriminator
 encoder), `generator`, `generator_ltr`/`generator_rtl`, `generator_predictions`,
 `cloze_predictions`, `discriminator_predictions`; the shared embedding block is
-the official `electra/embeddings` (see electra_tf2/variable_names.py).
+the official `electra/embeddings` (see electra_tf2/networks/variable_names.py).
 """
 
 from __future__ import annotations
@@ -20,12 +20,12 @@ from typing import Any, Dict, Mapping, Optional
 import keras
 from keras import ops
 
-from electra_tf2 import stateless_random
-from electra_tf2.pretraining import helpers as pretrain_helpers, objectives
-from electra_tf2.pretraining.config import ObjectiveConfig, PretrainingConfig
-from electra_tf2.encoder_config import BertConfig
-from electra_tf2.errors import ElectraError
-from electra_tf2.inputs import features_to_inputs
+from electra_tf2.utils import backend_ops, stateless_random
+from electra_tf2.pretraining import pretrain_helpers, objectives
+from electra_tf2.config.pretraining import ObjectiveConfig, PretrainingConfig
+from electra_tf2.config.encoder import BertConfig
+from electra_tf2.utils.errors import ElectraError
+from electra_tf2.utils.inputs import features_to_inputs
 from electra_tf2.layers import DiscriminatorHead, EmbeddingBlock, MaskedLMHead
 from electra_tf2.networks.encoder import Encoder
 
@@ -226,11 +226,11 @@ class ElectraPretrainer(keras.Model):
       candidates = ops.cast(pretrain_helpers.get_candidates_mask(config, unmasked), "float32")
       cloze = objectives.softmax_output(cloze_logits, unmasked.input_ids, candidates,
                                         denominators.get("cloze"))
-      mlm_logits = pretrain_helpers.gather_positions(cloze_logits, masked.masked_lm_positions)
+      mlm_logits = backend_ops.gather_positions(cloze_logits, masked.masked_lm_positions)
     else:
       hidden = self.mlm_encoder(masked.input_ids, masked.input_mask, masked.segment_ids,
                                 training=training)
-      hidden = pretrain_helpers.gather_positions(hidden, masked.masked_lm_positions)
+      hidden = backend_ops.gather_positions(hidden, masked.masked_lm_positions)
       mlm_logits = self.mlm_head(hidden, self.mlm_encoder.embedding_table)
     mlm = objectives.softmax_output(mlm_logits, masked.masked_lm_ids, masked.masked_lm_weights,
                                     denominators.get("mlm"))

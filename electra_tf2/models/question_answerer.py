@@ -55,11 +55,12 @@ require_tensorflow("QuestionAnswerer (and squad_dataset)",
 
 import tensorflow as tf  # noqa: E402  pylint: disable=g-import-not-at-top,wrong-import-position
 
-from electra_tf2 import predictions
-from electra_tf2.errors import ElectraError
+from electra_tf2.utils import predictions
+from electra_tf2.utils.errors import ElectraError
 from electra_tf2.tasks import qa as qa_task
 from electra_tf2.layers.task_heads import QAHead
-from electra_tf2.models import keras_data, qa_spans, sources
+from electra_tf2.models import keras_data, sources
+from electra_tf2.text import qa_spans
 from electra_tf2.models.text_model import TextModel, VariableMap
 from electra_tf2.text import qa_windows
 

@@ -20,13 +20,14 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from electra_tf2 import variable_names, vocab as vocab_lib
+from electra_tf2.networks import variable_names
+from electra_tf2.text import vocab as vocab_lib
 from electra_tf2.checkpoints import huggingface, official, portable
 from electra_tf2.checkpoints.describe import Description, describe
 from electra_tf2.checkpoints.report import (DEFAULT_IGNORE, ConversionReport, is_ignored,
                                             match_shapes, notice)
-from electra_tf2.encoder_config import BertConfig
-from electra_tf2.errors import ElectraError
+from electra_tf2.config.encoder import BertConfig
+from electra_tf2.utils.errors import ElectraError
 
 # Parts of pre-training checkpoints that a task model does not use: named in the
 # report as ignored, never as a problem.
@@ -172,7 +173,7 @@ def _pretrained(found: Description) -> Source:
                if name != "global_step" and not name.endswith(("/adam_m", "/adam_v"))}
     return Source(found.path, "pretrained", found.bert_config, found.embedding_size, tensors,
                   found.vocab_file, found.do_lower_case)
-  from electra_tf2 import model_directory  # pylint: disable=g-import-not-at-top
+  from electra_tf2.models import model_directory  # pylint: disable=g-import-not-at-top
   model = model_directory.restore_pretrainer(found.model_dir, found.checkpoint,
                                              found.pretraining_config)
   return Source(found.path, "pretrained", found.bert_config, found.embedding_size,

@@ -22,7 +22,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from electra_tf2 import backend_ops
+from electra_tf2.utils import backend_ops
 from electra_tf2.layers.task_heads import ClassificationHead, RegressionHead, TaskHead
 from electra_tf2.layers.activations import gelu
 from electra_tf2.models import sources

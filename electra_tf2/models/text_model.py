@@ -32,11 +32,13 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import keras
 import numpy as np
 
-from electra_tf2 import batching, optimization, precision, predictions, variable_names
-from electra_tf2.atomic_io import atomic_directory
-from electra_tf2.encoder_config import BertConfig
-from electra_tf2.errors import ElectraError
-from electra_tf2.hparams import ConfigError
+from electra_tf2.utils import batching, precision, predictions
+from electra_tf2.models import optimization
+from electra_tf2.networks import variable_names
+from electra_tf2.utils.atomic_io import atomic_directory
+from electra_tf2.config.encoder import BertConfig
+from electra_tf2.utils.errors import ElectraError
+from electra_tf2.config.hparams import ConfigError
 from electra_tf2.layers.text_inputs import TextInputs
 from electra_tf2.models import keras_data, sources
 from electra_tf2.networks.encoder import Encoder
@@ -265,7 +267,7 @@ class TextModel(keras.Model):
 
     Texts (lists, numpy arrays or 1-D tf.string tensors; pairs as a tuple of two),
     without `steps` or `callbacks`, are predicted in batches of texts of similar
-    length (electra_tf2/batching.py), outputs in input order as numpy arrays
+    length (electra_tf2/utils/batching.py), outputs in input order as numpy arrays
     (per-token ones padded with 0 to the longest row): Keras' values, with fewer pad
     tokens and without its per-call dataset set-up. Anything else (token-id features,
     datasets) goes through Keras' loop, whose ragged per-token outputs are padded the
@@ -398,7 +400,7 @@ class TextModel(keras.Model):
 
     Its inputs are `serving_inputs()` (`text`, and `text_b` for a TextClassifier
     with text_pairs), tf.string `[batch]`; its outputs the model's `serve` dict. dtype
-    "bfloat16" stores bfloat16 weights and computes in bfloat16 (electra_tf2/precision.py).
+    "bfloat16" stores bfloat16 weights and computes in bfloat16 (electra_tf2/utils/precision.py).
 
     Serving needs tensorflow and tensorflow-text only (`import tensorflow_text`
     registers the tokenizer's ops before `tf.saved_model.load`). TensorFlow backend only.
@@ -432,7 +434,7 @@ class TextModel(keras.Model):
     line; or JSON lines), with a progress bar; with `output_path`, also one JSON object
     per row there.
 
-    Rows are predicted in batches of similar length (electra_tf2/batching.py);
+    Rows are predicted in batches of similar length (electra_tf2/utils/batching.py);
     outputs are in row order, per-token ones padded with zeros to the longest.
     TensorFlow backend only (its outputs are the SavedModel's, label strings included).
     """

@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Optional
 import keras
 from keras import ops
 
-from electra_tf2.encoder_config import BertConfig
+from electra_tf2.config.encoder import BertConfig
 from electra_tf2.layers import initializers
 from electra_tf2.layers.embeddings import EmbeddingBlock
 from electra_tf2.layers.transformer import attention_bias, TransformerLayer

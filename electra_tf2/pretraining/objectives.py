@@ -18,9 +18,9 @@ from typing import Dict, Mapping, Optional
 import numpy as np
 from keras import ops
 
-from electra_tf2 import backend_ops
-from electra_tf2.pretraining import helpers as pretrain_helpers
-from electra_tf2.inputs import features_to_inputs, get_updated_inputs, Inputs
+from electra_tf2.utils import backend_ops
+from electra_tf2.pretraining import pretrain_helpers
+from electra_tf2.utils.inputs import features_to_inputs, get_updated_inputs, Inputs
 
 FakedData = collections.namedtuple("FakedData", ["inputs", "is_fake_tokens", "sampled_tokids"])
 FakedData.__doc__ = """Discriminator inputs: fake ids, labels `[batch, seq_len]` int32, samples `[batch, n]`."""

@@ -13,7 +13,7 @@ from typing import Any, Dict, Optional, Tuple
 import numpy as np
 from keras import ops
 
-from electra_tf2 import variable_names
+from electra_tf2.networks import variable_names
 from electra_tf2.checkpoints.portable import PortableCheckpointError
 
 GLOBAL_STEP = "global_step"

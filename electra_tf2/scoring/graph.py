@@ -11,8 +11,8 @@ from typing import Callable, Dict, Optional, Sequence, Tuple, Union
 
 import tensorflow as tf
 
-from electra_tf2 import vocab as vocab_lib
-from electra_tf2.errors import ElectraError
+from electra_tf2.text import vocab as vocab_lib
+from electra_tf2.utils.errors import ElectraError
 from electra_tf2.text import windows
 from electra_tf2.text.packing import TextFeaturizer
 

@@ -22,8 +22,9 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tupl
 import numpy as np
 import tensorflow as tf
 
-from electra_tf2 import batching, model_directory
-from electra_tf2 import vocab as vocab_lib
+from electra_tf2.utils import batching
+from electra_tf2.models import model_directory
+from electra_tf2.text import vocab as vocab_lib
 from electra_tf2.checkpoints import describe as describe_lib
 from electra_tf2.scoring import graph
 from electra_tf2.scoring.graph import SENTENCE_SCORES, ScoringError
@@ -293,7 +294,7 @@ class TextScorer:
 
   def score(self, texts: Sequence[str]) -> List[SentenceScore]:
     """Every text's tokens, words and sentence scores, in input order; `batch_size`
-    texts of similar length per call (electra_tf2/batching.py)."""
+    texts of similar length per call (electra_tf2/utils/batching.py)."""
     results: List[Optional[SentenceScore]] = [None] * len(texts)
     _, batches = batching.length_batches(batching.text_lengths([texts]), self.batch_size)
     for batch in batches:

@@ -33,17 +33,18 @@ from typing import Any, Callable, Dict, NamedTuple, Optional, Sequence
 
 import tensorflow as tf
 
-from electra_tf2 import model_directory, output_names, precision, predictions
-from electra_tf2 import vocab as vocab_lib
+from electra_tf2.models import model_directory
+from electra_tf2.utils import output_names, precision, predictions
+from electra_tf2.text import vocab as vocab_lib
 from electra_tf2.text import description as tokenizer_description
 from electra_tf2.checkpoints import describe as describe_lib
 from electra_tf2.scoring import graph as scoring_graph
-from electra_tf2.atomic_io import atomic_directory
-from electra_tf2.errors import ElectraError, command
+from electra_tf2.utils.atomic_io import atomic_directory
+from electra_tf2.utils.errors import ElectraError, command
 from electra_tf2.tasks import task_builder
 from electra_tf2.litert.convert import MEDIAPIPE_IDS, QUANTIZE, check_quantize
 from electra_tf2.litert.mediapipe import TARGETS
-from electra_tf2.run_lock import hold
+from electra_tf2.utils.run_lock import hold
 from electra_tf2.text.packing import TextFeaturizer
 
 KINDS = ("encoder", "discriminator", "finetuned")
@@ -218,7 +219,7 @@ def discriminator_outputs(encoder, head) -> Callable[..., Dict[str, tf.Tensor]]:
 
 def finetuned_outputs(model, legacy: bool = True, skip_padding: bool = False
                       ) -> Callable[..., Dict[str, tf.Tensor]]:
-  """Every head's outputs, named by electra_tf2/output_names.py: `logits`, `probabilities`,
+  """Every head's outputs, named by electra_tf2/utils/output_names.py: `logits`, `probabilities`,
   `label` (classification), `score` (regression), `logits`, `labels` (tagging); with
   several heads, `<task>_<name>`. With legacy, also the names before that rule (a
   SavedModel's aliases): `<task>_<head output>` and `<task>_label`.
@@ -249,7 +250,7 @@ def finetuned_outputs(model, legacy: bool = True, skip_padding: bool = False
 
 
 def _rule_outputs(spec, head: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
-  """One head's outputs under their rule names (electra_tf2/output_names.py)."""
+  """One head's outputs under their rule names (electra_tf2/utils/output_names.py)."""
   if spec["kind"] == "regression":
     return {"score": head["predictions"]}
   if spec["kind"] not in ("classification", "tagging"):
@@ -280,7 +281,7 @@ def serving_module(model, kind: str, vocab_file: Optional[str] = None,
   `model` is an `ElectraPretrainer` for "encoder" and "discriminator", a
   `FinetuningModel` for "finetuned". `window_stride` is the discriminator's
   `score` signature's (default half a window). dtype "bfloat16": bfloat16 weights
-  and matmuls (electra_tf2/precision.py), float32 outputs. strip_accents: WordPiece's
+  and matmuls (electra_tf2/utils/precision.py), float32 outputs. strip_accents: WordPiece's
   accent stripping (None: the official rule, stripped when lowercasing).
   """
   if kind not in KINDS:
@@ -333,7 +334,8 @@ def _load(model_dir: str, kind: Optional[str], checkpoint_path: Optional[str]) -
   if kind is None:
     kind = "finetuned" if found.kind == "finetuned" else "discriminator"
   if kind == "finetuned":
-    from electra_tf2.models import finetuning as finetune_model  # pylint: disable=g-import-not-at-top
+    from electra_tf2.models import (  # pylint: disable=g-import-not-at-top
+        finetuning as finetune_model)
     model, config = finetune_model.load_finetuned_model(found.model_dir,
                                                         checkpoint_path or found.checkpoint)
     return _Loaded(model, kind, found.vocab_file, found.do_lower_case, config.max_seq_length,

@@ -32,8 +32,8 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from electra_tf2 import predictions
-from electra_tf2.errors import ElectraError, command
+from electra_tf2.utils import predictions
+from electra_tf2.utils.errors import ElectraError, command
 
 INPUT_FORMATS = ("auto", "text", "jsonl")
 

@@ -31,13 +31,14 @@ import difflib
 import os
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
-from electra_tf2.pretraining.config import ENCODER_HPARAMS, saved_bert_config
+from electra_tf2.config.pretraining import ENCODER_HPARAMS, saved_bert_config
 
-from electra_tf2.encoder_config import BertConfig, check_model_overrides, get_bert_config
-from electra_tf2 import vocab as vocab_lib
+from electra_tf2.config.encoder import BertConfig, check_model_overrides, get_bert_config
+from electra_tf2.text import vocab as vocab_lib
 
-from electra_tf2.hparams import (ConfigError, ResolvedConfig, check_hparams, check_optimizer_hparams,
-                                 check_seed, check_tpu_hparams, parse_hparams, read_config)
+from electra_tf2.config.hparams import (
+    ConfigError, ResolvedConfig, check_hparams, check_optimizer_hparams, check_seed,
+    check_tpu_hparams, parse_hparams, read_config)
 
 from electra_tf2.checkpoints.directories import (PRETRAIN_CONFIG_FILE, model_dir_of,
                                                  read_saved_pretraining_config)

@@ -22,7 +22,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 import tensorflow as tf
 
-from electra_tf2.atomic_io import atomic_path, write_json_atomic
+from electra_tf2.utils.atomic_io import atomic_path, write_json_atomic
 from electra_tf2.tasks.config import FinetuningConfig
 from electra_tf2.tasks.task import (FeatureSpec, FinetuningDataError, Task,
                                        shared_feature_specs)

@@ -32,7 +32,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from electra_tf2.atomic_io import write_json_atomic
+from electra_tf2.utils.atomic_io import write_json_atomic
 from electra_tf2.tasks import qa_eval
 from electra_tf2.tasks.config import FinetuningConfig
 from electra_tf2.tasks.scorers import Results, Scorer

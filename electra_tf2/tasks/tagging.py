@@ -30,7 +30,7 @@ import json
 import os
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from electra_tf2.atomic_io import write_json_atomic
+from electra_tf2.utils.atomic_io import write_json_atomic
 from electra_tf2.tasks import scorers
 from electra_tf2.tasks.config import FinetuningConfig
 from electra_tf2.tasks.task import (CachedTokenizer, Example, FeatureSpec,

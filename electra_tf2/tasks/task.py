@@ -17,7 +17,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence
 
 import numpy as np
 
-from electra_tf2.errors import ElectraError
+from electra_tf2.utils.errors import ElectraError
 from electra_tf2.tasks.config import FinetuningConfig
 
 

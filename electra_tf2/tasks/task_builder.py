@@ -8,7 +8,7 @@ from typing import Callable, Dict, List
 from electra_tf2.tasks import classification, qa, tagging
 from electra_tf2.tasks.config import ConfigError, FinetuningConfig
 from electra_tf2.tasks.task import CachedTokenizer, Task
-from electra_tf2.vocab import load_vocab
+from electra_tf2.text.vocab import load_vocab
 
 TASKS: Dict[str, Callable[[FinetuningConfig, CachedTokenizer], Task]] = {
     "cola": classification.CoLA, "mrpc": classification.MRPC, "mnli": classification.MNLI,

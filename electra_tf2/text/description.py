@@ -20,10 +20,10 @@ import json
 import os
 from typing import Any, Dict, Optional, Sequence, Tuple
 
-from electra_tf2 import vocab as vocab_lib
-from electra_tf2.atomic_io import write_json_atomic
+from electra_tf2.text import vocab as vocab_lib
+from electra_tf2.utils.atomic_io import write_json_atomic
 from electra_tf2.text.py_tokenizer import resolve_strip_accents
-from electra_tf2.vocab import SpecialTokenIds, VocabError
+from electra_tf2.text.vocab import SpecialTokenIds, VocabError
 
 DESCRIPTION_FILE = "tokenizer_description.json"
 _FORMAT = 1

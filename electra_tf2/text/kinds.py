@@ -1,5 +1,5 @@
 """The tokenizer of a vocabulary file, by its kind (WordPiece vocab.txt or SentencePiece
-.model, recognised from the file: electra_tf2.vocab.vocab_kind)."""
+.model, recognised from the file: electra_tf2.text.vocab.vocab_kind)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Optional
 
 from electra_tf2.text.sentencepiece import SentencePieceTokenizer
 from electra_tf2.text.tokenizer import FullTokenizer
-from electra_tf2.vocab import check_kind
+from electra_tf2.text.vocab import check_kind
 
 
 def load_tokenizer(vocab_file: str, do_lower_case: bool = True,

@@ -36,7 +36,7 @@ from electra_tf2.text import litert_normalizer
 from electra_tf2.text.packing import truncated_pair_lengths
 from electra_tf2.text.tokenizer import (MAX_CHARS_PER_WORD, is_control, resolve_strip_accents,
                                         to_utf8)
-from electra_tf2.vocab import VocabError, special_tokens
+from electra_tf2.text.vocab import VocabError, special_tokens
 
 Features = Dict[str, tf.Tensor]
 Segment = Tuple[tf.Tensor, tf.Tensor, tf.Tensor]  # (flat ids, row splits, lengths kept)

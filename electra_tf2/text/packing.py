@@ -16,7 +16,7 @@ import tensorflow as tf
 
 from electra_tf2.text.sentencepiece import SentencePieceModule
 from electra_tf2.text.tokenizer import TokenizerModule
-from electra_tf2.vocab import special_tokens
+from electra_tf2.text.vocab import special_tokens
 
 Features = Dict[str, tf.Tensor]
 

@@ -4,7 +4,7 @@ For machines without TensorFlow (JAX, PyTorch): the same ids as ELECTRA's
 `FullTokenizer` (model/tokenization.py:112-360) and as `text/tokenizer.py`'s
 in-graph one, and the `[CLS] a [SEP] (b [SEP])` features of `text/packing.py`'s
 `TextFeaturizer`, as numpy int32 arrays. Imports only the standard library, numpy and
-`electra_tf2.vocab` (and, for SentencePiece, the `sentencepiece` library).
+`electra_tf2.text.vocab` (and, for SentencePiece, the `sentencepiece` library).
 
 - `PyFullTokenizer`: text -> WordPiece tokens / ids;
 - `PySentencePieceTokenizer`: text -> SentencePiece ids (text/sentencepiece.py's);
@@ -44,8 +44,8 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from electra_tf2.vocab import (VocabError, VocabLookups, load_vocab, special_token_ids,
-                               special_tokens)
+from electra_tf2.text.vocab import (
+    VocabError, VocabLookups, load_vocab, special_token_ids, special_tokens)
 
 # BERT's WordpieceTokenizer(max_input_chars_per_word=200): longer words -> [UNK].
 MAX_CHARS_PER_WORD = 200
@@ -149,7 +149,7 @@ class PyFullTokenizer(VocabLookups):
 
   Args:
     vocab_file: a vocab.txt (one token per line), validated by
-      `electra_tf2.vocab.load_vocab` (special tokens, duplicates, size).
+      `electra_tf2.text.vocab.load_vocab` (special tokens, duplicates, size).
     do_lower_case: lowercase the text (official default True).
     strip_accents: strip accents; None means the official default (True). As in the
       official code it only applies when lowercasing.

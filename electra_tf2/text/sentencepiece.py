@@ -24,8 +24,8 @@ import tensorflow as tf
 import tensorflow_text as tft
 
 from electra_tf2.text.tokenizer import GraphTokenizer, split_rows
-from electra_tf2.vocab import (SPECIAL_TOKENS, SpecialTokenIds, VocabError, load_vocab,
-                               special_tokens)
+from electra_tf2.text.vocab import (
+    SPECIAL_TOKENS, SpecialTokenIds, VocabError, load_vocab, special_tokens)
 
 # SentencePiece marks the start of a word with U+2581 LOWER ONE EIGHTH BLOCK.
 WORD_START = "\u2581"
@@ -118,7 +118,7 @@ class SentencePieceTokenizer(GraphTokenizer):
   """A SentencePiece `.model` with FullTokenizer's methods (ids, tokens, batches).
 
   Args:
-    vocab_file: the `.model` file; validated by `electra_tf2.vocab.load_vocab`.
+    vocab_file: the `.model` file; validated by `electra_tf2.text.vocab.load_vocab`.
     expected_vocab_size: if given, the model must have exactly this many pieces.
   """
 

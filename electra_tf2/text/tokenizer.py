@@ -19,9 +19,9 @@ import tensorflow as tf
 import tensorflow_text as tft
 
 # resolve_strip_accents lives in the TensorFlow-free py_tokenizer; imported from here too.
-from electra_tf2.text.py_tokenizer import resolve_strip_accents  # noqa: F401
-from electra_tf2.vocab import (load_vocab, special_token_ids, special_tokens, SPECIAL_TOKENS,
-                               VocabError, VocabLookups)
+from electra_tf2.text.py_tokenizer import resolve_strip_accents
+from electra_tf2.text.vocab import (
+    load_vocab, special_token_ids, special_tokens, SPECIAL_TOKENS, VocabError, VocabLookups)
 
 # BERT's WordpieceTokenizer(max_input_chars_per_word=200): longer words -> [UNK].
 MAX_CHARS_PER_WORD = 200
@@ -292,7 +292,7 @@ class FullTokenizer(GraphTokenizer):
 
   Args:
     vocab_file: a vocab.txt (one token per line); validated by
-      `electra_tf2.vocab.load_vocab` (special tokens, duplicates, size).
+      `electra_tf2.text.vocab.load_vocab` (special tokens, duplicates, size).
     do_lower_case: lowercase the text (official default True).
     strip_accents: strip accents; None means the official default (True).
       As in the official code it only applies when lowercasing.

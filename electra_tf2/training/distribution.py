@@ -19,8 +19,8 @@ from typing import Iterator, Optional
 import keras
 import tensorflow as tf
 
-from electra_tf2.errors import ElectraError
-from electra_tf2.training.options import PRECISIONS, STRATEGIES  # noqa: F401
+from electra_tf2.utils.errors import ElectraError
+from electra_tf2.training.options import PRECISIONS, STRATEGIES
 
 
 class DistributionError(ElectraError, ValueError):

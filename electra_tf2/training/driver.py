@@ -16,9 +16,9 @@ from typing import Callable, Dict, List, Mapping, Optional
 import keras
 import tensorflow as tf
 
-from electra_tf2 import checkpoint_files
+from electra_tf2.checkpoints import tf_checkpoint
 # RunOptions and StopRequested live in training/options.py (no TensorFlow); importable here too.
-from electra_tf2.training.options import RunOptions, StopRequested  # noqa: F401
+from electra_tf2.training.options import StopRequested
 from electra_tf2.training.progress import ProgressLogger
 
 
@@ -101,7 +101,7 @@ def run_training_loop(train_loop: Callable[[tf.Tensor], Mapping[str, tf.Tensor]]
           on_log(step)
       stopping = stop.requested  # read once: a signal between two reads would skip the save
       if step % save_every == 0 or step == num_steps or stopping:
-        checkpoint_files.save(manager, step)
+        tf_checkpoint.save(manager, step)
         saved_step = step
       if stopping:
         stopped_early = True

@@ -1,0 +1,331 @@
+"""Pre-training on JAX: the official recipe as one jit-compiled step, without TensorFlow.
+
+`electra pretrain --backend jax` (or `KERAS_BACKEND=jax`) runs this instead of
+electra_tf2/training/tf_pretraining.py. The same `PretrainingConfig`, the same model
+(electra_tf2/models/pretrainer.py, in keras.ops) and the same semantics:
+
+- one optimizer step (every micro-batch of gradient accumulation: masking, the
+  generator, sampling, the discriminator, the losses with the global batch's
+  denominators, gradients; then clipping and the AdamWeightDecay update) is one
+  `jax.jit` program over `stateless_call`, its state donated;
+- seeds as the TensorFlow trainer's: micro-batch i of step s draws from
+  `[s, i + 65536 * seed]` (JAX's own generator: other draws than TensorFlow's,
+  with the same distributions);
+- data from the pre-training TFRecords through electra_tf2/data_io (pure Python,
+  the tf.data pipeline's structure), its position saved with each checkpoint;
+- all local devices with `keras.distribution.DataParallel`: the batch is
+  sharded and the program is the single-device one, so the losses are a single
+  device's;
+- portable checkpoints (electra_tf2/checkpoints/portable.py) that every
+  TensorFlow tool reads; resume after SIGTERM or kill -9 continues bit for bit;
+- progress lines, `train_metrics.jsonl` and TensorBoard event files
+  (electra_tf2/training/summaries.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any, Dict, List, Optional
+
+import keras
+import numpy as np
+
+from electra_tf2.models import optimization
+from electra_tf2.utils import run_lock
+from electra_tf2.pretraining import objectives, state as pretraining_state
+from electra_tf2.utils.atomic_io import write_json_atomic
+from electra_tf2.checkpoints import directories, portable
+from electra_tf2.checkpoints.file_names import PRETRAIN_CONFIG_FILE
+from electra_tf2.config.pretraining import PretrainingConfig
+from electra_tf2.text import description as tokenizer_description
+from electra_tf2.data_io.pretraining import PretrainingDataReader
+from electra_tf2.data_io.tfrecord import tfrecord_files
+from electra_tf2.utils.errors import ElectraError
+from electra_tf2.config.hparams import ConfigError
+from electra_tf2.models.pretrainer import ElectraPretrainer
+from electra_tf2.training.options import RunOptions, StopRequested
+from electra_tf2.training.progress import ProgressLogger
+
+LOSS_NAMES = ("total_loss", "mlm_loss", "cloze_loss", "disc_loss")
+METRICS_FILE = "train_metrics.jsonl"
+
+
+class JaxTrainingError(ElectraError, ValueError):
+  """A JAX pre-training run that cannot start as asked; the message says what to do."""
+
+
+def check_backend() -> None:
+  if keras.backend.backend() != "jax":
+    raise JaxTrainingError(f"the JAX trainer needs the Keras JAX backend, but Keras runs on "
+                           f"{keras.backend.backend()!r}: set KERAS_BACKEND=jax before Python "
+                           "starts (electra pretrain --backend jax does)")
+
+
+class JaxPretrainingRun:
+  """The model, optimizer, compiled step and data of one JAX pre-training run."""
+
+  def __init__(self, config: PretrainingConfig, options: RunOptions = RunOptions(backend="jax")):
+    check_backend()
+    import jax  # pylint: disable=g-import-not-at-top
+    self.config = config
+    self.options = options
+    self.accumulation = config.gradient_accumulation_steps
+    if config.train_batch_size % self.accumulation:
+      raise ConfigError(f"train_batch_size {config.train_batch_size} is not divisible by "
+                        f"gradient_accumulation_steps {self.accumulation}")
+    self.micro_batch = config.train_batch_size // self.accumulation
+    if options.mixed_precision not in ("float32", "mixed_bfloat16"):
+      raise JaxTrainingError(f"--mixed-precision {options.mixed_precision}: the JAX trainer "
+                             "takes float32 or mixed_bfloat16 (bfloat16 needs no loss scaling)")
+    devices = jax.local_devices()
+    self.distribution = None
+    if len(devices) > 1:
+      if self.micro_batch % len(devices):
+        raise ConfigError(f"the micro-batch of {self.micro_batch} rows does not split over "
+                          f"{len(devices)} devices: make train_batch_size / "
+                          "gradient_accumulation_steps a multiple of the device count")
+      self.distribution = keras.distribution.DataParallel(devices=devices)
+    previous = keras.mixed_precision.global_policy()
+    keras.mixed_precision.set_global_policy(options.mixed_precision)
+    try:
+      with self._scope():
+        keras.utils.set_random_seed(config.seed)
+        self.model = ElectraPretrainer.from_pretraining_config(config)
+        self.optimizer = optimization.pretraining_optimizer(config, self.model)
+        self.optimizer.build(self.model.trainable_variables)
+    finally:
+      keras.mixed_precision.set_global_policy(previous)
+    # Where each carried value lives (replicated over the devices under DataParallel). The
+    # step's new state is pinned to the same places: left to the compiler, its output
+    # shardings differ from the variables', and the second step compiles the program again.
+    self.state_shardings = (jax.tree_util.tree_map(lambda x: x.sharding, self.state())
+                            if self.distribution else None)
+    self.step_function = jax.jit(self._train_step, donate_argnums=(0,))
+
+  def learning_rate(self, step: int) -> float:
+    """The schedule's rate at `step` (the Keras counter is carried in the step's state)."""
+    return float(self.optimizer._learning_rate(step))  # pylint: disable=protected-access
+
+  def _scope(self):
+    import contextlib  # pylint: disable=g-import-not-at-top
+    return self.distribution.scope() if self.distribution else contextlib.nullcontext()
+
+  # -- the step -----------------------------------------------------------------
+
+  def state(self):
+    """(trainable, non-trainable, optimizer) variable values, the step's carried state."""
+    return ([v.value for v in self.model.trainable_variables],
+            [v.value for v in self.model.non_trainable_variables],
+            [v.value for v in self.optimizer.variables])
+
+  def assign_state(self, state) -> None:
+    """Writes the step's state back into the Keras variables (before saving)."""
+    for variables, values in zip((self.model.trainable_variables,
+                                  self.model.non_trainable_variables, self.optimizer.variables),
+                                 state):
+      for variable, value in zip(variables, values):
+        variable.assign(value)
+
+  def _train_step(self, state, batch: Dict[str, Any], step):
+    """One optimizer step over the accumulation micro-batches of `batch` ([global, len])."""
+    import jax  # pylint: disable=g-import-not-at-top
+    import jax.numpy as jnp  # pylint: disable=g-import-not-at-top
+    trainable, non_trainable, optimizer_values = state
+    size = self.micro_batch
+    micro = [{k: v[i * size:(i + 1) * size] for k, v in batch.items()}
+             for i in range(self.accumulation)]
+    local = [objectives.loss_denominators(self.config, f) for f in micro]
+    denominators = {k: sum(d[k] for d in local) for k in local[0]}
+
+    def loss(trainable, non_trainable, features, seed):
+      outputs, non_trainable = self.model.stateless_call(
+          trainable, non_trainable, features, training=True, seed=seed,
+          denominators=denominators)
+      stats = objectives.metric_statistics(outputs)
+      losses = {k: outputs[k] for k in LOSS_NAMES if k in outputs}
+      return outputs["total_loss"], (losses, stats, non_trainable)
+
+    grads_sum, losses_sum, stats_sum = None, {}, {}
+    for i, features in enumerate(micro):
+      seed = jnp.stack([step.astype(jnp.int32), jnp.int32(i + self.config.seed * 65536)])
+      grads, (losses, stats, non_trainable) = jax.grad(loss, has_aux=True)(
+          trainable, non_trainable, features, seed)
+      grads_sum = grads if grads_sum is None else [a + b for a, b in zip(grads_sum, grads)]
+      losses_sum = {k: losses_sum.get(k, 0.0) + v for k, v in losses.items()}
+      stats_sum = {k: stats_sum.get(k, 0.0) + v for k, v in stats.items()}
+    trainable, optimizer_values = self.optimizer.stateless_apply(
+        optimizer_values, grads_sum, trainable)
+    state = (trainable, non_trainable, optimizer_values)
+    if self.state_shardings is not None:
+      state = jax.lax.with_sharding_constraint(state, self.state_shardings)
+    return state, losses_sum, stats_sum
+
+  def put(self, batch: Dict[str, np.ndarray]):
+    """The batch on the devices (sharded over them with DataParallel)."""
+    if self.distribution is None:
+      return batch
+    return {k: keras.distribution.distribute_tensor(
+        v, self.distribution.get_data_layout(v.shape)) for k, v in batch.items()}
+
+  # -- checkpoints ----------------------------------------------------------------
+
+  def save(self, state, step: int, reader: PretrainingDataReader) -> Optional[str]:
+    """Writes a portable checkpoint (process 0 of several hosts only)."""
+    import jax  # pylint: disable=g-import-not-at-top
+    self.assign_state(state)
+    if jax.process_index() != 0:
+      return None
+    arrays, extra = pretraining_state.arrays_of(self.model, self.optimizer, step)
+    extra.update(reader=reader.state(), backend="jax")
+    return portable.save(self.config.model_dir, step, arrays, extra,
+                         keep=self.config.keep_checkpoint_max or None)
+
+  def restore(self, path: str, reader: Optional[PretrainingDataReader]) -> int:
+    """Loads a portable checkpoint (weights, Adam slots, step, input position)."""
+    arrays, extra = portable.load(path)
+    slots = pretraining_state.assign(self.model, arrays, self.optimizer, extra, where=path)
+    step = pretraining_state.global_step_of(arrays)
+    if not slots:
+      print(f"{path} holds no optimizer state: Adam starts with fresh slots and the "
+            f"learning-rate schedule goes on from step {step}", flush=True)
+    self.optimizer.iterations.assign(step)
+    if reader is not None and "reader" in extra:
+      try:
+        reader.restore(extra["reader"])
+      except ElectraError as e:
+        print(f"the input stream starts afresh ({e})", flush=True)
+    return step
+
+
+def _tensorflow_checkpoint(model_dir: str) -> Optional[str]:
+  if not os.path.isdir(model_dir):
+    return None
+  names = sorted(n for n in os.listdir(model_dir) if n.startswith("ckpt-") and
+                 n.endswith(".index"))
+  return os.path.join(model_dir, names[-1][:-len(".index")]) if names else None
+
+
+def _start(run: JaxPretrainingRun, reader: PretrainingDataReader) -> int:
+  """Restores the latest portable checkpoint or `init_checkpoint`; the step to start at."""
+  config = run.config
+  latest = portable.latest(config.model_dir)
+  if latest is None and _tensorflow_checkpoint(config.model_dir):
+    raise JaxTrainingError(
+        f"{config.model_dir} holds TensorFlow checkpoints ({_tensorflow_checkpoint(config.model_dir)})"
+        f" and no portable one: run `electra convert to-portable --model-dir "
+        f"{config.model_dir}` where TensorFlow is installed, then resume on JAX")
+  if latest is not None:
+    step = run.restore(latest, reader)
+    print(f"resumed from {latest} at step {step}", flush=True)
+    return step
+  if config.init_checkpoint:
+    init = (config.init_checkpoint if portable.is_portable(config.init_checkpoint)
+            else portable.latest(config.init_checkpoint))
+    if init is None:
+      raise JaxTrainingError(f"init_checkpoint {config.init_checkpoint}: the JAX trainer starts "
+                             "from a portable checkpoint (portable-N.npz, or a model directory "
+                             "holding one): write one with `electra convert to-portable`")
+    arrays, _ = portable.load(init)
+    pretraining_state.assign(run.model, arrays, where=init)
+    print(f"initialised the model from {init} (init_checkpoint): training starts at step 0 "
+          "with a fresh learning-rate schedule and fresh Adam slots", flush=True)
+  return 0
+
+
+def train(config: PretrainingConfig, options: RunOptions = RunOptions(backend="jax")
+          ) -> Dict[str, Any]:
+  """Trains to num_train_steps on JAX, resuming from model_dir's latest portable checkpoint."""
+  if not config.do_train:
+    raise JaxTrainingError("the JAX trainer trains (do_train); evaluate on the TensorFlow "
+                           "backend (electra pretrain without --backend jax, do_eval)")
+  with run_lock.hold(config.model_dir):
+    return _train(config, options)
+
+
+def _train(config: PretrainingConfig, options: RunOptions) -> Dict[str, Any]:
+  import jax  # pylint: disable=g-import-not-at-top
+  start_time = time.time()
+  hosts = jax.process_count()
+  if config.train_batch_size % hosts:
+    raise ConfigError(f"train_batch_size {config.train_batch_size} does not split over {hosts} "
+                      "hosts")
+  reader = PretrainingDataReader(config.pretrain_tfrecords, config.max_seq_length,
+                                 config.train_batch_size // hosts, seed=config.seed,
+                                 process_index=jax.process_index(),
+                                 process_count=jax.process_count())
+  run = JaxPretrainingRun(config, options)
+  start_step = _start(run, reader)
+  os.makedirs(config.model_dir, exist_ok=True)
+  # As the TensorFlow trainer's: the vocabulary copied in, paths relative to the directory,
+  # so that the directory can move to another machine (a GPU run's, fetched back).
+  directories.write_config(config.model_dir, PRETRAIN_CONFIG_FILE, config.to_dict(),
+                           directories.PRETRAIN_PATH_KEYS)
+  description = tokenizer_description.pretraining_description(
+      config.vocab_file, config.do_lower_case, tfrecord_files(config.pretrain_tfrecords or ""))
+  if description is not None:  # as the TensorFlow trainer's (model_directory.py)
+    tokenizer_description.write_description(config.model_dir, description)
+  progress = ProgressLogger(config.num_train_steps, start_step,
+                            os.path.join(config.model_dir, "train"), config.max_seq_length)
+  log_every = options.log_every or config.iterations_per_loop
+  state = run.state()
+  step = saved_step = start_step
+  losses: Dict[str, float] = {}
+  throughput: Dict[str, float] = {}
+  pending: List = []  # device results since the last progress line
+  stopped_early = False
+  with StopRequested() as stop:
+    while step < config.num_train_steps:
+      state, step_losses, stats = run.step_function(state, run.put(next(reader)),
+                                                    np.int32(step))
+      pending.append((step_losses, stats))
+      step += 1
+      stopping = stop.requested  # read once: a signal between two reads would skip the save
+      due_log = step % log_every == 0 or step == config.num_train_steps
+      due_save = (step % config.save_checkpoints_steps == 0
+                  or step == config.num_train_steps or stopping)
+      if due_log or due_save:
+        losses = _log(run, progress, pending, step, saved_step)
+        pending = []
+        if due_log:
+          throughput = progress.log(step, losses, run.learning_rate(step),
+                                    config.train_batch_size)
+      if due_save:
+        run.save(state, step, reader)
+        saved_step = step
+      if stopping:
+        stopped_early = True
+        break
+  summary = {"model_name": config.model_name, "step": step, "backend": "jax",
+             "num_train_steps": config.num_train_steps, "stopped_early": stopped_early,
+             "final_losses": losses, "last_throughput": throughput,
+             "train_seconds_this_run": progress.elapsed, "devices": len(jax.local_devices()),
+             "gradient_accumulation_steps": run.accumulation,
+             "latest_checkpoint": portable.latest(config.model_dir), "saved_step": saved_step}
+  write_json_atomic(os.path.join(config.model_dir, "pretrain_summary.json"), summary)
+  print(f"done in {time.time() - start_time:.1f}s", flush=True)
+  return summary
+
+
+def _log(run: JaxPretrainingRun, progress: ProgressLogger, pending: List, step: int,
+         saved_step: int) -> Dict[str, float]:
+  """Mean losses of the pending steps; their metrics to `train_metrics.jsonl` and TensorBoard.
+
+  Raises FloatingPointError on a NaN or infinite loss (nothing saved: the last checkpoint
+  is the last good one)."""
+  losses = {k: float(np.mean([float(p[0][k]) for p in pending])) for k in pending[0][0]}
+  for name, value in losses.items():
+    if not np.isfinite(value):
+      raise FloatingPointError(f"{name} became {value} at step {step}; the last checkpoint "
+                               f"(step {saved_step}) is in {run.config.model_dir}")
+  metrics = objectives.MetricAccumulator()
+  for _, stats in pending:
+    metrics.update({k: np.asarray(v) for k, v in stats.items()})
+  results = metrics.result()
+  progress.write_summaries(step, results, prefix="train_metrics/")
+  line = json.dumps({"step": step, **losses, **{f"train_metrics/{k}": v
+                                               for k, v in results.items()}})
+  with open(os.path.join(run.config.model_dir, METRICS_FILE), "a", encoding="utf-8") as f:
+    f.write(line + "\n")
+  return losses
