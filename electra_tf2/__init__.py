@@ -19,6 +19,8 @@ The names below are imported on first use, so `import electra_tf2` (and the
 
 import importlib
 
+from electra_tf2.models import keras_classes as _keras_classes
+
 # Public name -> the module that defines it.
 _EXPORTS = {
     # configs
@@ -52,6 +54,10 @@ _ALIASES = {"load_pretrainer": "restore_pretrainer", "pretrain": "run_pretrainin
 
 __all__ = sorted(_EXPORTS)
 __version__ = "0.1.0"
+
+
+# `keras.models.load_model` finds our classes without their modules being imported first.
+_keras_classes.install()
 
 
 def __getattr__(name):

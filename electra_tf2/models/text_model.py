@@ -48,6 +48,10 @@ Features = Dict[str, Any]
 FEATURE_NAMES = ("input_ids", "input_mask", "segment_ids")
 
 
+class KerasFileError(ElectraError, ValueError):
+  """A `.keras` file whose config this version of the models cannot build."""
+
+
 class BackendError(ElectraError, ValueError):
   """What the current Keras backend cannot do (SavedModels, LiteRT: TensorFlow only)."""
 
@@ -493,6 +497,16 @@ class TextModel(keras.Model):
     text classifier overrides it for target mediapipe)."""
     from electra_tf2.litert import mediapipe  # pylint: disable=g-import-not-at-top
     mediapipe.refuse_non_classifier(target, type(self).__name__)
+  @classmethod
+  def from_config(cls, config: Dict[str, Any], custom_objects=None) -> "TextModel":
+    """Keras' `from_config`; a config that does not fit (a file of another version) is one
+    line without the config, which holds the whole vocabulary."""
+    try:
+      return super().from_config(config, custom_objects)
+    except TypeError as e:
+      raise KerasFileError(f"a {cls.__name__} config that this version cannot build: "
+                           f"{str(e).splitlines()[-1]}") from None
+
   def get_config(self) -> Dict[str, Any]:
     config = super().get_config()
     config.update(bert_config=self.bert_config.to_dict(),
