@@ -4,7 +4,8 @@ Embedding size equal to, below and above the hidden size, head sizes 16 and 96,
 an intermediate size that is not 4 x hidden, relu and tanh, type_vocab_size 1
 and 3, a vocabulary of 8000, config.json without `architectures`, a regression
 (num_labels 1) classifier, an embedding table padded past the vocabulary; and the settings that must be refused in one line
-(tanh-approximated GELUs, a generator head transformers computes otherwise,
+(GELU's tanh approximations: gelu_new and gelu_pytorch_tanh load as our gelu_tanh,
+gelu_fast is refused; a generator head transformers computes otherwise,
 max_seq_length above max_position_embeddings). Oracle: transformers on the
 same checkpoint and the same token ids.
 """
@@ -145,15 +146,37 @@ def test_regression_classifier_equals_transformers(tmp_path):
   assert float(np.abs(ours - theirs[:, 0]).max()) <= TOLERANCE
 
 
-@pytest.mark.parametrize("activation", ["gelu_new", "gelu_fast", "gelu_pytorch_tanh"])
-def test_tanh_approximated_gelu_is_refused_in_one_line(tmp_path, capsys, activation):
+@pytest.mark.parametrize("activation", ["gelu_new", "gelu_pytorch_tanh"])
+def test_tanh_approximated_gelu_loads_as_gelu_tanh(tmp_path, activation):
+  """transformers' two tanh GELUs are our gelu_tanh: the same logits as transformers on the
+  same ids; from-hf writes gelu_tanh and hf-export gives gelu_new and every tensor back."""
   path = save_hf_model(str(tmp_path / "hf"), hidden_act=activation, **TINY)
+  model = electra_tf2.Discriminator.from_pretrained(path)
+  assert model.bert_config.hidden_act == "gelu_tanh"
+  out = model.predict(TEXTS, verbose=0)
+  encoded, mask = torch_inputs(path, TEXTS)
+  with torch.no_grad():
+    logits = load_hf(path, "ElectraForPreTraining")(**encoded).logits.numpy()
+  assert float(np.abs(out["logits"] - logits)[mask].max()) <= 1e-5
+  converted, exported = str(tmp_path / "model"), str(tmp_path / "export")
+  assert convert.main(["from-hf", "--hf-dir", path, "--output-dir", converted]) == 0
+  pretrainer = model_directory.restore_pretrainer(converted)
+  assert pretrainer.discriminator.bert_config.hidden_act == "gelu_tanh"
+  hf_export.export_hugging_face(pretrainer, exported)
+  assert huggingface.read_config(exported)["hidden_act"] == "gelu_new"
+  original = huggingface.read_directory(path).tensors
+  for name, value in huggingface.read_directory(exported).tensors.items():
+    assert value.tobytes() == original[name].tobytes(), name
+
+
+def test_other_gelu_approximations_are_refused_in_one_line(tmp_path, capsys):
+  path = save_hf_model(str(tmp_path / "hf"), hidden_act="gelu_fast", **TINY)
   with pytest.raises(electra_tf2.ElectraError) as error:
     electra_tf2.Discriminator.from_pretrained(path)
-  assert_one_line(error.value, "config.json", "hidden_act", activation, "tanh")
+  assert_one_line(error.value, "config.json", "hidden_act", "gelu_fast", "gelu_new")
   out = str(tmp_path / "out")
   assert convert.main(["from-hf", "--hf-dir", path, "--output-dir", out]) == 2
-  assert_one_line(capsys.readouterr().err.strip(), "error: ", "config.json", activation)
+  assert_one_line(capsys.readouterr().err.strip(), "error: ", "config.json", "gelu_fast")
   assert not os.path.exists(out)
 
 

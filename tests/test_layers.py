@@ -47,6 +47,26 @@ def test_gelu_values_and_gradient_match_the_erf_formula():
   np.testing.assert_allclose(theoretical, weights * (cdf + x * phi)[::8], rtol=1e-9, atol=1e-15)
 
 
+def test_gelu_tanh_by_name_matches_the_tanh_formula():
+  """get_activation("gelu_tanh") = 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))), and its
+  gradient the formula's derivative; the hidden_act name validates."""
+  from electra_tf2.config.encoder import BertConfig  # pylint: disable=g-import-not-at-top
+  from electra_tf2.layers.activations import get_activation  # pylint: disable=g-import-not-at-top
+  BertConfig(vocab_size=8, hidden_size=4, num_attention_heads=1,
+             hidden_act="gelu_tanh").validate("test")
+  x = np.linspace(-6, 6, 97)
+  inner = np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)
+  expected = 0.5 * x * (1 + np.tanh(inner))
+  derivative = (0.5 * (1 + np.tanh(inner)) + 0.5 * x * (1 - np.tanh(inner) ** 2)
+                * np.sqrt(2 / np.pi) * (1 + 3 * 0.044715 * x ** 2))
+  gelu_tanh = get_activation("GELU_TANH")
+  np.testing.assert_allclose(numpy(gelu_tanh(tensor(x.astype(np.float32)))), expected,
+                             rtol=1e-5, atol=1e-6)
+  (grad,) = gradients(lambda t: ops.sum(gelu_tanh(t)), x.astype(np.float32))
+  np.testing.assert_allclose(grad, derivative, rtol=1e-5, atol=1e-5)
+  assert np.abs(expected - x * 0.5 * (1 + erf(x / np.sqrt(2)))).max() > 1e-4  # not gelu
+
+
 def test_layer_norm_values_match_numpy():
   rng = np.random.default_rng(0)
   x = rng.normal(3.0, 2.0, (2, 5, 16))

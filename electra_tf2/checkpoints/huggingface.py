@@ -22,7 +22,7 @@ from typing import Any, Dict, Mapping, Optional, Tuple
 import numpy as np
 
 from electra_tf2.checkpoints.report import ConversionReport, is_ignored, match_shapes
-from electra_tf2.config.encoder import ACTIVATION_NAMES, BertConfig
+from electra_tf2.config.encoder import BertConfig
 from electra_tf2.config.hparams import ConfigError
 from electra_tf2.utils.errors import ElectraError
 
@@ -50,6 +50,13 @@ _HF_DEFAULTS = {"vocab_size": 30522, "embedding_size": 128, "hidden_size": 256,
                 "attention_probs_dropout_prob": 0.1, "max_position_embeddings": 512,
                 "type_vocab_size": 2, "initializer_range": 0.02, "layer_norm_eps": 1e-12,
                 "position_embedding_type": "absolute", "tie_word_embeddings": True}
+# transformers' `hidden_act` names -> ours (layers/activations.py): gelu is the exact erf
+# form in both; gelu_new and gelu_pytorch_tanh are GELU's tanh approximation, our gelu_tanh.
+HF_ACTIVATIONS = {"gelu": "gelu", "relu": "relu", "tanh": "tanh", "linear": "linear",
+                  "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh"}
+# Ours -> the name hf_export writes.
+HF_ACTIVATION_OF = {"gelu": "gelu", "relu": "relu", "tanh": "tanh", "linear": "linear",
+                    "gelu_tanh": "gelu_new"}
 _NUMPY_DTYPES = {"F32": np.float32, "F16": np.float16, "F64": np.float64, "BF16": np.uint16,
                  "I64": np.int64, "I32": np.int32}
 
@@ -151,12 +158,12 @@ def encoder_shape(config: Mapping[str, Any], path: str) -> Tuple[BertConfig, int
     if values[key] != expected:
       raise HuggingFaceImportError(f"{path}: {key} is {values[key]!r}; ELECTRA (and this "
                                    f"port) uses {expected!r}")
-  if values["hidden_act"] and str(values["hidden_act"]).lower() not in ACTIVATION_NAMES:
+  act = str(values["hidden_act"] or "linear").lower()
+  if act not in HF_ACTIVATIONS:
     raise HuggingFaceImportError(
-        f"{path}: hidden_act is {values['hidden_act']!r}, which ELECTRA does not have (gelu, "
-        f"the exact erf form, relu, tanh, linear; transformers' gelu_new, gelu_fast and "
-        "gelu_pytorch_tanh approximate gelu with tanh and give other numbers): this checkpoint "
-        "does not load here")
+        f"{path}: hidden_act is {values['hidden_act']!r}, which ELECTRA does not have: use "
+        f"{', '.join(HF_ACTIVATIONS)} (gelu_fast and other approximations give other numbers)")
+  values["hidden_act"] = HF_ACTIVATIONS[act]
   fields = {f.name for f in dataclasses.fields(BertConfig)}
   bert = BertConfig(**{k: values[k] for k in fields})
   try:

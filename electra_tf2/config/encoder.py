@@ -27,7 +27,7 @@ class BertConfig:
   num_hidden_layers: int = 12
   num_attention_heads: int = 12
   intermediate_size: int = 3072
-  hidden_act: str = "gelu"  # gelu (exact erf), relu, tanh, linear; "" or null: linear
+  hidden_act: str = "gelu"  # gelu (exact erf), relu, tanh, linear, gelu_tanh; "" or null: linear
   hidden_dropout_prob: float = 0.1
   attention_probs_dropout_prob: float = 0.1
   max_position_embeddings: int = 512
@@ -55,12 +55,13 @@ class BertConfig:
 
 
 # The names the official `modeling.get_activation` accepts (`hidden_act`, model/modeling.py:
-# 329-348); "", None and "linear" mean no activation. layers/activations.py defines them.
-ACTIVATION_NAMES = ("gelu", "relu", "tanh", "linear")
+# 329-348), and gelu_tanh (GELU's tanh approximation: keras-hub's ELECTRA, transformers'
+# gelu_new); "", None and "linear" mean no activation. layers/activations.py defines them.
+ACTIVATION_NAMES = ("gelu", "relu", "tanh", "linear", "gelu_tanh")
 
 
 def check_activation(name: Optional[str]) -> None:
-  """Refuses (ValueError) a `hidden_act` that the official `get_activation` refuses."""
+  """Refuses (ValueError) a `hidden_act` that is none of ACTIVATION_NAMES."""
   if name and name.lower() not in ACTIVATION_NAMES:
     raise ValueError(f"unsupported activation {name!r}: use one of "
                      f"{', '.join(ACTIVATION_NAMES)} (or null)")

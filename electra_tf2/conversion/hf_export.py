@@ -39,7 +39,7 @@ from electra_tf2.networks import variable_names
 from electra_tf2.text import description as tokenizer_description
 from electra_tf2.utils.atomic_io import atomic_path, copy_file_atomic, write_json_atomic
 from electra_tf2.checkpoints import directories
-from electra_tf2.checkpoints.huggingface import hf_parameter_name
+from electra_tf2.checkpoints.huggingface import HF_ACTIVATION_OF, hf_parameter_name
 from electra_tf2.config.encoder import BertConfig
 from electra_tf2.utils.errors import ElectraError, command
 from electra_tf2.utils.run_lock import hold
@@ -88,7 +88,7 @@ def hf_config(bert_config: BertConfig, embedding_size: int, architecture: str,
       "num_hidden_layers": bert_config.num_hidden_layers,
       "num_attention_heads": bert_config.num_attention_heads,
       "intermediate_size": bert_config.intermediate_size,
-      "hidden_act": (bert_config.hidden_act or "linear").lower(),  # gelu: exact erf in both
+      "hidden_act": HF_ACTIVATION_OF[(bert_config.hidden_act or "linear").lower()],
       "hidden_dropout_prob": bert_config.hidden_dropout_prob,
       "attention_probs_dropout_prob": bert_config.attention_probs_dropout_prob,
       "max_position_embeddings": bert_config.max_position_embeddings,

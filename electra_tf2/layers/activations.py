@@ -1,4 +1,5 @@
-"""Activations by name (model/modeling.py:264-348): the official GELU, relu, tanh, linear.
+"""Activations by name (model/modeling.py:264-348): the official GELU, relu, tanh, linear,
+and `gelu_tanh`, GELU's tanh approximation.
 
 Backend-neutral (`keras.ops`). The official `gelu` is the exact erf form,
 0.5 x (1 + erf(x / sqrt(2))). Ours computes the same values, but with a
@@ -6,6 +7,12 @@ hand-written gradient: automatic differentiation of the formula runs about ten
 elementwise passes over the `[tokens, intermediate]` tensor in the backward
 pass, the closed form below needs five (about 1% of an electra_small step on
 two CPU cores; see docs/benchmarks.md).
+
+`gelu_tanh`, 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))), is not the official
+code's: it is the activation of keras-hub's `ElectraBackbone` (its presets) and of
+transformers' `gelu_new` / `gelu_pytorch_tanh`. It is the backend's own kernel
+(`keras.ops.gelu(x, approximate=True)`), the one keras-hub runs, so a model converted from
+keras-hub computes its numbers.
 """
 
 from __future__ import annotations
@@ -37,9 +44,15 @@ def gelu(x):
   return 0.5 * x * (1.0 + erf), grad
 
 
+def gelu_tanh(x):
+  """GELU's tanh approximation, elementwise (keras-hub's ELECTRA, transformers' gelu_new)."""
+  return ops.gelu(x, approximate=True)
+
+
 def get_activation(name: Optional[str]) -> Optional[Callable]:
   """The official `get_activation`: a case-insensitive name -> function, None for linear."""
   check_activation(name)
   if not name or name.lower() == "linear":
     return None
-  return {"gelu": gelu, "relu": ops.relu, "tanh": ops.tanh}[name.lower()]
+  return {"gelu": gelu, "relu": ops.relu, "tanh": ops.tanh,
+          "gelu_tanh": gelu_tanh}[name.lower()]
