@@ -5,6 +5,8 @@
 
 Kinds (`KINDS`), detected from the files, in this order:
 - "savedmodel": a TF SavedModel (`saved_model.pb`);
+- "keras_hub": a keras-hub ELECTRA preset (`config.json` of a keras-hub backbone,
+  checkpoints/keras_hub.py);
 - "huggingface": a Hugging Face directory (`config.json`, checkpoints/huggingface.py);
 - "pretrained": our pre-trained model directory (`pretrain_config.json` + `ckpt-N`),
   or a `ckpt-N` prefix inside one;
@@ -26,15 +28,16 @@ from typing import Any, Dict, Optional, Tuple
 
 from electra_tf2.checkpoints import tf_checkpoint
 from electra_tf2.utils.atomic_io import exists, is_remote, isdir
-from electra_tf2.checkpoints import directories, huggingface, official, portable
+from electra_tf2.checkpoints import directories, huggingface, keras_hub, official, portable
 from electra_tf2.config.encoder import BertConfig
 from electra_tf2.utils.errors import ElectraError
 from electra_tf2.text.description import TokenizerDescription, read_description
 
-KINDS = ("savedmodel", "huggingface", "pretrained", "finetuned", "official",
+KINDS = ("savedmodel", "keras_hub", "huggingface", "pretrained", "finetuned", "official",
          "official_finetuned")
 # What each kind is, for messages: "<path> is <KIND_NAMES[kind]>".
-KIND_NAMES = {"savedmodel": "a SavedModel", "huggingface": "a Hugging Face directory",
+KIND_NAMES = {"savedmodel": "a SavedModel", "keras_hub": "a keras-hub preset",
+              "huggingface": "a Hugging Face directory",
               "pretrained": "a pre-trained model directory",
               "finetuned": "a fine-tuned model directory",
               "official": "an official pre-training checkpoint",
@@ -113,6 +116,8 @@ def kind_of(path: str) -> str:
                                  "prefix, a Hugging Face directory or a SavedModel")
   if exists(os.path.join(path, SAVED_MODEL_FILE)):
     return "savedmodel"
+  if not is_remote(path) and keras_hub.is_preset(path):
+    return "keras_hub"
   if isdir(path) and exists(os.path.join(path, huggingface.CONFIG_FILE)):
     return "huggingface"
   model_dir = directories.model_dir_of(path)
@@ -150,7 +155,9 @@ def describe(path: str, model_name: Optional[str] = None) -> Description:
     raise _needs_tensorflow(path, KIND_NAMES[kind])
   if kind == "savedmodel":
     return Description(path, kind)
-  if kind == "huggingface":
+  if kind == "keras_hub":
+    found = _keras_hub(path)
+  elif kind == "huggingface":
     found = _huggingface(path)
   elif kind == "pretrained":
     found = _pretrained(path)
@@ -178,6 +185,13 @@ def _huggingface(path: str) -> Description:
                      vocab if os.path.exists(vocab) else None,
                      huggingface.read_do_lower_case(path),
                      strip_accents=huggingface.read_strip_accents(path), architecture=architecture)
+
+
+def _keras_hub(path: str) -> Description:
+  bert, embedding_size = keras_hub.encoder_shape(path)
+  tokenizer = keras_hub.read_tokenizer(path)
+  return Description(path, "keras_hub", None, None, bert, embedding_size, tokenizer.vocab_file,
+                     tokenizer.do_lower_case, strip_accents=tokenizer.strip_accents)
 
 
 def _pretrained(path: str) -> Description:

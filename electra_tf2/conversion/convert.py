@@ -320,6 +320,11 @@ def _parser() -> argparse.ArgumentParser:
   from_hf.add_argument("--no-strict", dest="strict", action="store_false",
                        help="load what matches (a missing head stays random) instead of "
                             "failing")
+  from_keras_hub = sub.add_parser("from-keras-hub", help="keras-hub ELECTRA preset -> model "
+                                  "dir (hidden_act gelu_tanh; the keras-hub extra)")
+  from_keras_hub.add_argument("--preset", required=True,
+                              help="preset directory (ElectraBackbone.save_to_preset)")
+  from_keras_hub.add_argument("--output-dir", required=True, help="model directory to write")
   to_official = sub.add_parser("to-official", help="model dir (pre-trained or fine-tuned) -> "
                                "official TF1 checkpoint")
   to_official.add_argument("--model-dir", required=True,
@@ -396,6 +401,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     print(report.summary())
     if notice(report):
       print(notice(report))
+    print(f"wrote {args.output_dir}")
+  elif args.command == "from-keras-hub":
+    from electra_tf2.conversion import keras_hub  # pylint: disable=g-import-not-at-top
+    with hold(args.output_dir):
+      report = keras_hub.convert_preset(args.preset, args.output_dir)
+    print(report.summary())
+    print(f"notice: {', '.join(n for n in report.missing)}: not in a keras-hub preset, at "
+          "their initialisation")
     print(f"wrote {args.output_dir}")
   elif args.command == "to-portable":
     with hold(args.model_dir):

@@ -52,15 +52,22 @@ def pretraining_config(directory: HuggingFaceDirectory):
         "transformers' ElectraForMaskedLM applies gelu in generator_predictions where ELECTRA "
         "applies hidden_act (run_pretraining.py:254-268): its generator has no ELECTRA "
         "equivalent; the Keras models' from_pretrained reads its encoder")
+  return encoder_pretraining_config(directory.path, bert, directory.embedding_size,
+                                    directory.vocab_file, directory.do_lower_case, masked_lm)
+
+
+def encoder_pretraining_config(path: str, bert: BertConfig, embedding_size: int,
+                               vocab_file, do_lower_case: bool, masked_lm: bool = False):
+  """The `PretrainingConfig` of an encoder of shape `bert` read from `path`: the
+  discriminator (uniform generator), or with `masked_lm` the BERT (MLM) objective."""
   overrides = {k: v for k, v in bert.to_dict().items() if k != "vocab_size"}
   hparams = {"model_size": _model_size(bert), "model_hparam_overrides": overrides,
-             "embedding_size": directory.embedding_size,
-             "vocab_size": bert.vocab_size, "vocab_file": directory.vocab_file,
-             "do_lower_case": directory.do_lower_case, "electra_objective": not masked_lm,
-             "uniform_generator": not masked_lm,
+             "embedding_size": embedding_size, "vocab_size": bert.vocab_size,
+             "vocab_file": vocab_file, "do_lower_case": do_lower_case,
+             "electra_objective": not masked_lm, "uniform_generator": not masked_lm,
              "max_seq_length": min(128, bert.max_position_embeddings)}
   config = resolve_pretraining_config("electra_small", None, hparams)
-  return config.replace(model_name=os.path.basename(os.path.normpath(directory.path)))
+  return config.replace(model_name=os.path.basename(os.path.normpath(path)))
 
 
 def pretrainer_from_directory(directory: HuggingFaceDirectory, strict: bool = True):

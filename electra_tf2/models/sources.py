@@ -1,7 +1,7 @@
 """Weights by official name from any ELECTRA checkpoint: what `from_pretrained` reads.
 
 `load_source(path)` asks checkpoints/describe.py what is at `path` (a Hugging
-Face directory, our pre-trained or fine-tuned model directory, an official TF1
+Face directory, a keras-hub preset, our pre-trained or fine-tuned model directory, an official TF1
 checkpoint, pre-trained or fine-tuned) and reads all its tensors under their
 official names in our layout (`[in, out]` kernels) into a `Source`, which the
 task models assign by name with checkpoints/report.py's strict report. Our own
@@ -22,7 +22,7 @@ import numpy as np
 
 from electra_tf2.networks import variable_names
 from electra_tf2.text import vocab as vocab_lib
-from electra_tf2.checkpoints import huggingface, official, portable
+from electra_tf2.checkpoints import huggingface, keras_hub, official, portable
 from electra_tf2.checkpoints.describe import Description, describe
 from electra_tf2.checkpoints.report import (DEFAULT_IGNORE, ConversionReport, is_ignored,
                                             match_shapes, notice)
@@ -43,7 +43,7 @@ class SourceError(ElectraError, ValueError):
 class Source:
   """An ELECTRA checkpoint, read.
 
-  kind: "huggingface", "pretrained", "finetuned" or "official".
+  kind: "huggingface", "keras_hub", "pretrained", "finetuned" or "official".
   tensors: `{official name: array}` in our layout.
   architecture: the Hugging Face class (config.json's `architectures[0]`, else told from
     the weights' names); None for the other kinds.
@@ -162,6 +162,12 @@ def _huggingface(found: Description) -> Source:
                 directory.architecture, label_lists, strip_accents=found.strip_accents)
 
 
+def _keras_hub(found: Description) -> Source:
+  return Source(found.path, "keras_hub", found.bert_config, found.embedding_size,
+                keras_hub.read_weights(found.path), found.vocab_file, found.do_lower_case,
+                strip_accents=found.strip_accents)
+
+
 def _numpy(variable_map) -> Dict[str, np.ndarray]:
   return {name: variable.numpy() for name, variable in variable_map.items()}
 
@@ -208,5 +214,5 @@ def _official(found: Description) -> Source:
                 found.vocab_file, found.do_lower_case)
 
 
-_READERS = {"huggingface": _huggingface, "pretrained": _pretrained, "finetuned": _finetuned,
+_READERS = {"keras_hub": _keras_hub, "huggingface": _huggingface, "pretrained": _pretrained, "finetuned": _finetuned,
             "official": _official, "official_finetuned": _official}

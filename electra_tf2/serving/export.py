@@ -376,8 +376,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   parser.add_argument("--checkpoint", default=None, help="a ckpt-N prefix (default the latest)")
   parser.add_argument("--kind", choices=KINDS, default=None,
                       help="default: finetuned for a fine-tuned model dir, else discriminator")
-  parser.add_argument("--format", choices=("savedmodel", "litert"), default="savedmodel",
-                      help="a SavedModel directory (default) or a .tflite file (LiteRT)")
+  parser.add_argument("--format", choices=("savedmodel", "litert", "keras-hub"),
+                      default="savedmodel",
+                      help="a SavedModel directory (default), a .tflite file (LiteRT), or a "
+                           "keras-hub preset directory of the discriminator's encoder "
+                           "(ElectraBackbone and ElectraTokenizer; the keras-hub extra)")
   parser.add_argument("--output-dir", default=None, help="SavedModel directory to write")
   parser.add_argument("--output", default=None, help="--format litert: the .tflite file to write")
   parser.add_argument("--target", choices=TARGETS, default="litert",
@@ -412,6 +415,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                       help="bfloat16: bfloat16 weights and matmuls, faster on CPUs with bf16 "
                            "units (AVX512_BF16, AMX); outputs stay float32")
   args = parser.parse_args(argv)
+  if args.format == "keras-hub":
+    return _write_keras_hub(args)
   calibration_texts = _check_format_flags(args)
   model, kind, vocab_file, lower, max_seq_length, finetuned, tokenizer = _load(
       args.model_dir, args.kind, args.checkpoint)
@@ -453,6 +458,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   with hold(args.output_dir):
     module.save(args.output_dir)
   print(f"wrote {args.output_dir} ({kind}; signatures: {', '.join(sorted(module.signatures()))})")
+  return 0
+
+
+def _write_keras_hub(args) -> int:
+  """--format keras-hub: the preset directory --output-dir."""
+  if args.output_dir is None:
+    raise ExportError("--format keras-hub writes a preset directory: pass --output-dir")
+  from electra_tf2.conversion import keras_hub  # pylint: disable=g-import-not-at-top
+  with hold(args.output_dir):
+    print(keras_hub.export_preset(args.model_dir, args.output_dir))
+  print(f"wrote {args.output_dir} (keras-hub preset: ElectraBackbone, ElectraTokenizer)")
   return 0
 
 
