@@ -268,80 +268,107 @@ def _parser() -> argparse.ArgumentParser:
                                    description="\n\n".join(__doc__.split("\n\n")[:2]),
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
   sub = parser.add_subparsers(dest="command", required=True)
-  to_tf2 = sub.add_parser("to-tf2", help="official TF1 pre-training checkpoint -> model dir")
-  to_tf2.add_argument("--checkpoint", required=True,
+  for add in (_add_to_tf2, _add_to_tf2_finetuned, _add_from_hf, _add_from_keras_hub,
+              _add_to_official, _add_to_portable):
+    add(sub)
+  return parser
+
+
+def _add_to_tf2(sub) -> None:
+  """`convert to-tf2`: an official TF1 pre-training checkpoint -> a model directory."""
+  parser = sub.add_parser("to-tf2", help="official TF1 pre-training checkpoint -> model dir")
+  parser.add_argument("--checkpoint", required=True,
                       help="official checkpoint prefix, or its directory (e.g. the unzipped "
                            "electra_small/)")
-  to_tf2.add_argument("--model-name", required=True,
+  parser.add_argument("--model-name", required=True,
                       help="config preset: electra_small_released, electra_base_released, "
                            "electra_large_released (the released ++ models), another preset, "
                            "or a preset .json")
-  to_tf2.add_argument("--hparams", default="{}",
+  parser.add_argument("--hparams", default="{}",
                       help="JSON object or .json file of hyperparameters over the preset")
-  to_tf2.add_argument("--output-dir", default=None,
+  parser.add_argument("--output-dir", default=None,
                       help="model directory to write (default DATA_DIR/models/MODEL_NAME)")
-  to_tf2.add_argument("--data-dir", default=None,
+  parser.add_argument("--data-dir", default=None,
                       help="data directory: sets the default output and vocab paths as "
                            "run_pretraining.py does")
-  to_tf2.add_argument("--vocab-file", default=None,
+  parser.add_argument("--vocab-file", default=None,
                       help="vocabulary to copy into the model dir (default: vocab.txt beside "
                            "the checkpoint, if any)")
-  to_tf2.add_argument("--no-strict", dest="strict", action="store_false",
+  parser.add_argument("--no-strict", dest="strict", action="store_false",
                       help="load what matches instead of failing on missing, misshapen or "
                            "unused variables")
-  to_tf2.add_argument("--ignore", action="append", default=[],
+  parser.add_argument("--ignore", action="append", default=[],
                       help="extra regex of checkpoint variables to ignore (repeatable)")
-  finetuned = sub.add_parser(
+
+
+def _add_to_tf2_finetuned(sub) -> None:
+  """`convert to-tf2-finetuned`: an official TF1 fine-tuning checkpoint -> a fine-tuned one."""
+  parser = sub.add_parser(
       "to-tf2-finetuned", help="official TF1 fine-tuning checkpoint (electra/ + "
       "task_specific/) -> fine-tuned model dir")
-  finetuned.add_argument("--checkpoint", required=True, help="official checkpoint prefix or dir")
-  finetuned.add_argument("--data-dir", required=True,
-                         help="data directory, as for run_finetuning.py")
-  finetuned.add_argument("--model-name", required=True,
-                         help="pre-trained model name (DATA_DIR/models/MODEL_NAME), as for "
-                              "run_finetuning.py: it sets the encoder size")
-  finetuned.add_argument("--task", required=True, help="the checkpoint's task(s), comma-separated "
-                         "in the order they were trained")
-  finetuned.add_argument("--hparams", default="{}",
-                         help="fine-tuning hyperparameters, as for run_finetuning.py")
-  finetuned.add_argument("--output-dir", default=None,
-                         help="fine-tuned model directory (default the config's trial 1 dir, "
-                              "DATA_DIR/models/MODEL_NAME/finetuning_models/<tasks>_model_1)")
-  finetuned.add_argument("--no-strict", dest="strict", action="store_false",
-                         help="load what matches instead of failing")
-  finetuned.add_argument("--ignore", action="append", default=[],
-                         help="extra regex of checkpoint variables to ignore (repeatable)")
-  from_hf = sub.add_parser("from-hf", help="Hugging Face ELECTRA directory (config.json + "
-                           "safetensors or pytorch_model.bin) -> model dir")
-  from_hf.add_argument("--hf-dir", required=True,
-                       help="directory written by save_pretrained (ElectraForPreTraining, "
-                            "ElectraForMaskedLM, ElectraModel or a fine-tuned ELECTRA)")
-  from_hf.add_argument("--output-dir", required=True, help="model directory to write")
-  from_hf.add_argument("--no-strict", dest="strict", action="store_false",
-                       help="load what matches (a missing head stays random) instead of "
-                            "failing")
-  from_keras_hub = sub.add_parser("from-keras-hub", help="keras-hub ELECTRA preset -> model "
-                                  "dir (hidden_act gelu_tanh; the keras-hub extra)")
-  from_keras_hub.add_argument("--preset", required=True,
-                              help="preset directory (ElectraBackbone.save_to_preset)")
-  from_keras_hub.add_argument("--output-dir", required=True, help="model directory to write")
-  to_official = sub.add_parser("to-official", help="model dir (pre-trained or fine-tuned) -> "
-                               "official TF1 checkpoint")
-  to_official.add_argument("--model-dir", required=True,
-                           help="model directory: pre-trained (pretrain_config.json + ckpt-N) "
-                                "or fine-tuned (model_config.json + ckpt-N)")
-  to_official.add_argument("--checkpoint", default=None,
-                           help="a ckpt-N prefix in it (default the latest)")
-  to_official.add_argument("--output-dir", required=True,
-                           help="directory for model.ckpt-<step> and its checkpoint file")
-  to_portable = sub.add_parser(
+  parser.add_argument("--checkpoint", required=True, help="official checkpoint prefix or dir")
+  parser.add_argument("--data-dir", required=True,
+                      help="data directory, as for run_finetuning.py")
+  parser.add_argument("--model-name", required=True,
+                      help="pre-trained model name (DATA_DIR/models/MODEL_NAME), as for "
+                           "run_finetuning.py: it sets the encoder size")
+  parser.add_argument("--task", required=True, help="the checkpoint's task(s), comma-separated "
+                      "in the order they were trained")
+  parser.add_argument("--hparams", default="{}",
+                      help="fine-tuning hyperparameters, as for run_finetuning.py")
+  parser.add_argument("--output-dir", default=None,
+                      help="fine-tuned model directory (default the config's trial 1 dir, "
+                           "DATA_DIR/models/MODEL_NAME/finetuning_models/<tasks>_model_1)")
+  parser.add_argument("--no-strict", dest="strict", action="store_false",
+                      help="load what matches instead of failing")
+  parser.add_argument("--ignore", action="append", default=[],
+                      help="extra regex of checkpoint variables to ignore (repeatable)")
+
+
+def _add_from_hf(sub) -> None:
+  """`convert from-hf`: a Hugging Face ELECTRA directory -> a model directory."""
+  parser = sub.add_parser("from-hf", help="Hugging Face ELECTRA directory (config.json + "
+                          "safetensors or pytorch_model.bin) -> model dir")
+  parser.add_argument("--hf-dir", required=True,
+                      help="directory written by save_pretrained (ElectraForPreTraining, "
+                           "ElectraForMaskedLM, ElectraModel or a fine-tuned ELECTRA)")
+  parser.add_argument("--output-dir", required=True, help="model directory to write")
+  parser.add_argument("--no-strict", dest="strict", action="store_false",
+                      help="load what matches (a missing head stays random) instead of "
+                           "failing")
+
+
+def _add_from_keras_hub(sub) -> None:
+  """`convert from-keras-hub`: a keras-hub ELECTRA preset -> a model directory."""
+  parser = sub.add_parser("from-keras-hub", help="keras-hub ELECTRA preset -> model "
+                          "dir (hidden_act gelu_tanh; the keras-hub extra)")
+  parser.add_argument("--preset", required=True,
+                      help="preset directory (ElectraBackbone.save_to_preset)")
+  parser.add_argument("--output-dir", required=True, help="model directory to write")
+
+
+def _add_to_official(sub) -> None:
+  """`convert to-official`: a model directory -> an official TF1 checkpoint."""
+  parser = sub.add_parser("to-official", help="model dir (pre-trained or fine-tuned) -> "
+                          "official TF1 checkpoint")
+  parser.add_argument("--model-dir", required=True,
+                      help="model directory: pre-trained (pretrain_config.json + ckpt-N) "
+                           "or fine-tuned (model_config.json + ckpt-N)")
+  parser.add_argument("--checkpoint", default=None,
+                      help="a ckpt-N prefix in it (default the latest)")
+  parser.add_argument("--output-dir", required=True,
+                      help="directory for model.ckpt-<step> and its checkpoint file")
+
+
+def _add_to_portable(sub) -> None:
+  """`convert to-portable`: a TensorFlow run's checkpoint -> portable-<step>.npz."""
+  parser = sub.add_parser(
       "to-portable", help="a TensorFlow run's model dir -> portable-<step>.npz beside its "
       "checkpoints (weights, Adam slots, step), which `electra pretrain --backend jax` resumes")
-  to_portable.add_argument("--model-dir", required=True,
-                           help="pre-trained model directory (pretrain_config.json + ckpt-N)")
-  to_portable.add_argument("--checkpoint", default=None,
-                           help="a ckpt-N prefix in it (default the latest)")
-  return parser
+  parser.add_argument("--model-dir", required=True,
+                      help="pre-trained model directory (pretrain_config.json + ckpt-N)")
+  parser.add_argument("--checkpoint", default=None,
+                      help="a ckpt-N prefix in it (default the latest)")
 
 
 def write_portable_checkpoint(model_dir: str, checkpoint_path: Optional[str] = None) -> str:
