@@ -3,7 +3,7 @@ features of the TensorFlow ones (text/tokenizer.py `FullTokenizer`, text/packing
 `TextFeaturizer`), which tests/test_tokenization.py checks against the official tokenizer;
 the official-semantics oracle of that file (`make_oracle`) is asked too.
 
-bench/py_tokenizer_parity.py compares every text of ../shared in every configuration;
+bench/parity/py_tokenizer_parity.py compares every text of ../shared in every configuration;
 here a sample keeps the test under half a minute.
 """
 
