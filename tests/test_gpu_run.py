@@ -120,7 +120,7 @@ def test_dry_run_writes_results_and_tables(tmp_path):
 
 
 # ---------------------------------------------------------------------------
-# The JAX backend's run (issue 41): scripts/gpu_run.sh --backend jax
+# The JAX backend's run: scripts/gpu_run.sh --backend jax
 # ---------------------------------------------------------------------------
 
 
@@ -375,7 +375,7 @@ def test_jax_dry_run_without_tensorflow(tmp_path):
 
 
 # ---------------------------------------------------------------------------
-# The language study's pre-training on a GPU (issue 42 item 4): bench/studies/language_gpu.py
+# The language study's pre-training on a GPU: bench/studies/language_gpu.py
 # ---------------------------------------------------------------------------
 
 
@@ -454,7 +454,7 @@ def test_language_items_share_the_call_and_say_how_to_carry(tmp_path):
   assert (word.reserve, piece.reserve) == (later + 10, 10)  # the first leaves the second its time
   assert (word.min_seconds, piece.min_seconds) == (150 + later + 10, 150 + 10)
   assert word.time_flag == "--time-limit"
-  assert word.command[2:5] == ["-m", "bench.studies.language_gpu", "pretrain"]
+  assert word.command[1:4] == ["-m", "bench.studies.language_gpu", "pretrain"]
   assert word.command[word.command.index("--out") + 1] == str(tmp_path)
   assert word.needs.endswith(os.path.join(".gpu", "language", "wordpiece", "pretrain_tfrecords",
                                           "tokenizer_description.json"))

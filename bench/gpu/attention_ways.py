@@ -170,20 +170,16 @@ def time_way(f: Callable, device_args: list, rounds: int) -> Dict[str, Any]:
   return {"ms": common.best_seconds(compiled, device_args, rounds) * 1e3, "context": context}
 
 
-def main(argv: Optional[List[str]] = None) -> int:
-  parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-  parser.add_argument("--batch", type=int, default=512)
-  parser.add_argument("--seq-len", type=int, default=128)
+def add_flags(parser: argparse.ArgumentParser) -> None:
   parser.add_argument("--heads", type=int, default=12)
   parser.add_argument("--head-size", type=int, default=64)
   parser.add_argument("--dropout", type=float, default=0.1,
                       help="the attention dropout of the ways that have one (official 0.1)")
   parser.add_argument("--dtype", default="bfloat16", choices=("bfloat16", "float32"))
-  parser.add_argument("--rounds", type=int, default=5)
-  parser.add_argument("--json", default=None, help="also append the rows here (JSON lines)")
-  args = parser.parse_args(argv)
-  measure(args, args.json)
-  return 0
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+  return common.kernel_bench_main(__doc__, argv, 512, add_flags, measure)
 
 
 if __name__ == "__main__":

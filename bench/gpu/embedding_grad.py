@@ -118,17 +118,13 @@ def measure(args: argparse.Namespace, json_path: Optional[str] = None) -> List[D
   return rows
 
 
-def main(argv: Optional[List[str]] = None) -> int:
-  parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-  parser.add_argument("--batch", type=int, default=1024)
-  parser.add_argument("--seq-len", type=int, default=128)
+def add_flags(parser: argparse.ArgumentParser) -> None:
   parser.add_argument("--width", type=int, default=128, help="the embedding size E")
   parser.add_argument("--vocab", type=int, default=30522)
-  parser.add_argument("--rounds", type=int, default=5)
-  parser.add_argument("--json", default=None, help="also append the rows here (JSON lines)")
-  args = parser.parse_args(argv)
-  measure(args, args.json)
-  return 0
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+  return common.kernel_bench_main(__doc__, argv, 1024, add_flags, measure)
 
 
 if __name__ == "__main__":

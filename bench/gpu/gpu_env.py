@@ -12,7 +12,6 @@ version), and the Python and CPU count.
 
 from __future__ import annotations
 
-import argparse
 import os
 import platform
 import subprocess
@@ -74,7 +73,7 @@ def torch_info() -> Dict[str, Any]:
 
 
 def main(argv=None) -> Dict[str, Any]:
-  parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+  parser = common.script_parser(__doc__, whole=False)
   parser.add_argument("--backend", choices=("tensorflow", "jax"), default="tensorflow")
   parser.add_argument("--json", default=None)
   args = parser.parse_args(argv)

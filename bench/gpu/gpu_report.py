@@ -9,17 +9,17 @@ DIR/results.md and, when the numerics ran, DIR/numerics.png.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 from typing import Any, Dict, List, Optional
 
 from electra_tf2.utils.atomic_io import write_text_atomic
+from bench.common import script_parser
 
 Results = Dict[str, Dict[str, Any]]
-# Issue 35's target for electra_base, length 128, bf16 + XLA on one H100.
+# The TensorFlow trainer's target for electra_base, length 128, bf16 + XLA on one H100.
 TARGET_SEQ_PER_S, TARGET_RATIO = 2000.0, 1.5
-# Issue 40's targets for the JAX trainer on one H100: electra_base, length 128, bf16 against
+# The JAX trainer's targets on one H100: electra_base, length 128, bf16 against
 # transformers' step in PyTorch; the paper's 1M electra_small steps (batch 128) in hours.
 JAX_TARGET_SEQ_PER_S, JAX_TARGET_RATIO, JAX_TARGET_HOURS = 2400.0, 1.3, 10.0
 LOSSES = ("total_loss", "mlm_loss", "disc_loss")
@@ -378,7 +378,7 @@ def language(results: Results) -> List[str]:
                f"({fmt(seq_per_s, '.0f')} seq/s in the last logged interval); final MLM loss "
                f"{fmt(losses.get('mlm_loss'), '.3f')}, discriminator loss "
                f"{fmt(losses.get('disc_loss'), '.3f')}; weights in {', '.join(r['files'])}")
-  return (["## Language study pre-training (issue 42)", ""] + out
+  return (["## Language study pre-training", ""] + out
           + ["", "Here: `python -m bench.studies.language_gpu unpack --results DIR`, then "
                  "bench/studies/language_study.py `--model-name gpu_small --stages finetune,report`.",
              ""]) if out else []
@@ -432,7 +432,7 @@ def write(out_dir: str, paths: List[str]) -> str:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-  parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+  parser = script_parser(__doc__, whole=False)
   parser.add_argument("--out", required=True, help="where results.md and numerics.png go")
   parser.add_argument("results", nargs="+", help="results.jsonl files, earliest first")
   args = parser.parse_args(argv)

@@ -21,7 +21,7 @@ training text) into --work-dir, which travels with the call (`carry`).
 `--dry` runs every item on the CPU with tiny sizes and a data set of its own,
 to test the whole run before GPU time is spent on it.
 
-`--backend jax` (issue 41) runs the items of the JAX trainer instead, for a machine
+`--backend jax` runs the items of the JAX trainer instead, for a machine
 with JAX and PyTorch but no TensorFlow: env, the pre-training step's throughput
 (bench/gpu/jax_pretrain_step.py) beside transformers' RTD step (bench/gpu/hf_rtd_step.py)
 per model, length and precision, the bf16 against float32 numerics, the
@@ -185,10 +185,7 @@ class Item:
   env: Dict[str, str] = dataclasses.field(default_factory=dict)  # set for this item only
 
 
-def python(module: str, *flags: Any) -> List[str]:
-  """The command that runs bench module `module` (`bench.group.name`) with `flags`; it runs
-  from the repository root (run_item's cwd)."""
-  return [sys.executable, "-m", module] + [str(f) for f in flags]
+python = common.bench_command  # an item's command; run_item runs it in common.REPO
 
 
 def pretrain_items(sizes: Sizes, peak: Optional[float]) -> Iterator[Item]:
@@ -323,7 +320,8 @@ def jax_items(sizes: JaxSizes, peak: Optional[float], out: str = "gpu_out") -> L
           + list(language_items(sizes.language, out)) + [feed_item(sizes.feed)])
 
 
-LANGUAGE_HINT = "run `python -m bench.studies.language_gpu carry` before the call and carry .gpu"
+LANGUAGE_HINT = ("run `python -m bench.studies.language_gpu carry` before the call and carry "
+                 ".gpu")
 
 
 def language_records(kind: str) -> str:
@@ -345,7 +343,7 @@ def feed_item(feed: Dict[str, Any]) -> Item:
 
 
 def language_items(language: Dict[str, Any], out: str) -> Iterator[Item]:
-  """The language study's pre-training on each vocabulary kind (issue 42 item 4): its
+  """The language study's pre-training on each vocabulary kind: its
   weights come back as language-<n>.npz in `out`. Each kind but the last leaves
   language["later"] seconds of its time to the next."""
   kinds = language_gpu.KINDS
@@ -575,8 +573,7 @@ def prepare(args, work_dir: str) -> None:
 
 
 def parse_args(argv: List[str]) -> argparse.Namespace:
-  parser = argparse.ArgumentParser(description=__doc__,
-                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+  parser = common.script_parser(__doc__)
   parser.add_argument("--out", default=os.environ.get("OUT", "gpu_out"))
   parser.add_argument("--backend", choices=("tensorflow", "jax"), default="tensorflow",
                       help="jax: the JAX trainer's items, for a machine without TensorFlow")
@@ -586,8 +583,7 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
   parser.add_argument("--resume", default=None,
                       help="an earlier call's results.jsonl: its ok items are not run again")
   parser.add_argument("--data-dir", default=None,
-                      help="the prepared study data (default: .gpu/study; a dry run builds "
-                           "its own)")
+                      help="the prepared study data (default .gpu/study; dry: its own)")
   parser.add_argument("--work-dir", default=None,
                       help="where `prepare` (or a dry run) builds the data")
   parser.add_argument("--shared-data", default=common.SHARED_DATA)

@@ -40,15 +40,9 @@ MASK_ID = 103  # [MASK] in the BERT vocabulary
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-  parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-  parser.add_argument("--model-name", default="electra_small")
-  parser.add_argument("--batch-sizes", default="8,32")
-  parser.add_argument("--max-batch", type=int, default=None,
-                      help="instead of --batch-sizes: the largest of N, N/2, ... that fits")
-  parser.add_argument("--seq-len", type=int, default=128)
-  common.add_step_flags(parser, steps=10)
+  parser = common.script_parser(__doc__, whole=False)
+  common.add_batch_flags(parser)
   parser.add_argument("--no-tf32", action="store_true", help="float32 matmuls in full float32")
-  parser.add_argument("--peak-tflops", type=float, default=None)
   parser.add_argument("--seed", type=int, default=0)
   args = parser.parse_args(argv)
   if args.mixed_precision not in ("float32", "mixed_bfloat16"):

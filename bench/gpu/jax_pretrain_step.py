@@ -52,15 +52,8 @@ LOSSES = ("total_loss", "mlm_loss", "disc_loss")
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-  parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-  parser.add_argument("--model-name", default="electra_small")
-  parser.add_argument("--batch-sizes", default="8,32")
-  parser.add_argument("--max-batch", type=int, default=None,
-                      help="instead of --batch-sizes: the largest of N, N/2, ... that fits")
-  parser.add_argument("--seq-len", type=int, default=128)
-  common.add_step_flags(parser, steps=10)
-  parser.add_argument("--peak-tflops", type=float, default=None,
-                      help="a datasheet peak in TFLOP/s: MFU against it")
+  parser = common.script_parser(__doc__, whole=False)
+  common.add_batch_flags(parser)
   parser.add_argument("--split", action="store_true",
                       help="also time forward alone and forward + backward")
   parser.add_argument("--profile", type=int, default=0, metavar="N",

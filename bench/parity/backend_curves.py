@@ -1,5 +1,5 @@
 """The quickstart's pre-training run on each Keras backend, several seeds: do the loss
-curves and the final metrics agree within the seed-to-seed spread? (issue 40, item 5)
+curves and the final metrics agree within the seed-to-seed spread?
 
     python -m bench.parity.backend_curves [--data-dir runs/default] [--work-dir /tmp/backend_curves]
         [--backends tensorflow,jax] [--seeds 0,1,2] [--steps 300] [--batch-size 32]
@@ -32,6 +32,7 @@ from typing import Any, Dict, List
 import numpy as np
 
 from electra_tf2.utils.atomic_io import write_text_atomic
+from bench.common import script_parser
 
 QUICKSTART = {"debug": True, "vocab_size": 8000, "train_batch_size": 32,
               "num_warmup_steps": 30, "learning_rate": 1e-3, "save_checkpoints_steps": 100}
@@ -41,7 +42,7 @@ FINAL = ("train_metrics/masked_lm_accuracy", "train_metrics/disc_accuracy",
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-  parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+  parser = script_parser(__doc__, whole=False)
   parser.add_argument("--data-dir", default="runs/default")
   parser.add_argument("--work-dir", default="/tmp/backend_curves")
   parser.add_argument("--backends", default="tensorflow,jax")

@@ -1,9 +1,12 @@
-"""The arrays of a behaviour fingerprint (bench/parity/behaviour_fingerprint.sh), and their comparison.
+"""The arrays of a behaviour fingerprint (bench/parity/behaviour_fingerprint.sh), and their
+comparison.
 
   python -m bench.parity.behaviour_fingerprint dump OUT          # OUT/fingerprint.npz
   python -m bench.parity.behaviour_fingerprint compare A.npz B.npz
 
 `compare` prints every array that differs (bit for bit; NaN equals NaN) and exits 1 if any does.
+It imports nothing from this repository: behaviour_fingerprint.sh runs it as a file, with the
+tree under test (which may predate bench/ as a package) on PYTHONPATH.
 """
 
 import argparse

@@ -9,7 +9,7 @@
 # outputs on fixed texts, and the bytes of the results files.
 set -euo pipefail
 TREE="$(cd "$1" && pwd)"; OUT="$2"
-here="$(cd "$(dirname "$0")/.." && pwd)"
+here="$(cd "$(dirname "$0")/../.." && pwd)"  # the repository root
 S="${ELECTRA_SHARED_DATA:-$here/../shared/data}"
 PY="$here/.venv/bin/python"
 export PYTHONPATH="$TREE" CUDA_VISIBLE_DEVICES="" TF_CPP_MIN_LOG_LEVEL=2

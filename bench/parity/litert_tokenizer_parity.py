@@ -25,7 +25,6 @@ writes docs/litert_tokenizer_parity.json.
 
 from __future__ import annotations
 
-import argparse
 import collections
 import difflib
 import glob
@@ -39,7 +38,7 @@ os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
 
 import numpy as np  # noqa: E402
 
-from bench.common import REPO, SHARED_DATA, log  # noqa: E402
+from bench.common import REPO, SHARED_DATA, log, script_parser  # noqa: E402
 
 SHARED = os.environ.get("ELECTRA_SHARED_DATA", SHARED_DATA)
 BATCH = 2048
@@ -164,8 +163,7 @@ def first_difference(vocab, a, b):
 
 
 def main():
-  parser = argparse.ArgumentParser(description=__doc__,
-                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+  parser = script_parser(__doc__)
   parser.add_argument("--vocab-file", default=os.path.join(SHARED, "vocab", "vocab.txt"))
   parser.add_argument("--cased", action="store_true", help="do_lower_case=False")
   parser.add_argument("--output", default=None,

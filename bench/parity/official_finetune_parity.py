@@ -32,7 +32,6 @@ Not part of CI; results and command in docs/parity.md.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -41,8 +40,9 @@ import sys
 import types
 from typing import Any, Dict
 
-from bench.common import REPO, SHARED_DATA, log
-from bench.parity.curves.official import _capture_learning_rate
+from bench.common import REPO, add_stages_flag, bench_command, log
+from bench.parity.curves.official import (_capture_learning_rate, official_parser,
+                                          parse_official_args)
 from bench.parity.curves.report import effect, spread
 from bench.parity.curves.shims import install_official_shims, official_env
 
@@ -186,8 +186,8 @@ def _official_train_eval(tf1, spec, config, tasks, run_finetuning) -> None:
 def run_official(args, spec: Dict[str, Any]) -> None:
   """`official_worker(spec)` in a fresh process: legacy Keras, the official tree importable."""
   spec = dict(spec, official_dir=os.path.abspath(args.official_dir))
-  subprocess.run([sys.executable, os.path.abspath(__file__), "--official-worker",
-                  json.dumps(spec)], check=True, env=official_env(args.official_dir), cwd=REPO)
+  subprocess.run(bench_command(__spec__.name, "--official-worker", json.dumps(spec)),
+                 check=True, env=official_env(args.official_dir), cwd=REPO)
 
 
 # ---------------------------------------------------------------------------
@@ -453,27 +453,17 @@ def plot(args, summary: Dict[str, Any]) -> None:
 
 
 def main(argv=None) -> int:
-  parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                   formatter_class=argparse.RawDescriptionHelpFormatter)
-  parser.add_argument("--official-dir", help="extracted google-research/electra tree")
+  parser = official_parser(__doc__, work_dir="/tmp/electra_finetune_parity", seeds="0,1,2,3,4")
   parser.add_argument("--pretrained", help="our pre-trained model directory")
-  parser.add_argument("--work-dir", default="/tmp/electra_finetune_parity")
-  parser.add_argument("--shared-data", default=SHARED_DATA)
-  parser.add_argument("--seeds", default="0,1,2,3,4")
   parser.add_argument("--tasks", default="rte,mrpc")
   parser.add_argument("--sides", default="ours,official",
                       help="the sides the outcomes stage trains (two processes can share a study)")
   parser.add_argument("--hparams", default="{}",
                       help="JSON over the official defaults for the outcome runs (both codes)")
-  parser.add_argument("--stages", default="setup,equivalence,outcomes,report")
-  parser.add_argument("--official-worker", help=argparse.SUPPRESS)
-  args = parser.parse_args(argv)
-  if args.official_worker:
-    official_worker(json.loads(args.official_worker))
+  add_stages_flag(parser, ["setup", "equivalence", "outcomes", "report"])
+  args = parse_official_args(parser, argv, "run_finetuning.py", official_worker)
+  if args is None:
     return 0
-  if not args.official_dir or not os.path.exists(
-      os.path.join(args.official_dir, "run_finetuning.py")):
-    parser.error("--official-dir must be an extracted google-research/electra tree")
   if not args.pretrained or not os.path.exists(os.path.join(args.pretrained,
                                                             "pretrain_config.json")):
     parser.error("--pretrained must be a pre-trained model directory (pretrain_config.json)")
@@ -481,7 +471,7 @@ def main(argv=None) -> int:
   args.tasks = args.tasks.split(",")
   args.sides = args.sides.split(",")
   args.data_dir = os.path.join(args.work_dir, "data")
-  stages = args.stages.split(",")
+  stages = args.stages
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
   if "setup" in stages:
     stage_setup(args)

@@ -36,7 +36,7 @@ Stages (each skips the work that is done, so a rerun resumes):
                just before it (the locality of interleave + shuffle buffer), and how
                hard its training-window batches are for one fixed model.
 
-Hparams default to the setting of the parity issue: debug model (3 layers, hidden
+Hparams default to the parity setting: debug model (3 layers, hidden
 144, embedding 128, generator 36), batch 32, length 64, lr 1e-3, 1500 steps,
 150 warm-up steps. Not part of CI; figures, command and findings in docs/parity.md.
 The stages are the modules of bench/parity/curves/; the official code runs in a subprocess
@@ -45,17 +45,17 @@ whose PYTHONPATH starts with ELECTRA_TREE (parity.shims.official_env).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
 
-from bench.common import SHARED_DATA
+from bench.common import add_stages_flag
 from bench.parity.curves import data, dropout, equivalence, evaluate, order, train
 from bench.parity.curves.layout import EVAL_SETS
-from bench.parity.curves.official import official_worker
+from bench.parity.curves.official import official_parser, official_worker, parse_official_args
 # Shared with bench/parity/official_finetune_parity.py.
-from bench.parity.curves.shims import SeededRandom, TensorFlowWith, install_official_shims, official_env
+from bench.parity.curves.shims import (SeededRandom, TensorFlowWith, install_official_shims,
+                                       official_env)
 
 __all__ = ["SeededRandom", "TensorFlowWith", "install_official_shims", "official_env", "main"]
 
@@ -67,12 +67,7 @@ STAGES = {"data": data.stage_data, "equivalence": equivalence.stage_equivalence,
 
 
 def main(argv=None) -> int:
-  parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                   formatter_class=argparse.RawDescriptionHelpFormatter)
-  parser.add_argument("--official-dir", help="extracted google-research/electra tree")
-  parser.add_argument("--work-dir", default="/tmp/electra_parity")
-  parser.add_argument("--shared-data", default=SHARED_DATA)
-  parser.add_argument("--seeds", default="0,1,2")
+  parser = official_parser(__doc__, work_dir="/tmp/electra_parity", seeds="0,1,2")
   parser.add_argument("--sides", default="official,ours",
                       help="official, ours, and names given to --tree")
   parser.add_argument("--tree", action="append", default=[], metavar="NAME=DIR",
@@ -83,21 +78,11 @@ def main(argv=None) -> int:
   parser.add_argument("--eval-batches", type=int, default=60)
   parser.add_argument("--equivalence-steps", type=int, default=8)
   parser.add_argument("--dropout-passes", type=int, default=100)
-  parser.add_argument("--hparams", default="{}", help="JSON merged over the issue's setting")
-  parser.add_argument("--stages", default="data,equivalence,train,eval,dropout,order")
-  parser.add_argument("--official-worker", help=argparse.SUPPRESS)
-  args = parser.parse_args(argv)
-  if args.official_worker:
-    official_worker(json.loads(args.official_worker))
+  parser.add_argument("--hparams", default="{}", help="JSON merged over the parity setting")
+  add_stages_flag(parser, list(STAGES))
+  args = parse_official_args(parser, argv, "run_pretraining.py", official_worker)
+  if args is None:
     return 0
-  stages = args.stages.split(",")
-  unknown = set(stages) - set(STAGES)
-  if unknown:
-    parser.error(f"--stages: unknown stage(s) {', '.join(sorted(unknown))}")
-  if not args.official_dir or not os.path.exists(
-      os.path.join(args.official_dir, "run_pretraining.py")):
-    parser.error("--official-dir must be an extracted google-research/electra tree "
-                 "(with run_pretraining.py)")
   args.seeds = [int(s) for s in args.seeds.split(",")]
   args.sides = args.sides.split(",")
   args.trees = dict(tree.split("=", 1) for tree in args.tree)
@@ -110,7 +95,7 @@ def main(argv=None) -> int:
   args.hparams = dict(BASE_HPARAMS, **json.loads(args.hparams))
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
   for name, stage in STAGES.items():  # in this order, whatever the order of --stages
-    if name in stages:
+    if name in args.stages:
       stage(args)
   return 0
 

@@ -12,7 +12,6 @@ tests/test_tokenization.py), and the texts/s of each.
 
 from __future__ import annotations
 
-import argparse
 import os
 import time
 
@@ -22,10 +21,11 @@ os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
 from bench.parity.litert_tokenizer_parity import SHARED, text_sets  # noqa: E402
 from electra_tf2.text.py_tokenizer import PyFullTokenizer  # noqa: E402
 from electra_tf2.text.tokenizer import FullTokenizer  # noqa: E402
+from bench.common import script_parser
 
 
 def main() -> None:
-  parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+  parser = script_parser(__doc__, whole=False)
   parser.add_argument("--cased", action="store_true")
   parser.add_argument("--vocab-file", default=os.path.join(SHARED, "vocab", "vocab.txt"))
   args = parser.parse_args()

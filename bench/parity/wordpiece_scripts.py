@@ -16,13 +16,12 @@ texts whose ids agree, and the first disagreement.
 
 from __future__ import annotations
 
-import argparse
 import ast
 import collections
 import importlib.util
-import json
 import os
 import tempfile
+from bench.common import script_parser
 
 SOURCES = ("rich/__main__.py", "pygments/lexers/testing.py",
            "sklearn/feature_extraction/tests/test_text.py")
@@ -54,7 +53,7 @@ def shipped_texts():
 
 
 def main() -> None:
-  parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+  parser = script_parser(__doc__, whole=False)
   parser.add_argument("--output", default=None, help="JSON of the figures")
   args = parser.parse_args()
   import transformers  # pylint: disable=g-import-not-at-top

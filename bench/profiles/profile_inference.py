@@ -16,7 +16,6 @@ then the TensorFlow profiler's time per op type of the serving_default calls
 
 from __future__ import annotations
 
-import argparse
 import collections
 import glob
 import os
@@ -29,7 +28,7 @@ os.environ.setdefault("USE_TF", "0")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from bench.common import SHARED_DATA  # noqa: E402
+from bench.common import SHARED_DATA, script_parser  # noqa: E402
 from bench.serving.inference import models, ours, texts as text_lib  # noqa: E402
 from bench.profiles.profile_pretrain_step import op_times, read_space  # noqa: E402
 
@@ -48,7 +47,7 @@ def per_call_ms(function, inputs, warm: bool = True) -> float:
 
 
 def main() -> None:
-  parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+  parser = script_parser(__doc__, whole=False)
   parser.add_argument("--model", default="electra_small", choices=list(models.SHAPES))
   parser.add_argument("--batch-sizes", default="1,32")
   parser.add_argument("--calls", type=int, default=20)

@@ -16,7 +16,6 @@ process (rounds rotated), batch-1 p50 over `--latency-texts` calls and sequences
 
 from __future__ import annotations
 
-import argparse
 import os
 import time
 
@@ -25,7 +24,7 @@ os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
 
 import numpy as np  # noqa: E402
 
-from bench.common import SHARED_DATA, log  # noqa: E402
+from bench.common import add_text_timing_flags, log, script_parser  # noqa: E402
 
 
 def texts_of_sst2(data_dir):
@@ -90,13 +89,9 @@ def time_turn(run, single, batch):
 
 
 def main():
-  parser = argparse.ArgumentParser(description=__doc__,
-                                   formatter_class=argparse.RawDescriptionHelpFormatter)
-  parser.add_argument("--rounds", type=int, default=2)
-  parser.add_argument("--latency-texts", type=int, default=40)
-  parser.add_argument("--throughput-texts", type=int, default=256)
-  parser.add_argument("--work-dir", default="/tmp/profile_litert")
-  parser.add_argument("--data-dir", default=SHARED_DATA)
+  parser = script_parser(__doc__)
+  add_text_timing_flags(parser, rounds=2, latency_texts=40,
+                        throughput_texts=256, work_dir="/tmp/profile_litert")
   args = parser.parse_args()
   os.makedirs(args.work_dir, exist_ok=True)
   with open(os.path.join(args.data_dir, "vocab", "vocab.txt"), encoding="utf-8") as f:

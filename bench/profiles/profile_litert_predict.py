@@ -12,7 +12,7 @@ the fastest of --repeats turns of each step (p50 over the texts):
   batching, the UTF-8 and final-sigma passes, the input set, the output copies and
   re-ordering);
 - `prepare_texts` + the object array alone (the UTF-8 and final-sigma passes);
-- `predict([text])` as before #43, through the signature runner (which allocates every
+- `predict([text])` as it was before the interpreter was reused, through the signature runner (which allocates every
   tensor again on each call), and its extra time per text;
 - ONNX Runtime: the fast tokenizer (`fixture.encode`) and `session.run`.
 
@@ -27,7 +27,6 @@ Results: docs/benchmarks.md#litert-tflite.
 
 from __future__ import annotations
 
-import argparse
 import cProfile
 import io
 import os
@@ -40,7 +39,7 @@ os.environ.setdefault("USE_TF", "0")
 
 import numpy as np  # noqa: E402
 
-from bench.common import SHARED_DATA, log  # noqa: E402
+from bench.common import add_data_flags, log, script_parser  # noqa: E402
 from bench.serving.inference import anchors, models, texts as text_lib  # noqa: E402
 from bench.serving.inference.side import SIDES  # noqa: E402
 
@@ -65,7 +64,7 @@ def split(lite, session, fixture, texts, repeats):
   def timed_invoke():
     inside.append(timed(invoke))
 
-  def before(text):  # as before #43: the signature runner allocates every tensor each call
+  def before(text):  # as before: the signature runner allocates every tensor each call
     runner = interpreter.get_signature_runner("serving_default")
     lite._call = runner  # pylint: disable=protected-access
     seconds = timed(lambda: lite.predict([text]))
@@ -105,7 +104,7 @@ def print_split(steps):
       ("  of which the interpreter's invoke()", p50["invoke"]),
       ("  of which Python around it (per call: predict less its invoke)", p50["around"]),
       ("    of which prepare_texts + object array (UTF-8, final sigma)", p50["prepare"]),
-      ("predict as before #43 (signature runner: every tensor allocated on each call)",
+      ("predict as before (signature runner: every tensor allocated on each call)",
        p50["before"]),
       ("  its extra time (per text: before less now)", p50["saved"]),
       ("ONNX Runtime: tokenizer + session.run", ort),
@@ -151,8 +150,7 @@ def threads_table(path, texts, counts, rounds):
 
 
 def main():
-  parser = argparse.ArgumentParser(description=__doc__,
-                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+  parser = script_parser(__doc__)
   parser.add_argument("--quantize", default="dynamic-int8,none",
                       help=f"comma-separated, of {', '.join(LITERT_SIDES)}")
   parser.add_argument("--texts", type=int, default=300, help="CoLA dev texts timed")
@@ -161,8 +159,7 @@ def main():
   parser.add_argument("--repeats", type=int, default=3,
                       help="turns per text and step in the split (the fastest counts)")
   parser.add_argument("--cprofile", type=int, default=15, help="cProfile entries printed")
-  parser.add_argument("--work-dir", default="/tmp/electra_inference_bench")
-  parser.add_argument("--data-dir", default=SHARED_DATA)
+  add_data_flags(parser)
   args = parser.parse_args()
   sets = text_lib.text_sets(args.work_dir, args.data_dir, ["cola_dev"])
   if not sets:

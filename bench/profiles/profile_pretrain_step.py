@@ -22,7 +22,6 @@ all of it compactly.
 
 from __future__ import annotations
 
-import argparse
 import collections
 import glob
 import json
@@ -40,7 +39,7 @@ from tensorflow.tsl.profiler.protobuf import xplane_pb2  # noqa: E402
 from electra_tf2.config.pretraining import resolve_pretraining_config  # noqa: E402
 from electra_tf2.training.options import RunOptions  # noqa: E402
 from electra_tf2.training.tf_pretraining import PretrainingRun  # noqa: E402
-from bench.common import add_step_flags, append_json  # noqa: E402
+from bench.common import add_step_flags, append_json, script_parser  # noqa: E402
 from bench.training.pretrain_throughput import fake_features, time_steps  # noqa: E402
 from bench.profiles import trace_summary  # noqa: E402
 
@@ -94,7 +93,7 @@ def print_device_lines(planes: Dict[str, Any], wall_ms: float) -> None:
 
 
 def main() -> None:
-  parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+  parser = script_parser(__doc__, whole=False)
   parser.add_argument("--model-name", default="electra_small")
   parser.add_argument("--batch-size", type=int, default=32)
   parser.add_argument("--seq-len", type=int, default=128)

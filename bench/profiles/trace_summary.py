@@ -22,7 +22,6 @@ or transpose, random bits) and its phase of the pre-training step (`phase_of`).
 
 from __future__ import annotations
 
-import argparse
 import glob
 import gzip
 import json
@@ -30,6 +29,7 @@ import math
 import os
 import re
 from typing import Any, Dict, Iterable, List, Tuple
+from bench.common import script_parser
 
 # (kind, substrings of a lower-cased kernel name), first match wins. XLA's GPU kernels are
 # named after their fusion ("loop_multiply_fusion_3", "input_reduce_fusion_1"); cuBLAS and
@@ -339,7 +339,7 @@ def summarize_host_ops(events: List[Dict[str, Any]], hlo_text: str, top: int = 2
 
 
 def main() -> None:
-  parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+  parser = script_parser(__doc__, whole=False)
   parser.add_argument("trace")
   parser.add_argument("--top", type=int, default=25)
   parser.add_argument("--hlo", default=None,

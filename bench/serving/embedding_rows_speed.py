@@ -11,19 +11,17 @@ files (run-to-run spread shows in the rounds):
 
 from __future__ import annotations
 
-import argparse
 import os
 import tempfile
 import time
 
 import numpy as np
 
-from bench.common import SHARED_DATA
+from bench.common import SHARED_DATA, script_parser
 
 
 def main() -> None:
-  parser = argparse.ArgumentParser(description=__doc__,
-                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+  parser = script_parser(__doc__)
   parser.add_argument("--rounds", type=int, default=3)
   parser.add_argument("--texts", type=int, default=100)
   args = parser.parse_args()

@@ -20,7 +20,6 @@ interface and how to add one: bench/serving/inference/__init__.py. Results: docs
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
@@ -32,7 +31,7 @@ os.environ.setdefault("USE_TF", "0")
 
 import numpy as np  # noqa: E402
 
-from bench.common import SHARED_DATA, log  # noqa: E402
+from bench.common import add_text_timing_flags, log, markdown_table, script_parser  # noqa: E402
 from bench.serving.inference import finetuned, models, texts as text_lib, timing  # noqa: E402
 from bench.serving.inference.side import SIDES  # noqa: E402
 
@@ -121,16 +120,16 @@ def accuracy(predict, reference: np.ndarray, texts, batch_size: int) -> dict:
           "agreement": float(np.mean(ours == reference))}
 
 
+TABLE_HEADERS = ("side", "batch-1 p50 ms", "p95 ms", "seq/s @batch", "p50 vs ORT fp32",
+                 "seq/s vs ORT fp32", "seq/s vs PyTorch (same batches)", "max logit diff",
+                 "dev acc", "agree", "p50 vs ORT int8", "seq/s vs ORT int8")
+
+
 def table(result: dict) -> str:
   """The markdown table of one fixture, with the ratios to the anchors."""
   sides = result["sides"]
   ort, ort_int8 = sides.get("ort_fp32"), sides.get("ort_int8")
-  lines = [f"{result['model']} on {result['texts']} (load {result['load'][0]:.2f} -> "
-           f"{result['load'][1]:.2f})", "",
-           "| side | batch-1 p50 ms | p95 ms | seq/s @batch | p50 vs ORT fp32 | "
-           "seq/s vs ORT fp32 | seq/s vs PyTorch (same batches) | max logit diff | dev acc "
-           "| agree | p50 vs ORT int8 | seq/s vs ORT int8 |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+  rows = []
   for r in sides.values():
     # Sides that batch themselves (sorted by length) against PyTorch on the same batches.
     torch = sides.get("pytorch_sorted" if r.get("sorts") else "pytorch")
@@ -141,16 +140,16 @@ def table(result: dict) -> str:
       return f"{(anchor[key] / r[key]) if inverse else (r[key] / anchor[key]):.2f}x"
     acc = f"{100 * r['accuracy']:.2f}" if "accuracy" in r else "-"
     agree = f"{100 * r['agreement']:.2f}" if "agreement" in r else "-"
-    lines.append(f"| {r['side']} | {r['p50_ms']:.1f} | {r['p95_ms']:.1f} | {r['rate']:.1f} | "
-                 f"{ratio(ort, 'p50_ms', True)} | {ratio(ort, 'rate')} | {ratio(torch, 'rate')} "
-                 f"| {r['max_diff']:.1e} | {acc} | {agree} | {ratio(ort_int8, 'p50_ms', True)} "
-                 f"| {ratio(ort_int8, 'rate')} |")
-  return "\n".join(lines)
+    rows.append([r["side"], f"{r['p50_ms']:.1f}", f"{r['p95_ms']:.1f}", f"{r['rate']:.1f}",
+                 ratio(ort, "p50_ms", True), ratio(ort, "rate"), ratio(torch, "rate"),
+                 f"{r['max_diff']:.1e}", acc, agree, ratio(ort_int8, "p50_ms", True),
+                 ratio(ort_int8, "rate")])
+  return (f"{result['model']} on {result['texts']} (load {result['load'][0]:.2f} -> "
+          f"{result['load'][1]:.2f})\n\n" + markdown_table(TABLE_HEADERS, rows))
 
 
 def main() -> None:
-  parser = argparse.ArgumentParser(description=__doc__,
-                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+  parser = script_parser(__doc__)
   parser.add_argument("--models", default=f"electra_small,electra_base,{FINETUNED}",
                       help=f"comma-separated, of {', '.join(models.SHAPES)}, {FINETUNED}")
   parser.add_argument("--finetune-epochs", type=float, default=3,
@@ -158,12 +157,8 @@ def main() -> None:
   parser.add_argument("--texts", default=None,
                       help="text sets (default all: sst2_dev,mrpc_dev,cola_dev, or embedded)")
   parser.add_argument("--sides", default=",".join(SIDES), help="comma-separated side names")
-  parser.add_argument("--rounds", type=int, default=3)
   parser.add_argument("--batch-size", type=int, default=32)
-  parser.add_argument("--latency-texts", type=int, default=50)
-  parser.add_argument("--throughput-texts", type=int, default=320)
-  parser.add_argument("--work-dir", default="/tmp/electra_inference_bench")
-  parser.add_argument("--data-dir", default=SHARED_DATA)
+  add_text_timing_flags(parser, rounds=3, latency_texts=50, throughput_texts=320)
   parser.add_argument("--output", default=None, help="a JSON file for the results")
   args = parser.parse_args()
   args.sides = args.sides.split(",")

@@ -17,7 +17,6 @@ Prints dev accuracy and agreement with the float32 `.tflite` for each.
 
 from __future__ import annotations
 
-import argparse
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -25,7 +24,7 @@ os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
 
 import numpy as np  # noqa: E402
 
-from bench.common import SHARED_DATA, log  # noqa: E402
+from bench.common import SHARED_DATA, log, script_parser  # noqa: E402
 
 MATMULS = ("FULLY_CONNECTED", "BATCH_MATMUL")
 ONE_MORE = ("ADD", "MUL", "SUB", "SOFTMAX", "GELU", "GATHER", "MEAN", "RESHAPE", "TRANSPOSE")
@@ -46,8 +45,7 @@ def logits(model_bytes, texts):
 
 
 def main():
-  parser = argparse.ArgumentParser(description=__doc__,
-                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+  parser = script_parser(__doc__)
   parser.add_argument("--model", required=True, help="Hugging Face directory of the classifier")
   parser.add_argument("--data-dir", default=SHARED_DATA)
   args = parser.parse_args()

@@ -13,7 +13,6 @@ Results: docs/benchmarks.md#litert-tflite.
 
 from __future__ import annotations
 
-import argparse
 import collections
 import os
 import time
@@ -24,7 +23,7 @@ os.environ.setdefault("USE_TF", "0")
 
 import numpy as np  # noqa: E402
 
-from bench.common import SHARED_DATA  # noqa: E402
+from bench.common import add_data_flags, script_parser  # noqa: E402
 from bench.serving.inference import models, texts as text_lib  # noqa: E402
 from bench.serving.inference.ours import keras_classifier  # noqa: E402
 
@@ -48,14 +47,12 @@ def convert(model, shape) -> bytes:
 
 
 def main():
-  parser = argparse.ArgumentParser(description=__doc__,
-                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+  parser = script_parser(__doc__)
   parser.add_argument("--length", type=int, default=12, help="tokens (CoLA: about 12)")
   parser.add_argument("--threads", type=int, default=1)
   parser.add_argument("--rounds", type=int, default=5)
   parser.add_argument("--calls", type=int, default=100)
-  parser.add_argument("--work-dir", default="/tmp/electra_inference_bench")
-  parser.add_argument("--data-dir", default=SHARED_DATA)
+  add_data_flags(parser)
   args = parser.parse_args()
   from electra_tf2.litert.model import make_interpreter
   texts = text_lib.text_sets(args.work_dir, args.data_dir, ["cola_dev", "embedded"])[:1]

@@ -19,7 +19,6 @@ Results: docs/benchmarks.md#litert-tflite.
 
 from __future__ import annotations
 
-import argparse
 import os
 import time
 
@@ -29,7 +28,7 @@ os.environ.setdefault("USE_TF", "0")
 
 import numpy as np  # noqa: E402
 
-from bench.common import SHARED_DATA, log  # noqa: E402
+from bench.common import add_text_timing_flags, log, script_parser  # noqa: E402
 from bench.serving.inference import anchors, models, texts as text_lib, timing  # noqa: E402
 from bench.serving.inference.side import SIDES  # noqa: E402
 
@@ -90,18 +89,13 @@ def timing_of(predict, texts) -> float:
 
 
 def main():
-  parser = argparse.ArgumentParser(description=__doc__,
-                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+  parser = script_parser(__doc__)
   parser.add_argument("--models", default="electra_small",
                       help="comma-separated: electra_small, electra_base")
   parser.add_argument("--texts", default="cola_dev,sst2_dev,mrpc_dev")
   parser.add_argument("--repeats", type=int, default=3)
-  parser.add_argument("--latency-texts", type=int, default=100)
-  parser.add_argument("--throughput-texts", type=int, default=320)
   parser.add_argument("--batch-size", type=int, default=32)
-  parser.add_argument("--rounds", type=int, default=3)
-  parser.add_argument("--work-dir", default="/tmp/electra_inference_bench")
-  parser.add_argument("--data-dir", default=SHARED_DATA)
+  add_text_timing_flags(parser, rounds=3, latency_texts=100, throughput_texts=320)
   args = parser.parse_args()
   names = args.texts.split(",")
   sets = sorted(text_lib.text_sets(args.work_dir, args.data_dir, names),

@@ -22,7 +22,6 @@ Needs the mediapipe extra beside the project's environment:
 
 from __future__ import annotations
 
-import argparse
 import csv
 import os
 import tempfile
@@ -32,7 +31,7 @@ os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
 
 import numpy as np  # noqa: E402
 
-from bench.common import SHARED_DATA, log  # noqa: E402
+from bench.common import SHARED_DATA, log, script_parser  # noqa: E402
 
 MAX_SEQ_LENGTH = 128
 # Texts where MediaPipe's BERT preprocessing (ASCII lower-casing, a regex split, no accent
@@ -62,8 +61,7 @@ def read_sst2(split: str, limit: int = 0):
 
 
 def main() -> None:
-  parser = argparse.ArgumentParser(description=__doc__,
-                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+  parser = script_parser(__doc__)
   parser.add_argument("--train", type=int, default=4000, help="SST-2 training sentences")
   parser.add_argument("--epochs", type=int, default=2)
   parser.add_argument("--seed", type=int, default=0, help="the initialisation and shuffling")

@@ -17,7 +17,6 @@ both (docs/deploy.md).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import time
@@ -29,6 +28,7 @@ import electra_tf2
 from electra_tf2.training import finetuning as runner
 from electra_tf2.tasks import qa
 from electra_tf2.tasks.config import resolve_finetuning_config
+from bench.common import script_parser
 
 FILES = {"squadv1": ("squad/train-v1.1.first1article.json", "squad/dev-v1.1.json"),
          "squad": ("squad/dev-v2.0.subset-Normans-Computational_complexity_theory.json",) * 2}
@@ -130,8 +130,7 @@ def _windows(config, task, examples):
 
 
 def main():
-  parser = argparse.ArgumentParser(description=__doc__,
-                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+  parser = script_parser(__doc__)
   parser.add_argument("--shared", default="../shared/data", help="the shared data directory")
   parser.add_argument("--work-dir", required=True)
   parser.add_argument("--tasks", default="squadv1,squad")

@@ -1,5 +1,5 @@
 """The QuestionAnswerer's SavedModel on SQuAD dev questions: the server graph of question
-answering (issue 43 item 4, for the QA export), against ONNX Runtime float32 in one process.
+answering (for the QA export), against ONNX Runtime float32 in one process.
 
     python -m bench.serving.qa_server [--models electra_small,electra_base] [--questions 40]
         [--throughput-questions 64] [--batch-size 8] [--rounds 3] [--max-seq-length 512]
@@ -33,7 +33,6 @@ windows, the encoder, the head with the answer search and text, each timed apart
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -43,7 +42,7 @@ os.environ.setdefault("USE_TF", "0")  # transformers: PyTorch classes only
 
 import numpy as np  # noqa: E402
 
-from bench.common import SHARED_DATA, append_json, log  # noqa: E402
+from bench.common import SHARED_DATA, append_json, log, script_parser  # noqa: E402
 
 DOC_STRIDE, MAX_QUERY_LENGTH = 128, 64
 
@@ -264,8 +263,7 @@ def table(records) -> str:
 
 
 def main(argv=None) -> None:
-  parser = argparse.ArgumentParser(description=__doc__,
-                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+  parser = script_parser(__doc__)
   parser.add_argument("--models", default="electra_small,electra_base")
   parser.add_argument("--questions", type=int, default=40, help="batch-1 calls per round")
   parser.add_argument("--throughput-questions", type=int, default=64)

@@ -1,4 +1,4 @@
-"""The server graph at batch 1 (issue 43 item 4): the encoder written in other graph forms,
+"""The server graph at batch 1: the encoder written in other graph forms,
 timed against our own in one process, to see what each form is worth before building it
 into the export.
 
@@ -26,7 +26,6 @@ Prints each form's p50 ms and its ratio to ours, and its largest difference from
 
 from __future__ import annotations
 
-import argparse
 import math
 import os
 import time
@@ -35,7 +34,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
 
-from bench.common import SHARED_DATA, log  # noqa: E402
+from bench.common import SHARED_DATA, log, script_parser  # noqa: E402
 
 SHAPES = {"electra_small": (256, 128), "electra_base": (768, 768)}  # hidden, embedding
 
@@ -166,8 +165,7 @@ def time_forms(functions, rows, rounds: int):
 
 
 def main() -> None:
-  parser = argparse.ArgumentParser(description=__doc__,
-                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+  parser = script_parser(__doc__)
   parser.add_argument("--models", default="electra_small,electra_base")
   parser.add_argument("--texts", type=int, default=60)
   parser.add_argument("--rounds", type=int, default=5)

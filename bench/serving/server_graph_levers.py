@@ -1,4 +1,4 @@
-"""The server graph's levers (issue 43 item 4), each on its own, against ONNX Runtime float32
+"""The server graph's levers, each on its own, against ONNX Runtime float32
 timed in the same process: oneDNN and threading settings, an XLA-compiled encoder with
 length buckets, and the ops the serving graph runs per encoder layer.
 
@@ -31,7 +31,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 import tempfile
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -39,7 +38,8 @@ os.environ.setdefault("USE_TF", "0")
 
 import numpy as np  # noqa: E402
 
-from bench.common import SHARED_DATA, append_json, log  # noqa: E402
+from bench.common import (REPO, add_text_timing_flags, append_json, bench_command,  # noqa: E402
+                          log, markdown_table, script_parser)
 
 BUCKETS = (16, 32, 64, 128)
 ONEDNN = {"TF_ENABLE_ONEDNN_OPTS": "1"}
@@ -300,10 +300,14 @@ def layer_norm_forms() -> None:
     print(f"  {name:36s} max diff {diff:.1e}; ops {dict(types)}")
 
 
+TABLE_HEADERS = ("setting", "model", "texts", "side", "oneDNN", "p50 ms", "ORT p50 ms",
+                 "p50 vs ORT", "seq/s @32", "ORT seq/s", "seq/s vs ORT", "max diff vs ORT",
+                 "ops/layer", "load")
+
+
 def table(records) -> str:
   """One row per setting, model and side: ours against ORT float32 of the same run."""
-  lines = ["| setting | model | texts | side | oneDNN | p50 ms | ORT p50 ms | p50 vs ORT | seq/s @32 | "
-           "ORT seq/s | seq/s vs ORT | max diff vs ORT | ops/layer | load |", "|---" * 14 + "|"]
+  rows = []
   for r in records:
     ort = r["sides"]["ort_fp32"]
     for name, s in r["sides"].items():
@@ -311,26 +315,22 @@ def table(records) -> str:
         continue
       ops = r["ops"].get(name)
       per_layer = f"{sum(ops['per_layer'].values()):.0f}" if ops else "-"
-      lines.append(
-          f"| {r['setting']} | {r['model']} | {r.get('texts', 'sst2_dev')} | {name} | {'on' if r['onednn'] else 'off'} | "
-          f"{s['p50_ms']:.1f} | {ort['p50_ms']:.1f} | {ort['p50_ms'] / s['p50_ms']:.2f}x | "
-          f"{s['rate']:.0f} | {ort['rate']:.0f} | {s['rate'] / ort['rate']:.2f}x | "
-          f"{s['max_diff_vs_ort']:.1e} | {per_layer} | {r['load'][0]:.1f}-{r['load'][1]:.1f} |")
-  return "\n".join(lines)
+      rows.append([
+          r["setting"], r["model"], r.get("texts", "sst2_dev"), name,
+          "on" if r["onednn"] else "off", f"{s['p50_ms']:.1f}", f"{ort['p50_ms']:.1f}",
+          f"{ort['p50_ms'] / s['p50_ms']:.2f}x", f"{s['rate']:.0f}", f"{ort['rate']:.0f}",
+          f"{s['rate'] / ort['rate']:.2f}x", f"{s['max_diff_vs_ort']:.1e}", per_layer,
+          f"{r['load'][0]:.1f}-{r['load'][1]:.1f}"])
+  return markdown_table(TABLE_HEADERS, rows)
 
 
 def main() -> None:
-  parser = argparse.ArgumentParser(description=__doc__,
-                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+  parser = script_parser(__doc__)
   parser.add_argument("--models", default="electra_small,electra_base")
   parser.add_argument("--settings", default=",".join(SETTINGS),
                       help=f"comma-separated, of {', '.join(SETTINGS)}")
   parser.add_argument("--setting", default=None, help=argparse.SUPPRESS)  # the child's
-  parser.add_argument("--rounds", type=int, default=2)
-  parser.add_argument("--latency-texts", type=int, default=60)
-  parser.add_argument("--throughput-texts", type=int, default=128)
-  parser.add_argument("--work-dir", default="/tmp/electra_inference_bench")
-  parser.add_argument("--data-dir", default=SHARED_DATA)
+  add_text_timing_flags(parser, rounds=2, latency_texts=60, throughput_texts=128)
   parser.add_argument("--texts", default="sst2_dev",
                       help="a single-text set of bench/serving/inference/texts.py (sst2_dev, cola_dev)")
   parser.add_argument("--layer-norm-forms", action="store_true")
@@ -348,12 +348,12 @@ def main() -> None:
   records = []
   for setting in args.settings.split(","):
     env = {**os.environ, **SETTINGS[setting][0]}
-    command = [sys.executable, os.path.abspath(__file__), "--setting", setting] + [
+    command = bench_command("bench.serving.server_graph_levers", "--setting", setting, *[
         f"--{k.replace('_', '-')}={v}" for k, v in vars(args).items()
         if k in ("models", "rounds", "latency_texts", "throughput_texts", "work_dir",
-                 "data_dir", "texts")]
+                 "data_dir", "texts")])
     log(f"{setting}: {' '.join(f'{k}={v}' for k, v in SETTINGS[setting][0].items())}", "levers")
-    out = subprocess.run(command, env=env, capture_output=True, text=True)
+    out = subprocess.run(command, env=env, capture_output=True, text=True, cwd=REPO)
     results = [json.loads(line[7:]) for line in out.stdout.splitlines()
                if line.startswith("RESULT ")]
     if out.returncode or not results:

@@ -41,7 +41,6 @@ discussion: docs/scoring.md. The stages are the modules of bench/studies/discrim
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import time
@@ -49,7 +48,7 @@ from typing import Any, Dict, Optional, Sequence
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from bench.common import REPO, SHARED_DATA, log  # noqa: E402
+from bench.common import REPO, SHARED_DATA, log, script_parser  # noqa: E402
 from bench.studies.discriminator import calibration, cola, pos, rerank  # noqa: E402
 from bench.studies.discriminator.context import Context  # noqa: E402
 from bench.studies.discriminator.figures import plot_cola, plot_pos, plot_reliability  # noqa: E402
@@ -61,8 +60,7 @@ STAGES = {"calibration": calibration.calibration_stage, "pos": pos.pos_stage,
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-  parser = argparse.ArgumentParser(description=__doc__,
-                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+  parser = script_parser(__doc__)
   parser.add_argument("--model-dir", required=True)
   parser.add_argument("--checkpoint", default=None, help="a ckpt-N prefix (default the latest)")
   parser.add_argument("--shared-data", default=SHARED_DATA)

@@ -17,13 +17,12 @@ Single-sentence tasks with a header line (SST-2). Used by docs/pretraining_study
 
 from __future__ import annotations
 
-import argparse
 import csv
 import os
 import sys
 from typing import Dict, List, Tuple
 
-from bench.common import SHARED_DATA, text_inputs
+from bench.common import SHARED_DATA, script_parser, text_inputs
 
 
 def read_task(path: str, limit: int) -> Tuple[List[str], List[int]]:
@@ -94,7 +93,7 @@ def measure(encoder, tokenizer, data, max_seq_length: int) -> Dict[str, float]:
 
 
 def main(argv=None) -> int:
-  parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+  parser = script_parser(__doc__, whole=False)
   parser.add_argument("--model", action="append", required=True, metavar="NAME=MODEL_DIR")
   parser.add_argument("--task-dir", default=os.path.join(SHARED_DATA, "glue", "SST-2"))
   parser.add_argument("--train-examples", type=int, default=2000)

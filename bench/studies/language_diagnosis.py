@@ -36,7 +36,7 @@ from typing import Any, Dict, List
 
 import numpy as np
 
-from bench.common import append_json, log as common_log
+from bench.common import add_stages_flag, append_json, log as common_log, script_parser
 from bench.studies import language_study as study
 
 STAGES = ("tokens", "weights", "discriminator", "probe", "finetune")
@@ -300,11 +300,10 @@ def finetune_variant(args, kind: str, variant: str) -> Dict[str, Any]:
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-  parser = argparse.ArgumentParser(description=__doc__,
-                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+  parser = script_parser(__doc__)
   parser.add_argument("--work-dir", default="/tmp/language_study",
                       help="bench/studies/language_study.py's work dir, pre-training done")
-  parser.add_argument("--stages", default=",".join(STAGES))
+  add_stages_flag(parser, STAGES)
   parser.add_argument("--kinds", default=",".join(study.KINDS))
   parser.add_argument("--pretrain-steps", type=int, default=4000,
                       help="the checkpoint read by the weights stage (ckpt-N)")
@@ -313,9 +312,6 @@ def parse_args(argv=None) -> argparse.Namespace:
                            "init:lr:layerwise_decay:epochs:examples[:cls|mean]")
   parser.add_argument("--seed", type=int, default=0)
   args = parser.parse_args(argv)
-  for stage in args.stages.split(","):
-    if stage not in STAGES:
-      parser.error(f"--stages: unknown stage {stage}; choose from {','.join(STAGES)}")
   if not os.path.exists(os.path.join(args.work_dir, "task", "test.tsv")):
     parser.error(f"--work-dir {args.work_dir} has no task/test.tsv: run "
                  "bench/studies/language_study.py there first")
@@ -328,7 +324,7 @@ def main(argv=None) -> int:
             "discriminator": stage_discriminator, "probe": stage_probe}
   output = os.path.join(args.work_dir, "diagnosis.jsonl")
   for kind in args.kinds.split(","):
-    for stage in args.stages.split(","):
+    for stage in args.stages:
       if stage == "finetune":
         for variant in args.variants.split(","):
           row = {"kind": kind, "stage": stage, **finetune_variant(args, kind, variant)}

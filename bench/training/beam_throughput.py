@@ -21,7 +21,6 @@ distinct folder names (distinct inputs, so distinct documents for the draws).
   python -m bench.training.beam_throughput --repeat 3 --rounds 2 [--workers 2] [--json out.json]
 """
 
-import argparse
 import glob
 import hashlib
 import os
@@ -31,7 +30,7 @@ import sys
 import tempfile
 import time
 
-from bench.common import SHARED_DATA
+from bench.common import SHARED_DATA, script_parser
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ["CUDA_VISIBLE_DEVICES"] = ""
@@ -89,8 +88,7 @@ def run(kind: str, files, vocab_file: str, args) -> dict:
 
 
 def main():
-  parser = argparse.ArgumentParser(description=__doc__,
-                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+  parser = script_parser(__doc__)
   parser.add_argument("--corpus", default=os.path.join(SHARED, "corpus"))
   parser.add_argument("--vocab-file", default=os.path.join(SHARED, "vocab", "vocab.txt"))
   parser.add_argument("--repeat", type=int, default=3)

@@ -23,7 +23,6 @@ start-up out of both.
   python -m bench.training.data_prep_throughput --corpus-glob 'my/**/*.txt' --vocab-file v.txt
 """
 
-import argparse
 import atexit
 import glob
 import multiprocessing
@@ -35,7 +34,7 @@ import sys
 import tempfile
 import time
 
-from bench.common import SHARED_DATA
+from bench.common import SHARED_DATA, script_parser
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
@@ -212,8 +211,7 @@ def tokenizer_only(files, vocab_file):
 
 
 def main():
-  parser = argparse.ArgumentParser(description=__doc__,
-                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+  parser = script_parser(__doc__)
   parser.add_argument("--corpus-glob", default=os.path.join(SHARED, "corpus", "**", "*"))
   parser.add_argument("--vocab-file", default=os.path.join(SHARED, "vocab", "vocab.txt"))
   parser.add_argument("--repeat", type=int, default=1, help="Read the corpus this many times.")

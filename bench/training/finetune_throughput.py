@@ -18,7 +18,6 @@ and tokenization are not timed. Prints sequences/s and the ratio.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import tempfile
@@ -30,7 +29,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from bench.common import add_step_flags, append_json  # noqa: E402
+from bench.common import add_step_flags, append_json, script_parser  # noqa: E402
 from electra_tf2.tasks.config import FinetuningConfig, resolve_finetuning_config  # noqa: E402
 from electra_tf2.tasks.preprocessing import Preprocessor  # noqa: E402
 from electra_tf2.training.finetuning import ModelRunner  # noqa: E402
@@ -129,7 +128,7 @@ def best_seconds(run: Callable, steps: int) -> float:
 
 
 def main(argv=None) -> Dict[str, Any]:
-  parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+  parser = script_parser(__doc__, whole=False)
   parser.add_argument("--model-size", default="base", choices=("small", "base", "large"))
   parser.add_argument("--seq-len", type=int, default=384)
   parser.add_argument("--batch-size", type=int, default=32)

@@ -14,51 +14,45 @@ must be far faster so that it is never the bottleneck.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import tempfile
-import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from bench.common import REPO  # noqa: E402
+from bench.common import script_parser, sequences_per_second  # noqa: E402
 from electra_tf2.data_io import input_pipeline  # noqa: E402
-from electra_tf2.config.pretraining import resolve_pretraining_config  # noqa: E402
+from electra_tf2.config.pretraining import (PretrainingConfig,  # noqa: E402
+                                            resolve_pretraining_config)
+from tests.fixtures import write_pretraining_data  # noqa: E402
 
 
-def write_pretraining_data(data_dir: str, **kwargs) -> str:
-  """The tests' synthetic TFRecords (tests/fixtures.py, loaded from its file: the tests
-  are not a package)."""
-  spec = importlib.util.spec_from_file_location(
-      "fixtures", os.path.join(REPO, "tests", "fixtures.py"))
-  fixtures = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(fixtures)
-  return fixtures.write_pretraining_data(data_dir, **kwargs)
+def parse_args(doc: str, examples: int, batches: int) -> argparse.Namespace:
+  """The flags of the input benches: the synthetic data's size and the batches timed."""
+  parser = script_parser(doc, whole=False)
+  parser.add_argument("--examples", type=int, default=examples)
+  parser.add_argument("--seq-len", type=int, default=128)
+  parser.add_argument("--batch-size", type=int, default=128)
+  parser.add_argument("--batches", type=int, default=batches)
+  parser.add_argument("--files", type=int, default=8)
+  return parser.parse_args()
+
+
+def synthetic_config(args: argparse.Namespace, directory: str) -> PretrainingConfig:
+  """electra_small's pre-training config on the tests' synthetic TFRecords (tests/fixtures.py)
+  of --examples sequences of --seq-len in --files files, written to `directory`."""
+  data = write_pretraining_data(directory, num_examples=args.examples, seq_len=args.seq_len,
+                                num_files=args.files)
+  return resolve_pretraining_config("electra_small", data, {"max_seq_length": args.seq_len})
 
 
 def main() -> None:
-  parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-  parser.add_argument("--examples", type=int, default=20000)
-  parser.add_argument("--seq-len", type=int, default=128)
-  parser.add_argument("--batch-size", type=int, default=128)
-  parser.add_argument("--batches", type=int, default=300)
-  parser.add_argument("--files", type=int, default=8)
-  args = parser.parse_args()
+  args = parse_args(__doc__, examples=20000, batches=300)
   with tempfile.TemporaryDirectory() as tmp:
-    data = write_pretraining_data(tmp, num_examples=args.examples, seq_len=args.seq_len,
-                                  num_files=args.files)
-    config = resolve_pretraining_config("electra_small", data, {"max_seq_length": args.seq_len})
+    config = synthetic_config(args, tmp)
     for deterministic in (False, True):
       dataset = input_pipeline.input_fn(config, True, args.batch_size,
                                        deterministic=deterministic)
-      iterator = iter(dataset)
-      for _ in range(20):  # fill the shuffle and prefetch buffers
-        next(iterator)
-      start = time.perf_counter()
-      for _ in range(args.batches):
-        next(iterator)["input_ids"].numpy()
-      seconds = time.perf_counter() - start
-      rate = args.batches * args.batch_size / seconds
+      rate = sequences_per_second(iter(dataset), args.batches, args.batch_size, warm_up=20)
       print(f"deterministic={deterministic}: {rate:,.0f} sequences/s "
             f"({rate * args.seq_len:,.0f} tokens/s) at batch {args.batch_size}")
 

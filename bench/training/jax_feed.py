@@ -5,7 +5,7 @@ same step fed as `electra pretrain --backend jax` feeds it, in one process, one 
         [--model-name electra_small] [--hparams JSON] [--seq-len 64] [--batch 128]
         [--mixed-precision mixed_bfloat16] [--seconds 15] [--trainer-steps N] [--json FILE]
 
-The issue's question (40, item 2): does the pure-Python reader
+The question: does the pure-Python reader
 (`electra_tf2/data_io/pretraining.py`) keep a GPU fed? Rows, each run for --seconds after
 its warm-up, sequences/s:
 
@@ -55,7 +55,7 @@ STEP_NUMBERS = 4096
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-  parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+  parser = common.script_parser(__doc__, whole=False)
   parser.add_argument("--data", required=True,
                       help="the pre-training TFRecords (comma-separated glob patterns)")
   parser.add_argument("--model-name", default="electra_small")

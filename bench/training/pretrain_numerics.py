@@ -15,7 +15,6 @@ them and plots the curves).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import tempfile
@@ -23,7 +22,7 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from bench.common import add_step_flags, append_json  # noqa: E402
+from bench.common import add_step_flags, append_json, script_parser  # noqa: E402
 from electra_tf2.config.pretraining import resolve_pretraining_config  # noqa: E402
 from electra_tf2.training.options import RunOptions  # noqa: E402
 from electra_tf2.training.tf_pretraining import PretrainingRun  # noqa: E402
@@ -35,7 +34,7 @@ def count_lines(path: str) -> int:
 
 
 def main(argv=None) -> None:
-  parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+  parser = script_parser(__doc__, whole=False)
   parser.add_argument("--data-dir", required=True,
                       help="holds vocab.txt and pretrain_tfrecords/ (the data builder's output)")
   parser.add_argument("--model-name", default="electra_small")

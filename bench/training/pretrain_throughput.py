@@ -39,7 +39,6 @@ import argparse
 import json
 import os
 import subprocess
-import sys
 import tempfile
 import time
 from typing import Any, Callable, Dict, Tuple
@@ -49,10 +48,11 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from bench.common import (add_step_flags, append_json, fake_pretraining_batch,  # noqa: E402
-                    is_out_of_memory_message)
-from bench.common import largest_batch as common_largest_batch  # noqa: E402
-from electra_tf2.config.pretraining import PretrainingConfig, resolve_pretraining_config
+from bench.common import (REPO, add_batch_flags, append_json, bench_command,  # noqa: E402
+                          fake_pretraining_batch, is_out_of_memory_message)
+from bench.common import largest_batch as common_largest_batch, script_parser  # noqa: E402
+from electra_tf2.config.pretraining import (PretrainingConfig,  # noqa: E402
+                                            resolve_pretraining_config)
 from electra_tf2.pretraining.flops import train_step_flops  # noqa: E402
 from electra_tf2.training.options import RunOptions  # noqa: E402
 from electra_tf2.training.tf_pretraining import PretrainingRun  # noqa: E402
@@ -233,13 +233,8 @@ def print_row(r: Dict[str, Any]) -> None:
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-  parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-  parser.add_argument("--model-name", default="electra_small")
-  parser.add_argument("--batch-sizes", default="8,32")
-  parser.add_argument("--max-batch", type=int, default=None,
-                      help="instead of --batch-sizes: the largest of N, N/2, ... that fits")
-  parser.add_argument("--seq-len", type=int, default=128)
-  add_step_flags(parser, steps=10)
+  parser = script_parser(__doc__, whole=False)
+  add_batch_flags(parser)
   parser.add_argument("--backend", choices=("tensorflow", "jax"), default="tensorflow",
                       help="jax: our TensorFlow trainer against our JAX trainer")
   parser.add_argument("--skip-model-garden", action="store_true")
@@ -247,8 +242,6 @@ def parse_args(argv=None) -> argparse.Namespace:
                       help="Model Garden's step compiled with XLA")
   parser.add_argument("--peak-size", type=int, default=2048,
                       help="n of the [n, n] matmuls timed for the peak (8192 on a GPU)")
-  parser.add_argument("--peak-tflops", type=float, default=None,
-                      help="a datasheet peak in TFLOP/s for a second MFU column")
   return parser.parse_args(argv)
 
 
@@ -260,19 +253,18 @@ def jax_rows(args) -> list:
   flags += (["--max-batch", str(args.max_batch)] if args.max_batch else
             ["--batch-sizes", args.batch_sizes])
   flags += ["--peak-tflops", str(args.peak_tflops)] if args.peak_tflops else []
-  here = os.path.dirname(os.path.abspath(__file__))
   with tempfile.TemporaryDirectory() as tmp:
     path = os.path.join(tmp, "jax.jsonl")
     env = dict(os.environ, KERAS_BACKEND="jax", ELECTRA_BLOCK_TENSORFLOW="1")
-    subprocess.run([sys.executable, os.path.join(here, "jax_pretrain_step.py"), *flags,
-                    "--json", path], check=True, env=env)
+    subprocess.run(bench_command("bench.gpu.jax_pretrain_step", *flags, "--json", path),
+                   check=True, env=env, cwd=REPO)
     with open(path, encoding="utf-8") as f:
       return [json.loads(line) for line in f if line.strip()]
 
 
-def compare_backends(args) -> None:
-  """Our TensorFlow step (in this process) against our JAX step (a subprocess, first)."""
-  jax_by_batch = {r["batch"]: r for r in jax_rows(args)}
+def step_settings(args) -> Tuple[RunOptions, Callable[[int], PretrainingConfig]]:
+  """The run options of --mixed-precision and --jit-compile, and the config of a batch size:
+  --model-name with --hparams, length --seq-len, no warm-up."""
   options = RunOptions(distribution_strategy="one_device",
                        mixed_precision=args.mixed_precision, jit_compile=args.jit_compile)
   hparams = json.loads(args.hparams)
@@ -281,6 +273,13 @@ def compare_backends(args) -> None:
     return resolve_pretraining_config(args.model_name, None, {
         **hparams, "max_seq_length": args.seq_len, "train_batch_size": batch,
         "num_warmup_steps": 0})
+  return options, config
+
+
+def compare_backends(args) -> None:
+  """Our TensorFlow step (in this process) against our JAX step (a subprocess, first)."""
+  jax_by_batch = {r["batch"]: r for r in jax_rows(args)}
+  options, config = step_settings(args)
   print(f"{'batch':>5} {'TF seq/s':>10} {'JAX seq/s':>10} {'JAX/TF':>7} "
         f"{'JAX compile s':>13} {'TF GFLOP/s':>11} {'JAX GFLOP/s':>11}", flush=True)
   for batch, jax_row in sorted(jax_by_batch.items()):
@@ -289,8 +288,8 @@ def compare_backends(args) -> None:
     best = min(time_steps(step, args.steps) for _ in range(args.rounds))
     tf_seq = batch / best
     flops = train_step_flops(config(batch), batch)
-    record = {"model": args.model_name, "hparams": hparams, "seq_len": args.seq_len,
-              "precision": args.mixed_precision, "batch": batch,
+    record = {"model": args.model_name, "hparams": json.loads(args.hparams),
+              "seq_len": args.seq_len, "precision": args.mixed_precision, "batch": batch,
               "tf_jit_compile": args.jit_compile, "tf_seq_per_s": tf_seq,
               "jax_seq_per_s": jax_row["seq_per_s"],
               "jax_compile_seconds": jax_row["compile_seconds"],
@@ -311,14 +310,7 @@ def main(argv=None) -> None:
     return
   peak = 0.0
   dtype = compute_dtype(args.mixed_precision)
-  options = RunOptions(distribution_strategy="one_device",
-                       mixed_precision=args.mixed_precision, jit_compile=args.jit_compile)
-  hparams = json.loads(args.hparams)
-
-  def config(batch: int) -> PretrainingConfig:
-    return resolve_pretraining_config(args.model_name, None, {
-        **hparams, "max_seq_length": args.seq_len, "train_batch_size": batch,
-        "num_warmup_steps": 0})
+  options, config = step_settings(args)
   makers = {"ours": lambda b: ours_step(config(b), b, options)}
   if not args.skip_model_garden:
     makers["mg"] = lambda b: model_garden_step(config(b), b, args.anchor_jit_compile)

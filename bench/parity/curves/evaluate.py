@@ -61,7 +61,7 @@ def stage_eval(args) -> Dict[str, Any]:
 
 
 def train_windows(args, side: str, seed: int) -> Dict[str, float]:
-  """The issue's measure: mean MLM and discriminator training loss of the 50-step windows
+  """The measure compared: mean MLM and discriminator training loss of the 50-step windows
   over the last third of training (steps 1000-1500 by default)."""
   directory = model_dir(args, side, seed)
   final = max(args.eval_at)

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
-import sys
 import time
-from typing import Any, Dict, List
+from typing import Any, Callable, Dict, List, Optional
 
-from bench.common import REPO, log
-from bench.parity.curves.shims import SeededRandom, TensorFlowWith, install_official_shims, official_env
+from bench.common import REPO, SHARED_DATA, bench_command, log, script_parser
+from bench.parity.curves.shims import (SeededRandom, TensorFlowWith, install_official_shims,
+                                       official_env)
 
-ENTRY = os.path.join(REPO, "bench", "official_parity.py")
 
 
 def _capture_learning_rate(optimization) -> Dict[str, Any]:
@@ -155,9 +155,37 @@ def _official_train(tf1, sess, spec, config, losses, train_op, global_step, save
     f.write(json.dumps(history) + "\n")
 
 
+def official_parser(doc: str, work_dir: str, seeds: str) -> argparse.ArgumentParser:
+  """The flags both official-parity scripts start with: the official tree, the work
+  directory, the shared data and the seeds, and the hidden flag of their worker process."""
+  parser = script_parser(doc, whole=False)
+  parser.add_argument("--official-dir", help="extracted google-research/electra tree")
+  parser.add_argument("--work-dir", default=work_dir)
+  parser.add_argument("--shared-data", default=SHARED_DATA)
+  parser.add_argument("--seeds", default=seeds)
+  parser.add_argument("--official-worker", help=argparse.SUPPRESS)
+  return parser
+
+
+def parse_official_args(parser: argparse.ArgumentParser, argv: Optional[List[str]],
+                        entry: str, worker: Callable[[Dict[str, Any]], None]
+                        ) -> Optional[argparse.Namespace]:
+  """Parses argv. In a worker process (--official-worker) runs `worker` on its spec and
+  returns None; else refuses an --official-dir without the official `entry` script."""
+  args = parser.parse_args(argv)
+  if args.official_worker:
+    worker(json.loads(args.official_worker))
+    return None
+  if not args.official_dir or not os.path.exists(os.path.join(args.official_dir, entry)):
+    parser.error(f"--official-dir must be an extracted google-research/electra tree (with "
+                 f"{entry})")
+  return args
+
+
 def run_official(args, spec: Dict[str, Any]) -> None:
   """Starts `official_worker(spec)` in a fresh process with legacy Keras."""
   spec = dict(spec, official_dir=os.path.abspath(args.official_dir))
-  subprocess.run([sys.executable, ENTRY, "--official-worker", json.dumps(spec)], check=True,
-                 env=official_env(args.official_dir), cwd=REPO)
+  subprocess.run(bench_command("bench.parity.official_parity", "--official-worker",
+                               json.dumps(spec)),
+                 check=True, env=official_env(args.official_dir), cwd=REPO)
 

@@ -21,13 +21,15 @@ def install_official_shims(official_dir: str):
   """Makes google-research/electra importable under TF 2.20; returns `tf.compat.v1`.
 
   Runs in a process started with `official_env(official_dir)` (TF_USE_LEGACY_KERAS=1
-  before TensorFlow is imported, the tree on PYTHONPATH).
+  before TensorFlow is imported). The tree goes first on sys.path, before the repository
+  root that `python -m` puts there: `run_pretraining` and `run_finetuning` are the
+  official ones.
   """
-  found = importlib.util.find_spec("configure_pretraining")
-  if found is None or os.path.dirname(os.path.realpath(found.origin)) != os.path.realpath(
-      official_dir):
-    raise RuntimeError(f"{official_dir} is not first on PYTHONPATH: start this process with "
-                       "the environment of parity.shims.official_env")
+  sys.path.insert(0, os.path.realpath(official_dir))
+  found = importlib.util.find_spec("run_pretraining")
+  if found is None or os.path.dirname(os.path.realpath(found.origin)) != sys.path[0]:
+    raise RuntimeError(f"{official_dir} has no run_pretraining.py: give the root of a "
+                       "google-research/electra checkout")
   import tensorflow.compat.v1 as tf1
   tf1.disable_v2_behavior()
 

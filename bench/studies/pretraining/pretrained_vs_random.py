@@ -133,7 +133,8 @@ def regex(text: str) -> str:
 
 
 def parse_args(argv: List[str]) -> argparse.Namespace:
-  parser = argparse.ArgumentParser(prog=f"pretraining_study.py {COMMAND}", description=__doc__,
+  parser = argparse.ArgumentParser(prog=f"python -m bench.studies.pretraining_study {COMMAND}",
+                                   description=__doc__,
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument("--work-dir", default="/tmp/electra_sst_bench")
   parser.add_argument("--shared-data", default=SHARED_DATA)
