@@ -42,7 +42,7 @@ from electra_tf2.cli import training as cli
 from tests.conftest import REPO_ROOT
 from tests.fixtures import WORD_VOCAB, noisy_pretrainer, write_vocab
 
-DOCS = ["README.md"] + sorted(os.path.relpath(p, REPO_ROOT)
+DOCS = ["README.md", "bench/README.md"] + sorted(os.path.relpath(p, REPO_ROOT)
                               for p in glob.glob(os.path.join(REPO_ROOT, "docs", "*.md")))
 NOT_RUN = re.compile(r"<!-- not run: \S.*-->\s*$")
 TINY = {"model_hparam_overrides": {"hidden_size": 32, "num_hidden_layers": 2,
