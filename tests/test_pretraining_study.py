@@ -115,5 +115,5 @@ def test_pretrained_vs_random_is_a_mode_of_the_study_command(capsys):
   with pytest.raises(SystemExit):
     pretraining_study.main(["pretrained-vs-random", "--reinit", "encoder/(layer_"])
   err = capsys.readouterr().err
-  assert err.startswith("usage: pretraining_study.py pretrained-vs-random")
+  assert err.startswith("usage: python -m bench.studies.pretraining_study pretrained-vs-random")
   assert "'encoder/(layer_' is not a regular expression" in err
