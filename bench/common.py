@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
+import sys
 import time
-from typing import Any, Callable, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -20,6 +22,12 @@ def log(message: str, tag: str = "") -> None:
   print(prefix + message, flush=True)
 
 
+def bench_command(module: str, *flags: Any) -> List[str]:
+  """The command line that runs bench module `module` (`bench.group.name`) with `flags`, in
+  this Python; run it with cwd=REPO, where `bench` is importable."""
+  return [sys.executable, "-m", module] + [str(f) for f in flags]
+
+
 def append_json(path: Optional[str], record: Mapping[str, Any]) -> None:
   """Appends `record` as one JSON line to `path` (nothing when path is None): a file of
   results that a run killed midway keeps whole up to its last line."""
@@ -28,7 +36,27 @@ def append_json(path: Optional[str], record: Mapping[str, Any]) -> None:
       f.write(json.dumps(record) + "\n")
 
 
-def add_step_flags(parser, steps: int, rounds: Optional[int] = 3) -> None:
+def script_parser(doc: str, whole: bool = True) -> argparse.ArgumentParser:
+  """A script's argument parser, described by its docstring as written (by its first
+  paragraph alone when not `whole`) and named `python -m bench.group.name` when run so."""
+  spec = getattr(sys.modules["__main__"], "__spec__", None)
+  prog = f"python -m {spec.name}" if spec and spec.name.startswith("bench.") else None
+  if whole:
+    return argparse.ArgumentParser(prog=prog, description=doc,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+  return argparse.ArgumentParser(prog=prog, description=doc.split("\n\n")[0])
+
+
+def add_output_flags(parser: argparse.ArgumentParser, rounds: Optional[int]) -> None:
+  """--rounds (the best of them counts; none when `rounds` is None) and --json (a file the
+  results are appended to, a JSON line each)."""
+  if rounds is not None:
+    parser.add_argument("--rounds", type=int, default=rounds)
+  parser.add_argument("--json", default=None, help="append the results here, a JSON line each")
+
+
+def add_step_flags(parser: argparse.ArgumentParser, steps: int,
+                   rounds: Optional[int] = 3) -> None:
   """The flags the training-step benches share: hparams over the preset's, precision, XLA,
   steps (per round, with `rounds` rounds unless None) and a JSON output file."""
   parser.add_argument("--hparams", default="{}",
@@ -37,9 +65,81 @@ def add_step_flags(parser, steps: int, rounds: Optional[int] = 3) -> None:
   parser.add_argument("--mixed-precision", default="float32")
   parser.add_argument("--jit-compile", action="store_true")
   parser.add_argument("--steps", type=int, default=steps)
-  if rounds is not None:
-    parser.add_argument("--rounds", type=int, default=rounds)
-  parser.add_argument("--json", default=None, help="append the result as JSON here")
+  add_output_flags(parser, rounds)
+
+
+def kernel_bench_main(doc: str, argv: Optional[List[str]], batch: int,
+                      add_flags: Callable[[argparse.ArgumentParser], None],
+                      measure: Callable[[argparse.Namespace, Optional[str]], Any]) -> int:
+  """The main of a bench that times one kernel on `[--batch, --seq-len]` inputs: its own
+  flags (`add_flags`), --rounds (5) and --json, then `measure(args, args.json)`."""
+  parser = script_parser(doc, whole=False)
+  parser.add_argument("--batch", type=int, default=batch)
+  parser.add_argument("--seq-len", type=int, default=128)
+  add_flags(parser)
+  add_output_flags(parser, rounds=5)
+  args = parser.parse_args(argv)
+  measure(args, args.json)
+  return 0
+
+
+def add_batch_flags(parser: argparse.ArgumentParser) -> None:
+  """The pre-training step benches' model, batch sizes and length, a datasheet peak for MFU,
+  then add_step_flags."""
+  parser.add_argument("--model-name", default="electra_small")
+  parser.add_argument("--batch-sizes", default="8,32")
+  parser.add_argument("--max-batch", type=int, default=None,
+                      help="instead of --batch-sizes: the largest of N, N/2, ... that fits")
+  parser.add_argument("--seq-len", type=int, default=128)
+  parser.add_argument("--peak-tflops", type=float, default=None,
+                      help="a datasheet peak in TFLOP/s: MFU against it")
+  add_step_flags(parser, steps=10)
+
+
+def add_text_timing_flags(parser: argparse.ArgumentParser, rounds: int, latency_texts: int,
+                          throughput_texts: int,
+                          work_dir: str = "/tmp/electra_inference_bench") -> None:
+  """The flags of the benches that time models on raw texts: rounds, the texts timed one
+  at a time (batch-1 latency) and in batches (throughput), then add_data_flags."""
+  parser.add_argument("--rounds", type=int, default=rounds)
+  parser.add_argument("--latency-texts", type=int, default=latency_texts)
+  parser.add_argument("--throughput-texts", type=int, default=throughput_texts)
+  add_data_flags(parser, work_dir)
+
+
+def add_data_flags(parser: argparse.ArgumentParser,
+                   work_dir: str = "/tmp/electra_inference_bench") -> None:
+  """--work-dir (the models a bench builds, kept for the next run) and --data-dir (the
+  shared data)."""
+  parser.add_argument("--work-dir", default=work_dir)
+  parser.add_argument("--data-dir", default=SHARED_DATA)
+
+
+def add_stages_flag(parser: argparse.ArgumentParser, stages: Sequence[str],
+                    default: Optional[Sequence[str]] = None) -> None:
+  """--stages: comma-separated names of `stages`, read as a list (default: `default`, else
+  all of them); an unknown name is refused in one line that lists the known ones."""
+  def read(text: str) -> List[str]:
+    chosen = [s for s in text.split(",") if s]
+    unknown = [s for s in chosen if s not in stages]
+    if unknown:
+      raise argparse.ArgumentTypeError(
+          f"unknown stage(s) {', '.join(unknown)}: choose from {','.join(stages)}")
+    return chosen
+  parser.add_argument("--stages", type=read, default=list(default or stages),
+                      help=f"comma-separated, of {','.join(stages)}")
+
+
+def sequences_per_second(batches: Iterator[Mapping[str, Any]], n: int, batch_size: int,
+                         warm_up: int = 5) -> float:
+  """Sequences/s over `n` batches of an iterator (each batch's `input_ids` read to the
+  end), after `warm_up` batches that fill its buffers."""
+  for _ in range(warm_up):
+    next(batches)
+  start = time.perf_counter()
+  for _ in range(n):
+    np.asarray(next(batches)["input_ids"]).sum()
+  return n * batch_size / (time.perf_counter() - start)
 
 
 def block_tensorflow_if_asked() -> None:
@@ -131,6 +231,12 @@ def text_inputs(tokenizer, texts: Sequence[str], max_seq_length: int
   special = tokenizer.special_ids
   return pad_rows([[special.cls] + ids[:max_seq_length - 2] + [special.sep]
                    for ids in tokenizer.encode_batch(texts)])
+
+
+def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+  """A markdown table: the header line, its rule, then a line per row of cells."""
+  lines = ["| " + " | ".join(headers) + " |", "|---" * len(headers) + "|"]
+  return "\n".join(lines + ["| " + " | ".join(str(c) for c in row) + " |" for row in rows])
 
 
 def pyplot():

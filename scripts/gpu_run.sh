@@ -7,7 +7,7 @@
 #   bash scripts/gpu_run.sh --dry [ITEM ...]   # on a CPU, tiny sizes: the whole run, tested
 #   bash scripts/gpu_run.sh report RESULTS.jsonl ...   # tables and plot of fetched results
 # --backend jax (issue 41; anywhere before ITEM or `wheels`): the JAX trainer's items for a
-# machine with JAX and PyTorch but no TensorFlow (bench/gpu_suite.py --backend jax): only
+# machine with JAX and PyTorch but no TensorFlow (bench/gpu/gpu_suite.py --backend jax): only
 # keras, namex and optree travel (scripts/gpu_wheels_jax.txt -> .gpu/wheels_jax), the
 # machine's own JAX, torch and transformers run, nothing imports TensorFlow, no `prepare`.
 #   bash scripts/gpu_run.sh wheels --backend jax        # here: .gpu/wheels_jax
@@ -15,10 +15,10 @@
 #   bash scripts/gpu_run.sh --dry --backend jax [ITEM ...]  # on a CPU, tiny sizes, no TF
 # JAX ITEMs: env, throughput (throughput:base128, throughput:small128/bf16, ...), numerics,
 # projection, profile (profile:small1024, ...), throughput:base512, language (after
-# `python bench/language_gpu.py carry`; a call of its own); named ITEMs run in the order
+# `python -m bench.studies.language_gpu carry`; a call of its own); named ITEMs run in the order
 # named.
 # ITEM: a key prefix, e.g. pretrain, pretrain:base128, profile, finetune, numerics, inference,
-# study, env (bench/gpu_suite.py). Environment: OUT (default ./gpu_out; the device sets it),
+# study, env (bench/gpu/gpu_suite.py). Environment: OUT (default ./gpu_out; the device sets it),
 # MINUTES (the call's time, default 9; items that would not fit are skipped), RESUME (an
 # earlier call's results.jsonl: its ok items are not run again), PYTHON (default: .venv's,
 # else python3). DRY=1 is --dry. Writes $OUT/results.jsonl (one line per item, as it ends),
@@ -53,7 +53,7 @@ esac
 case "${1:-}" in
   prepare)
     shift
-    exec "$PYTHON" bench/gpu_suite.py prepare "$@" ;;
+    exec "$PYTHON" -m bench.gpu.gpu_suite prepare "$@" ;;
   wheels)
     rm -rf "$wheels_dir" && mkdir -p "$wheels_dir"
     grep -v '^#' "$wheels_list" | xargs "$PYTHON" -m pip download -q --no-deps \
@@ -65,14 +65,14 @@ case "${1:-}" in
   report)
     shift
     mkdir -p "$OUT"
-    exec "$PYTHON" bench/gpu_suite.py report --out "$OUT" "$@" ;;
+    exec "$PYTHON" -m bench.gpu.gpu_suite report --out "$OUT" "$@" ;;
 esac
 
 mkdir -p "$OUT"
 if [ -n "$dry" ]; then
   export CUDA_VISIBLE_DEVICES=""
   [ "$backend" = jax ] && export JAX_PLATFORMS=cpu ELECTRA_BLOCK_TENSORFLOW=1
-  exec "$PYTHON" bench/gpu_suite.py --dry --backend "$backend" --out "$OUT" \
+  exec "$PYTHON" -m bench.gpu.gpu_suite --dry --backend "$backend" --out "$OUT" \
     --minutes "${MINUTES:-30}" ${RESUME:+--resume "$RESUME"} "$@"
 fi
 
@@ -106,7 +106,7 @@ sys.exit(0 if jax.default_backend() == "gpu" else 4)'
     exit 3
   fi
   cat "$OUT/install.log"
-  exec "$PYTHON" bench/gpu_suite.py --backend jax --out "$OUT" --minutes "${MINUTES:-9}" \
+  exec "$PYTHON" -m bench.gpu.gpu_suite --backend jax --out "$OUT" --minutes "${MINUTES:-9}" \
     ${RESUME:+--resume "$RESUME"} "$@"
 fi
 check='import sys, tensorflow as tf
@@ -121,5 +121,5 @@ if ! "$PYTHON" -c "$check" >> "$OUT/install.log" 2>&1; then
   exit 3
 fi
 cat "$OUT/install.log"
-exec "$PYTHON" bench/gpu_suite.py --out "$OUT" --minutes "${MINUTES:-9}" \
+exec "$PYTHON" -m bench.gpu.gpu_suite --out "$OUT" --minutes "${MINUTES:-9}" \
   ${RESUME:+--resume "$RESUME"} "$@"

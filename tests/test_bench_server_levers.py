@@ -1,4 +1,4 @@
-"""bench/server_graph_levers.py's accounting: ops per encoder layer from profiled op names,
+"""bench/serving/server_graph_levers.py's accounting: ops per encoder layer from profiled op names,
 tf.custom_gradient markers in a SavedModel, ratios to ONNX Runtime in its table.
 
 Oracles: hand-counted op names, a SavedModel written here with and without
@@ -8,7 +8,7 @@ tf.custom_gradient, hand-computed ratios.
 import pytest
 import tensorflow as tf
 
-import server_graph_levers as levers
+from bench.serving import server_graph_levers as levers
 
 
 def test_ops_per_layer_counts_each_encoder_layer_under_keras_scope_suffixes():
@@ -68,11 +68,11 @@ def test_serving_graph_ops_are_what_tensorflow_runs_after_grappler(tmp_path):
 
 
 def test_batch1_forms_compute_the_encoders_states():
-  """bench/server_batch1_forms.py's forms (the single-threaded executor, constants, fused
+  """bench/serving/server_batch1_forms.py's forms (the single-threaded executor, constants, fused
   q/k/v, head-major projections) give our encoder's states (itself tested against a numpy
   reference), so their timings compare the same computation."""
   import numpy as np
-  import server_batch1_forms as forms
+  from bench.serving import server_batch1_forms as forms
   from electra_tf2 import BertConfig
   from electra_tf2.networks.encoder import Encoder
   encoder = Encoder(BertConfig(vocab_size=30, hidden_size=16, num_hidden_layers=2,

@@ -1,4 +1,4 @@
-"""bench/discriminator_analysis.py: its metrics against hand values and sklearn, its model
+"""bench/studies/discriminator_analysis.py: its metrics against hand values and sklearn, its model
 passes against direct calls, and a whole run on a tiny model and tiny data written here."""
 
 import json
@@ -14,9 +14,9 @@ from electra_tf2.conversion import convert
 from electra_tf2.config.pretraining import resolve_pretraining_config
 from fixtures import noisy_pretrainer
 
-import discriminator_analysis as analysis
-from discriminator import metrics
-from discriminator.passes import Passes, corrupt, pseudo_log_likelihood, sample
+from bench.studies import discriminator_analysis as analysis
+from bench.studies.discriminator import metrics
+from bench.studies.discriminator.passes import Passes, corrupt, pseudo_log_likelihood, sample
 
 WORDS = ("the a cat dog sat ran on in was is big small red old house tree park city river "
          "man woman boy girl saw had made went").split()

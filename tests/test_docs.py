@@ -7,10 +7,12 @@ DIR/models/NAME/finetuning_models/sst_model_1), unless an HTML comment
 `electra` subcommands, their flags and `electra_tf2.` names in the text must exist; relative
 links and `NAME.md#anchor` mentions (in the code too) must find their file and heading; a
 command line (in a shell block or a `code span`) gives an `electra` subcommand, run_*.py,
-data_prep/*.py, bench/*.py or scripts/*.sh only flags that its parser accepts.
+data_prep/*.py, `python -m bench.GROUP.NAME` (or bench/GROUP/NAME.py) or scripts/*.sh only
+flags that its parser accepts.
 """
 
 import argparse
+import ast
 import collections
 import functools
 import glob
@@ -40,7 +42,7 @@ from electra_tf2.cli import training as cli
 from tests.conftest import REPO_ROOT
 from tests.fixtures import WORD_VOCAB, noisy_pretrainer, write_vocab
 
-DOCS = ["README.md"] + sorted(os.path.relpath(p, REPO_ROOT)
+DOCS = ["README.md", "bench/README.md"] + sorted(os.path.relpath(p, REPO_ROOT)
                               for p in glob.glob(os.path.join(REPO_ROOT, "docs", "*.md")))
 NOT_RUN = re.compile(r"<!-- not run: \S.*-->\s*$")
 TINY = {"model_hparam_overrides": {"hidden_size": 32, "num_hidden_layers": 2,
@@ -332,12 +334,16 @@ def script_sources(script: str) -> List[str]:
     if source in sources:
       continue
     sources.append(source)
-    if source.startswith("bench/"):
-      for name in re.findall(r"^\s*(?:from|import) (\w+)", read(source), re.M):
-        if os.path.isfile(os.path.join(REPO_ROOT, "bench", name + ".py")):
-          pending.append(f"bench/{name}.py")
-        pending += sorted(os.path.relpath(p, REPO_ROOT) for p in glob.glob(
-            os.path.join(REPO_ROOT, "bench", name, "*.py")))
+    if source.startswith("bench/") and source.endswith(".py"):
+      for node in ast.walk(ast.parse(read(source))):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("bench"):
+          base = os.path.join(*node.module.split("."))
+          for path in [base] + [os.path.join(base, alias.name) for alias in node.names]:
+            if os.path.isfile(os.path.join(REPO_ROOT, path + ".py")):
+              pending.append(path + ".py")
+            elif path != base:  # a package imported by name: all of its modules
+              pending += sorted(os.path.relpath(p, REPO_ROOT) for p in glob.glob(
+                  os.path.join(REPO_ROOT, path, "*.py")))
   return sources
 
 
@@ -345,7 +351,7 @@ def script_sources(script: str) -> List[str]:
 def accepted_flags(program: str) -> Dict[Optional[str], Set[str]]:
   """The flags that `program` accepts: `electra SUB` (its parser, built by its own main
   and not run), `electra build-data --runner` (the Beam builder's and Beam's pipeline
-  options), bench/X.py and scripts/X.sh (the flags their source spells)."""
+  options), bench/GROUP/X.py and scripts/X.sh (the flags their source spells)."""
   if program.startswith(("bench/", "scripts/")):
     spelled = {"--help"}
     for source in script_sources(program):
@@ -376,21 +382,18 @@ def accepted_flags(program: str) -> Dict[Optional[str], Set[str]]:
 
 def shell_commands(text) -> List[str]:
   """The command lines of `text`: those of its bash/sh/console blocks (continuation lines
-  joined; after a `cd bench` line, the block's lines start with `cd bench && `) and its
-  `code spans` outside them."""
-  found, block, directory = [], None, ""
+  joined) and its `code spans` outside them."""
+  found, block = [], None
   for line in text.split("\n"):
     if line.lstrip().startswith("```"):
       shell = line.strip()[3:] in ("bash", "sh", "shell", "console", "")
       block = shell if block is None else None
-      directory = ""
       continue
     if block:
       if found and found[-1].endswith("\\"):
         found[-1] = found[-1][:-1] + " " + line.strip()
       else:
-        found.append(directory + line.strip())
-        directory = "cd bench && " if line.strip() == "cd bench" else directory
+        found.append(line.strip())
     elif block is None:
       found += re.findall(r"`([^`]+)`", line)
   return found
@@ -411,6 +414,8 @@ def program_of(words: List[str], index: int) -> Tuple[Optional[str], int]:
     return f"electra {following[0]}", 2
   if word == "-m" and following[0] == "electra_tf2" and following[1] in commands.SUBCOMMANDS:
     return f"electra {following[1]}", 3
+  if word == "-m" and following[0].startswith("bench."):
+    return os.path.join(*following[0].split(".")) + ".py", 2
   if word == "-m":
     return module_program(following[0]), 2
   if word.endswith(("run_pretraining.py", "run_finetuning.py")):
@@ -419,9 +424,7 @@ def program_of(words: List[str], index: int) -> Tuple[Optional[str], int]:
   script = re.fullmatch(r"data_prep/(\w+)\.py", path)  # the official scripts: subcommands
   if script:
     return module_program(f"electra_tf2.data_prep.{script.group(1)}"), 1
-  if re.fullmatch(r"\w+\.py", path) and "cd bench" in " ".join(words[:index]):
-    path = f"bench/{path}"  # cd bench && python X.py
-  return (path if re.fullmatch(r"(bench/\w+\.py|scripts/\w+\.sh)", path) else None), 1
+  return (path if re.fullmatch(r"(bench/[\w/]+\.py|scripts/\w+\.sh)", path) else None), 1
 
 
 def unknown_flags(text) -> List[str]:
@@ -470,12 +473,14 @@ def test_a_flag_the_command_does_not_accept_is_found():
           "`electra pretrain --data-dir D [--task sst]` and "
           "`python run_finetuning.py --backend jax` and `electra finetune --task sst`, "
           "`electra score score --model-dir M --input I --output O --by mean_log_odds`, "
-          "`bench/jax_pretrain_step.py --batch-sizes 8 --no-such-flag`, "
-          "`python bench/no_such_script.py --x 1`, "
+          "`bench/gpu/jax_pretrain_step.py --batch-sizes 8 --no-such-flag`, "
+          "`python -m bench.profiles.trace_summary T --hlo H --no-such-flag`, "
+          "`python -m bench.no_such.script --x 1`, "
           "`python data_prep/build_vocab.py --output-dir V`, "
           "`electra build-data --runner DataflowRunner --temp_location T --no_such_option 1`")
   assert unknown_flags(text) == [
       "electra export --no-such-flag", "electra convert to-tf2 --hf-dir",
       "electra pretrain --task", "electra finetune --backend", "electra score score --by",
-      "bench/jax_pretrain_step.py --no-such-flag", "bench/no_such_script.py: no such file",
+      "bench/gpu/jax_pretrain_step.py --no-such-flag",
+      "bench/profiles/trace_summary.py --no-such-flag", "bench/no_such/script.py: no such file",
       "electra build-vocab --output-dir", "electra build-data --no_such_option"]

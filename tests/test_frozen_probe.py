@@ -1,8 +1,8 @@
-"""bench/frozen_probe.py: the logistic-regression probe and its bag-of-words anchor."""
+"""bench/studies/frozen_probe.py: the logistic-regression probe and its bag-of-words anchor."""
 
 import numpy as np
 
-import frozen_probe
+from bench.studies import frozen_probe
 
 
 def test_probe_separates_separable_classes_and_not_random_labels():

@@ -1,4 +1,4 @@
-"""The GPU run (scripts/gpu_run.sh, bench/gpu_suite.py): its parts on hand-made inputs, and
+"""The GPU run (scripts/gpu_run.sh, bench/gpu/gpu_suite.py): its parts on hand-made inputs, and
 a dry run of two items end to end on the CPU (the whole dry run, the inference bench
 included, takes many minutes on 2 cores: `bash scripts/gpu_run.sh --dry` runs it by hand)."""
 
@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-import gpu_report
-import gpu_suite
-import language_gpu
-import pretraining_study
-from pretrain_throughput import is_out_of_memory, largest_batch
+from bench.gpu import gpu_report
+from bench.gpu import gpu_suite
+from bench.studies import language_gpu
+from bench.studies import pretraining_study
+from bench.training.pretrain_throughput import is_out_of_memory, largest_batch
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -120,13 +120,13 @@ def test_dry_run_writes_results_and_tables(tmp_path):
 
 
 # ---------------------------------------------------------------------------
-# The JAX backend's run (issue 41): scripts/gpu_run.sh --backend jax
+# The JAX backend's run: scripts/gpu_run.sh --backend jax
 # ---------------------------------------------------------------------------
 
 
 def test_common_largest_batch_halves_on_any_out_of_memory_text():
   """JAX and PyTorch raise their own error types; the message decides."""
-  import common
+  from bench import common
   tried = []
 
   def make(batch):
@@ -144,7 +144,7 @@ def test_common_largest_batch_halves_on_any_out_of_memory_text():
 
 
 def test_fake_pretraining_batch_has_two_segments_and_zipf_tokens():
-  import common
+  from bench import common
   batch = common.fake_pretraining_batch(3, 8, 2000, seed=1)
   assert batch["input_ids"][:, [0, 4, 7]].tolist() == [[101, 102, 102]] * 3
   assert batch["segment_ids"][0].tolist() == [0, 0, 0, 0, 0, 1, 1, 1]
@@ -165,7 +165,7 @@ def test_jax_items_pair_each_of_our_rows_with_the_transformers_step():
                       "language/wordpiece", "language/sentencepiece", "feed/language64"]
   by_key = {i.key: i.command for i in items}
   hf = by_key["throughput/small128/f32/hf"]
-  assert os.path.basename(hf[1]) == "hf_rtd_step.py" and "--jit-compile" in hf
+  assert hf[1:3] == ["-m", "bench.gpu.hf_rtd_step"] and "--jit-compile" in hf
   assert hf[hf.index("--max-batch") + 1] == "1024" and "--peak-tflops" in hf
   assert by_key["numerics/bf16_xla_seed0"][
       by_key["numerics/bf16_xla_seed0"].index("--train-steps") + 1] == "300"
@@ -207,13 +207,13 @@ def test_levers_change_one_thing_each_against_a_baseline_of_the_same_call(tmp_pa
 
 
 def test_philox_dropout_lever_keeps_the_rate_and_scaling_of_dropout():
-  """bench/jax_pretrain_step.py's philox_dropout: kept values are scaled by 1/keep, the
+  """bench/gpu/jax_pretrain_step.py's philox_dropout: kept values are scaled by 1/keep, the
   keep rate is 0.9 within 5 binomial standard deviations, one seed gives one mask and
   another seed another, a noise shape broadcasts, and Keras's dropout is back after."""
   import jax.numpy as jnp  # pylint: disable=g-import-not-at-top
   from keras.src.backend.jax import random as jax_random  # pylint: disable=g-import-not-at-top
 
-  import jax_pretrain_step  # pylint: disable=g-import-not-at-top
+  from bench.gpu import jax_pretrain_step  # pylint: disable=g-import-not-at-top
   original = jax_random.dropout
   ones = jnp.ones((256, 1024), jnp.float32)
   with jax_pretrain_step.philox_dropout():
@@ -230,9 +230,9 @@ def test_philox_dropout_lever_keeps_the_rate_and_scaling_of_dropout():
 
 
 def test_embedding_gradient_items_read_scatter_types_and_report(tmp_path):
-  """bench/embedding_grad.py's pieces: the items' sizes, the element types read off HLO
+  """bench/gpu/embedding_grad.py's pieces: the items' sizes, the element types read off HLO
   text (two hand-written scatters and a gather), the [MASK] share of its ids, the table."""
-  import embedding_grad  # pylint: disable=g-import-not-at-top
+  from bench.gpu import embedding_grad  # pylint: disable=g-import-not-at-top
   items = {i.key: i.command for i in gpu_suite.jax_items(gpu_suite.JAX_GPU, 989.4)
            if i.key.startswith("embgrad/")}
   assert list(items) == ["embgrad/small1024", "embgrad/base512"]
@@ -257,11 +257,11 @@ def test_embedding_gradient_items_read_scatter_types_and_report(tmp_path):
 
 
 def test_attention_ways_compute_the_official_attention_and_report(tmp_path):
-  """bench/attention_ways.py: its items' sizes; on the CPU, the ways without dropout give
+  """bench/gpu/attention_ways.py: its items' sizes; on the CPU, the ways without dropout give
   numpy's float64 attention and the same gradient on the real positions, the official
   way's dropout changes the output, the GPU-only ways skip with a reason; the table."""
   import jax  # pylint: disable=g-import-not-at-top
-  import attention_ways  # pylint: disable=g-import-not-at-top
+  from bench.gpu import attention_ways  # pylint: disable=g-import-not-at-top
   items = {i.key: i.command for i in gpu_suite.jax_items(gpu_suite.JAX_GPU, 989.4)
            if i.key.startswith("attention/")}
   assert list(items) == ["attention/base512", "attention/small1024"]
@@ -375,7 +375,7 @@ def test_jax_dry_run_without_tensorflow(tmp_path):
 
 
 # ---------------------------------------------------------------------------
-# The language study's pre-training on a GPU (issue 42 item 4): bench/language_gpu.py
+# The language study's pre-training on a GPU: bench/studies/language_gpu.py
 # ---------------------------------------------------------------------------
 
 
@@ -409,7 +409,7 @@ def test_language_weights_come_back_as_float16_in_pooled_files(tmp_path, monkeyp
 
 
 def test_feed_rows_count_steps_over_the_time_and_average_the_split(monkeypatch):
-  import jax_feed
+  from bench.training import jax_feed
   clock = [0.0]
   monkeypatch.setattr(jax_feed.time, "perf_counter", lambda: clock[0])
 
@@ -425,7 +425,7 @@ def test_feed_rows_count_steps_over_the_time_and_average_the_split(monkeypatch):
 
 
 def test_prefetcher_hands_over_batches_in_order_and_stops():
-  import jax_feed
+  from bench.training import jax_feed
   prefetcher = jax_feed.Prefetcher(iter(range(1000)), lambda batch: batch * 10, depth=2)
   assert [prefetcher.next() for _ in range(5)] == [0, 10, 20, 30, 40]
   prefetcher.close()
@@ -453,12 +453,13 @@ def test_language_items_share_the_call_and_say_how_to_carry(tmp_path):
   later = gpu_suite.JAX_GPU.language["later"]
   assert (word.reserve, piece.reserve) == (later + 10, 10)  # the first leaves the second its time
   assert (word.min_seconds, piece.min_seconds) == (150 + later + 10, 150 + 10)
-  assert word.time_flag == "--time-limit" and word.command[2:4] == ["pretrain", "--kind"]
+  assert word.time_flag == "--time-limit"
+  assert word.command[1:4] == ["-m", "bench.studies.language_gpu", "pretrain"]
   assert word.command[word.command.index("--out") + 1] == str(tmp_path)
   assert word.needs.endswith(os.path.join(".gpu", "language", "wordpiece", "pretrain_tfrecords",
                                           "tokenizer_description.json"))
   missing = dataclasses.replace(word, needs=str(tmp_path / "missing"))
-  assert "bench/language_gpu.py carry" in gpu_suite.skip_reason(missing, 600)
+  assert "python -m bench.studies.language_gpu carry" in gpu_suite.skip_reason(missing, 600)
 
 
 @pytest.mark.slow
@@ -481,8 +482,8 @@ def test_language_study_round_trip_through_a_jax_run(tmp_path):
   out.mkdir()
   env = dict(os.environ, KERAS_BACKEND="jax", JAX_PLATFORMS="cpu", CUDA_VISIBLE_DEVICES="",
              ELECTRA_BLOCK_TENSORFLOW="1", PYTHONPATH=REPO)
-  done = subprocess.run([sys.executable, "bench/language_gpu.py", "pretrain", "--dry", "--kind",
-                         "wordpiece", "--steps", "2", "--carry-dir", str(tmp_path / "carry"),
+  done = subprocess.run([sys.executable, "-m", "bench.studies.language_gpu", "pretrain", "--dry",
+                         "--kind", "wordpiece", "--steps", "2", "--carry-dir", str(tmp_path / "carry"),
                          "--out", str(out), "--model-root", str(models), "--json",
                          str(tmp_path / "record.json")], cwd=REPO, env=env,
                         capture_output=True, text=True, timeout=600)

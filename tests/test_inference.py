@@ -213,11 +213,11 @@ def test_electra_export_bfloat16(tmp_path):
 
 
 def test_bench_times_self_batching_sides_against_pytorch_on_the_same_batches(monkeypatch):
-  """bench/inference_throughput.py: Keras predict (which sorts texts by length) is compared
+  """bench/serving/inference_throughput.py: Keras predict (which sorts texts by length) is compared
   with `pytorch_sorted`, PyTorch fed the batches `TextModel.predict` makes, not with the
   shuffled batches of the `pytorch` side."""
-  import inference_throughput
-  from inference import anchors
+  from bench.serving import inference_throughput
+  from bench.serving.inference import anchors
   seen = []
   monkeypatch.setattr(anchors, "torch_logits", lambda fixture, texts: (
       seen.append(list(texts[0])) or np.array([[len(t)] for t in texts[0]], np.float32)))
@@ -242,7 +242,7 @@ def test_bench_has_the_short_cola_sentences():
   """The inference bench's short-text set: CoLA dev (no header line), 1043 sentences of
   about 8 words, beside SST-2's of about 19."""
   from conftest import shared_data_path
-  from inference import texts
+  from bench.serving.inference import texts
   shared_data_path("glue", "CoLA", "dev.tsv")  # skips without ../shared
   sets = {s.name: s for s in texts.glue_sets(os.path.dirname(shared_data_path("glue")))}
   cola = sets["cola_dev"]

@@ -1,4 +1,4 @@
-"""bench/language_study.py's own logic (text, labels, summary maths) on hand-made data.
+"""bench/studies/language_study.py's own logic (text, labels, summary maths) on hand-made data.
 
 The study itself (pre-training and fine-tuning) is not run here: docs/languages.md.
 """
@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-import language_study as study
+from bench.studies import language_study as study
 
 
 def test_strip_pos_tags_keeps_the_words_of_compounds():

@@ -169,7 +169,7 @@ def test_embedding_block_table_gradient_sums_in_float32_inside_a_mixed_precision
   Keras autocasts variables), 257 repeats of gradient 1 give 257 (hand-computed; not a
   bfloat16 number, so the test fails wherever the gradient is summed into a bfloat16
   table, even where the CPU compiler adds in float32 and rounds once). A bfloat16 copy of
-  the table also made the GPU scatter ~4,000x slower (bench/embedding_grad.py)."""
+  the table also made the GPU scatter ~4,000x slower (bench/gpu/embedding_grad.py)."""
   from electra_tf2.layers.embeddings import EmbeddingBlock, lookup
 
   class Rows(EmbeddingBlock):  # the block's own variable, read in its own call

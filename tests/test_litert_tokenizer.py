@@ -135,7 +135,7 @@ def test_the_python_step_does_what_the_map_cannot(tokenizer, vocab_file):
 
 def test_shared_texts_match_the_oracle(tmp_path):
   """The BERT vocabulary on SST-2 dev, WikiText-2 valid and the vocabulary's own lines
-  (bench/litert_tokenizer_parity.py measures every file)."""
+  (bench/parity/litert_tokenizer_parity.py measures every file)."""
   from conftest import shared_data_path
   bert_vocab = shared_data_path("vocab", "vocab.txt")
   texts = []
@@ -179,9 +179,9 @@ def test_ascii_whitespace_splits_words_as_tf_strings_split(tokenizer):
 
 
 def test_the_parity_bench_s_reference_is_electra_s_tokenizer(vocab_file):
-  """bench/litert_tokenizer_parity.py compares with ELECTRA's `_is_control` (every C*),
+  """bench/parity/litert_tokenizer_parity.py compares with ELECTRA's `_is_control` (every C*),
   not BERT's (Cc, Cf): private use, unassigned and format characters are removed."""
-  import litert_tokenizer_parity
+  from bench.parity import litert_tokenizer_parity
   import importlib
   reference = litert_tokenizer_parity.official_tokenizer(vocab_file, True)
   oracle = make_oracle(vocab_file, True)

@@ -221,10 +221,10 @@ def test_mediapipe_s_text_classifier_runs_the_file(exported):
 
 
 def test_the_agreement_bench_splits_the_quantization_by_part(exported):
-  """bench/mediapipe_agreement.py: int8 rounding (hand-computed, one scale and one per
+  """bench/serving/mediapipe_agreement.py: int8 rounding (hand-computed, one scale and one per
   column), and each part's moved labels counted against the labels given, with the
   model's weights restored after."""
-  import mediapipe_agreement  # pylint: disable=g-import-not-at-top
+  from bench.serving import mediapipe_agreement  # pylint: disable=g-import-not-at-top
   weights = np.array([[1.0, -0.5], [0.25, 0.003]])
   np.testing.assert_allclose(mediapipe_agreement.int8_rounded(weights, None),
                              [[1.0, -64 / 127], [32 / 127, 0.0]])

@@ -1,4 +1,4 @@
-"""bench/pretraining_study.py at its smallest budget, on tiny data written here, and resuming.
+"""bench/studies/pretraining_study.py at its smallest budget, on tiny data written here, and resuming.
 
 Slow (about a minute): it runs run_pretraining.py and run_finetuning.py as a user would.
 """
@@ -9,9 +9,9 @@ import random
 
 import pytest
 
-import pretraining_study
-from study.pretrain import plan
-from study.report import table_cell
+from bench.studies import pretraining_study
+from bench.studies.pretraining.pretrain import plan
+from bench.studies.pretraining.report import table_cell
 
 pytestmark = pytest.mark.slow
 WORDS = "the a cat dog film movie good bad great awful plot actor sat ran on in was is".split()
@@ -115,5 +115,5 @@ def test_pretrained_vs_random_is_a_mode_of_the_study_command(capsys):
   with pytest.raises(SystemExit):
     pretraining_study.main(["pretrained-vs-random", "--reinit", "encoder/(layer_"])
   err = capsys.readouterr().err
-  assert err.startswith("usage: pretraining_study.py pretrained-vs-random")
+  assert err.startswith("usage: python -m bench.studies.pretraining_study pretrained-vs-random")
   assert "'encoder/(layer_' is not a regular expression" in err

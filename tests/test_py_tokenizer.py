@@ -3,12 +3,11 @@ features of the TensorFlow ones (text/tokenizer.py `FullTokenizer`, text/packing
 `TextFeaturizer`), which tests/test_tokenization.py checks against the official tokenizer;
 the official-semantics oracle of that file (`make_oracle`) is asked too.
 
-bench/py_tokenizer_parity.py compares every text of ../shared in every configuration;
+bench/parity/py_tokenizer_parity.py compares every text of ../shared in every configuration;
 here a sample keeps the test under half a minute.
 """
 
 import glob
-import json
 import os
 
 import numpy as np
@@ -16,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from bench.parity.litert_tokenizer_parity import squad_texts
 from conftest import SHARED_DATA, shared_data_path
 from no_tensorflow import run_without_tensorflow
 from test_tokenization import (CONFIGS, TRICKY, basic_oracle, make_oracle, oracle_ids,
@@ -87,19 +87,6 @@ def test_any_unicode_text_gives_the_tensorflow_and_official_ids(tokenizers, tiny
   assert got == [oracle_ids(oracle, t) for t in texts]
 
 
-def _squad_texts(path):
-  with open(path, encoding="utf-8") as f:
-    data = json.load(f)
-  for article in data["data"]:
-    yield article["title"]
-    for paragraph in article["paragraphs"]:
-      yield paragraph["context"]
-      for qa in paragraph["qas"]:
-        yield qa["question"]
-        for answer in qa.get("answers", []) + qa.get("plausible_answers", []):
-          yield answer["text"]
-
-
 def shared_texts():
   """{file relative to ../shared/data: its texts}: every line of the text files (GLUE,
   CoNLL, corpus, the vocabulary itself), every title, context, question and answer of
@@ -108,7 +95,7 @@ def shared_texts():
   for path in sorted(glob.glob(os.path.join(SHARED_DATA, "**", "*"), recursive=True)):
     if os.path.isfile(path):
       if path.endswith(".json"):
-        texts[os.path.relpath(path, SHARED_DATA)] = list(_squad_texts(path))
+        texts[os.path.relpath(path, SHARED_DATA)] = list(squad_texts(path))
       else:
         with open(path, encoding="utf-8", errors="surrogateescape", newline="") as f:
           texts[os.path.relpath(path, SHARED_DATA)] = f.read().split("\n")

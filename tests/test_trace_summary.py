@@ -1,9 +1,9 @@
-"""bench/trace_summary.py: a jax.profiler Perfetto trace summed per kernel and per kind."""
+"""bench/profiles/trace_summary.py: a jax.profiler Perfetto trace summed per kernel and per kind."""
 
 import gzip
 import json
 
-import trace_summary
+from bench.profiles import trace_summary
 
 
 def _trace(tmp_path, events):

@@ -1,1 +1,1 @@
-"""The stages of bench/official_parity.py: training-curve parity with the official TF1 code."""
+"""Do we compute what the anchor computes: the official code, other tokenizers, other backends."""

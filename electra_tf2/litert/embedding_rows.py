@@ -5,7 +5,7 @@ embedding]` in int8 with one scale for the whole table, the largest |value| over
 looks rows up with GATHER then DEQUANTIZE. One large value makes every row coarse: in a
 small SST-2 classifier the largest |value| was 5 times the median row's, and rounding the
 table so moved 3 of 872 dev labels where one scale per row moved 1
-(bench/mediapipe_agreement.py, docs/deploy.md). This pass keeps the file's size and ops
+(bench/serving/mediapipe_agreement.py, docs/deploy.md). This pass keeps the file's size and ops
 and gives each row its own scale:
 
   int8 table (scale 1) --GATHER(ids)--> DEQUANTIZE --> x  `[..., embedding]`

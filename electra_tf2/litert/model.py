@@ -21,7 +21,7 @@ Texts = Union[Sequence[str], Sequence[bytes]]
 METADATA_NAME = "electra_tf2"  # the .tflite metadata entry of our settings (JSON)
 # Interpreter threads unless told: one per core up to 2. On an idle 2-core host two threads
 # were 1.7-1.9x one at batch 32 (dynamic-int8; CoLA, SST-2, MRPC) and faster at batch 1 on
-# CoLA and SST-2, slower on MRPC's long pairs (bench/litert_threads_vs_ort.py,
+# CoLA and SST-2, slower on MRPC's long pairs (bench/serving/litert_threads_vs_ort.py,
 # docs/benchmarks.md#litert-tflite); under load one thread was ahead. More than 2 was not
 # measured: pass num_threads.
 MAX_DEFAULT_THREADS = 2

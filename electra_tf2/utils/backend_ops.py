@@ -2,7 +2,7 @@
 
 Everything else in the model core is `keras.ops`; these go to TensorFlow's op
 on the TensorFlow backend (the kernels, speed and bits of earlier releases:
-bench/behaviour_fingerprint.sh) and to `keras.ops` on the others.
+bench/parity/behaviour_fingerprint.sh) and to `keras.ops` on the others.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ def argmax(x, axis: int = -1):
   `tf.argmax` itself: Keras' version first rewrites -0.0 in four elementwise passes, which
   costs time on `[batch, n, vocab]` logits. On JAX `jnp.argmax` itself: Keras' version on a
   CPU rewrites -0.0 as well, inside XLA's reduction loop, which the CPU compiler does not
-  vectorise (bench/jax_pretrain_step.py --profile: the Gumbel sample's and the generator's
+  vectorise (bench/gpu/jax_pretrain_step.py --profile: the Gumbel sample's and the generator's
   argmax over the vocabulary were 15% of electra_small's step)."""
   if keras.backend.backend() == "tensorflow":
     import tensorflow as tf  # pylint: disable=g-import-not-at-top

@@ -1,0 +1,1 @@
+"""The GPU run and the JAX step measurements it carries to a GPU machine."""

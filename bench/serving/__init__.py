@@ -1,0 +1,2 @@
+"""How fast and how faithful serving is: SavedModels, LiteRT files, server graphs, question
+answering."""

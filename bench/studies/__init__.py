@@ -1,0 +1,1 @@
+"""What the model learns: pre-training, language, probe and discriminator studies."""

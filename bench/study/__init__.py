@@ -1,1 +1,0 @@
-"""The stages of bench/pretraining_study.py: ELECTRA against MLM and random initialisation."""
