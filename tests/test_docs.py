@@ -399,10 +399,15 @@ def shell_commands(text) -> List[str]:
   return found
 
 
-def module_program(module: str) -> Optional[str]:
-  """The subcommand that `python -m module` runs (the Beam builder: with --runner)."""
-  name = commands.MODULE_COMMANDS.get(module)
-  return name and f"electra {name}" + (" --runner" if module == commands.BEAM_MODULE else "")
+
+
+def script_program(script: str) -> Optional[str]:
+  """The subcommand that data_prep/`script`.py runs (the Beam builder: with --runner)."""
+  module = f"electra_tf2.data_prep.{script}"
+  if module == commands.BEAM_MODULE:
+    return "electra build-data --runner"
+  names = [name for name, (m, _) in commands.SUBCOMMANDS.items() if m == module]
+  return f"electra {names[0]}" if names else None
 
 
 def program_of(words: List[str], index: int) -> Tuple[Optional[str], int]:
@@ -416,14 +421,12 @@ def program_of(words: List[str], index: int) -> Tuple[Optional[str], int]:
     return f"electra {following[1]}", 3
   if word == "-m" and following[0].startswith("bench."):
     return os.path.join(*following[0].split(".")) + ".py", 2
-  if word == "-m":
-    return module_program(following[0]), 2
   if word.endswith(("run_pretraining.py", "run_finetuning.py")):
     return "electra " + ("pretrain" if "pretraining" in word else "finetune"), 1
   path = word[2:] if word.startswith("./") else word
   script = re.fullmatch(r"data_prep/(\w+)\.py", path)  # the official scripts: subcommands
   if script:
-    return module_program(f"electra_tf2.data_prep.{script.group(1)}"), 1
+    return script_program(script.group(1)), 1
   return (path if re.fullmatch(r"(bench/[\w/]+\.py|scripts/\w+\.sh)", path) else None), 1
 
 
