@@ -92,8 +92,8 @@ class InputExamples:
         if kind == "long":
           stats.lines += 1
           ids = self._long_line(name, payload)
-          if ids is None:
-            pass
+          if ids is None:           # not UTF-8: counted and reported by _long_line
+            payload = []
           elif ids is False:
             payload = [""]
           else:
