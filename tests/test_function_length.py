@@ -19,7 +19,6 @@ MAX_LINES = 60
 # so), until the list is empty.
 ALLOWED = {
     "serving/export.py main",
-    "conversion/convert.py _parser",
     "training/tf_pretraining.py PretrainingRun._train",
     "training/jax_pretraining.py _train",
 }
