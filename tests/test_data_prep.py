@@ -750,6 +750,28 @@ def test_lines_over_the_long_line_limit_are_streamed_with_the_same_examples(tmp_
   assert read_shards(tmp_path / "ours") == read_shards(tmp_path / "ref")
 
 
+def test_a_long_line_that_is_not_utf8_is_skipped_like_a_short_one(tmp_path, vocab_file, monkeypatch):
+  monkeypatch.setattr(common, "LONG_LINE_BYTES", 3000)
+  monkeypatch.setattr(common, "LONG_LINE_PIECE_BYTES", 1000)
+  monkeypatch.setattr(common, "READ_BLOCK_BYTES", 2000)
+  rng = random.Random(9)
+  head, tail = random_line(rng, 30) + "\n", random_line(rng, 40) + "\n\n" + random_line(rng, 20) + "\n"
+  corpus = tmp_path / "corpus"
+  corpus.mkdir()
+  (corpus / "bad.txt").write_bytes(head.encode() + b"caf\xe9 " * 1000 + b"\n" + tail.encode())
+  clean = tmp_path / "clean"  # the same file name (it keys the documents' draws), the line left out
+  clean.mkdir()
+  (clean / "bad.txt").write_text(head + tail, encoding="utf-8")
+  WARNINGS.clear()
+  summary = build([str(corpus / "bad.txt")], vocab_file, tmp_path / "ours", max_seq_length=32,
+                  num_shards=1)
+  assert summary.stats.long_lines == 1 and summary.stats.invalid_lines == 1
+  assert any("bad.txt line 2: a 5.0 KB line that is not valid UTF-8; skipped" in w for w in WARNINGS)
+  reference_build([str(clean / "bad.txt")], vocab_file, str(tmp_path / "ref"), max_length=32,
+                  num_shards=1)
+  assert read_shards(tmp_path / "ours") == read_shards(tmp_path / "ref")
+
+
 def test_a_line_of_tens_of_megabytes(tmp_path, vocab_file):
   corpus = tmp_path / "corpus"
   corpus.mkdir()

@@ -356,16 +356,11 @@ def _build_with_beam(cfg: BuildConfig, pipeline_args: Sequence[str],
   runner = options.view_as(StandardOptions).runner or "DirectRunner"
   for path in [cfg.vocab_file, *cfg.inputs]:
     _check_file_system("--vocab-file" if path == cfg.vocab_file else "input", path)
-  with tempfile.TemporaryDirectory(prefix="electra-vocab-") as vocab_dir:
-    local_vocab = _local_vocab(cfg.vocab_file, vocab_dir)
-    vocab = load_vocab(local_vocab, cfg.expected_vocab_size)
-    special_token_ids(vocab)
-    vocab_sha256 = file_sha256(local_vocab)
+  vocab_size, vocab_sha256 = _checked_vocab(cfg)
   paths = sorted(set(cfg.inputs))
   if not paths:
     raise DataPrepError("no input files: check --corpus-glob / --corpus-dir / --archives-glob")
   found = {m.path: m for result in FileSystems.match(paths) for m in result.metadata_list}
-  sizes = [(p, found[p].size_in_bytes if p in found else 0) for p in paths]
   notes = _prepare_output(cfg.output_dir)
   seed = cfg.seed if cfg.seed is not None else random.SystemRandom().randrange(1 << 31)
   tmp_dir = FileSystems.join(cfg.output_dir, f"{_TEMP_PREFIX}{int(start)}-{uuid.uuid4().hex[:8]}")
@@ -374,23 +369,11 @@ def _build_with_beam(cfg: BuildConfig, pipeline_args: Sequence[str],
               "strip_accents": cfg.strip_accents, "max_seq_length": cfg.max_seq_length,
               "seed": seed, "mode": cfg.mode, "blanks_separate_docs": cfg.blanks_separate_docs}
   names = input_names(paths)
-  # The DirectRunner's multi_processing workers import this module and electra_tf2.
-  os.environ["PYTHONPATH"] = os.pathsep.join(
-      [PACKAGE_PARENT] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
+  _let_workers_import_the_package()
   try:
     pipeline = _pipeline(options, [(p, names[p]) for p in paths], settings, shard_prefix,
                          cfg.num_shards, FileSystems.join(tmp_dir, "report.jsonl"))
-    try:
-      result = pipeline.run()
-      state = result.wait_until_finish()
-    except Exception as e:  # pylint: disable=broad-except
-      if os.environ.get("ELECTRA_DEBUG"):
-        traceback.print_exc()
-      raise DataPrepError(f"the Beam job on the {runner} failed ({_root_cause(e)}); nothing in "
-                          f"{cfg.output_dir} was changed") from None
-    if state != PipelineState.DONE:
-      raise DataPrepError(f"the Beam job on the {runner} ended {state}; nothing in "
-                          f"{cfg.output_dir} was changed")
+    result = _run_to_the_end(pipeline, runner, cfg.output_dir)
     stats = _read_report(FileSystems.join(tmp_dir, "report.jsonl"))
     require_examples(cfg, stats, len(paths))
     finals = shard_names(cfg.output_dir, cfg.num_shards)
@@ -401,21 +384,58 @@ def _build_with_beam(cfg: BuildConfig, pipeline_args: Sequence[str],
   if stats.examples < cfg.num_shards:
     notes.append(f"only {stats.examples} examples for {cfg.num_shards} shards: many shards are "
                  "empty; a smaller --num-shards suits a small corpus")
+  sizes = [(p, found[p].size_in_bytes if p in found else 0) for p in paths]
   summary = Summary(config=cfg, stats=stats, seed=seed, seconds=time.time() - start,
                     shards=finals, input_files=len(paths),
                     input_bytes=sum(size for _, size in sizes), notes=notes,
                     where=f"Beam, {runner} (work: the inputs' time summed over the workers)")
   mtimes = {p: found[p].last_updated_in_seconds if p in found else -1 for p in paths}
-  info = build_info(summary, len(vocab), vocab_sha256, inputs_fingerprint(sizes, mtimes.get),
+  info = build_info(summary, vocab_size, vocab_sha256, inputs_fingerprint(sizes, mtimes.get),
                     runner=runner)
   write_text_atomic(os.path.join(cfg.output_dir, INFO_FILE),
                     json.dumps(info, indent=1, sort_keys=True) + "\n")
+  _log_summary(summary, result, log)
+  return summary
+
+
+def _checked_vocab(cfg: BuildConfig) -> Tuple[int, str]:
+  """The vocab (read through a local copy) validated: its size and its file's sha256."""
+  with tempfile.TemporaryDirectory(prefix="electra-vocab-") as vocab_dir:
+    local_vocab = _local_vocab(cfg.vocab_file, vocab_dir)
+    vocab = load_vocab(local_vocab, cfg.expected_vocab_size)
+    special_token_ids(vocab)
+    return len(vocab), file_sha256(local_vocab)
+
+
+def _let_workers_import_the_package() -> None:
+  """The DirectRunner's multi_processing workers import this module and electra_tf2."""
+  os.environ["PYTHONPATH"] = os.pathsep.join(
+      [PACKAGE_PARENT] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
+
+
+def _run_to_the_end(pipeline, runner: str, output_dir: str):
+  """Runs the pipeline and waits for it; its result. A failed run raises DataPrepError."""
+  try:
+    result = pipeline.run()
+    state = result.wait_until_finish()
+  except Exception as e:  # pylint: disable=broad-except
+    if os.environ.get("ELECTRA_DEBUG"):
+      traceback.print_exc()
+    raise DataPrepError(f"the Beam job on the {runner} failed ({_root_cause(e)}); nothing in "
+                        f"{output_dir} was changed") from None
+  if state != PipelineState.DONE:
+    raise DataPrepError(f"the Beam job on the {runner} ended {state}; nothing in "
+                        f"{output_dir} was changed")
+  return result
+
+
+def _log_summary(summary: Summary, result, log: Callable[[str], None]) -> None:
+  """The summary's lines, then the job's counters where the runner reports them."""
   for line in summary.lines():
     log(line)
   counters = _counters(result)
   if counters is not None:
     log(counter_line(counters))
-  return summary
 
 
 # ---------------------------------------------------------------------------

@@ -34,7 +34,7 @@ import collections
 import os
 import sys
 import time
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 
 from electra_tf2.data_prep.common import (DataPrepError, LineReader, SkipFile, corpus_files,
@@ -177,40 +177,61 @@ def learn_vocab(word_counts: Dict[str, int], vocab_size: int, num_unused: int = 
   if binary_search:
     vocab = learner.learn(items, vocab_size, reserved, **params)
   else:
-    p = learner.Params(params["upper_thresh"], params["lower_thresh"], params["num_iterations"],
-                       params["max_input_tokens"], params["max_token_length"],
-                       params["max_unique_chars"], vocab_size, params["slack_ratio"],
-                       params["include_joiner_token"], params["joiner"], reserved)
-    fit = (vocab_size - len(reserved)) // 2
-    if fit < 1:
-      raise DataPrepError(f"--vocab-size {vocab_size} is too small: no room for a single "
-                          "character (alone and as ##c) after the reserved tokens")
-    if len(chars) > fit:
-      log(f"  note: --vocab-size {vocab_size} holds {fit} of the {len(chars)} characters above "
-          f"--character-coverage {character_coverage} (each alone and as ##c); the rarest "
-          f"{len(chars) - fit} become [UNK]: raise --vocab-size or lower --character-coverage")
-      chars = chars[:fit]
-    mandatory = reserved + sorted(chars) + [p.joiner + c for c in sorted(chars)]
-    mandatory_set = set(mandatory)
-    room = vocab_size - len(mandatory)
-    all_counts = learner.get_input_words(items, reserved, p.max_token_length)
-    filtered = learner.filter_input_words(all_counts, set(chars), p.max_input_tokens)
-    learned: List[str] = []
-    if filtered and room:
-      upper, lower = learner.get_search_threshs(items, p.upper_thresh, p.lower_thresh)
-      counts = sorted((c for _, c in filtered), reverse=True)
-      # Pieces outnumber words: start where about vocab_size/2 distinct words remain.
-      thresh = counts[min(len(counts), max(1, vocab_size // 2)) - 1]
-      thresh = max(lower, min(upper, thresh))
-      while True:
-        vocab = learner.learn_with_thresh(filtered, thresh, p)
-        learned = [t for t in vocab if t not in mandatory_set and t
-                   and not any(c.isspace() for c in t)]
-        log(f"  threshold {thresh}: {len(vocab)} tokens, {len(learned)} beyond the characters")
-        if len(learned) >= room or thresh <= lower:
-          break
-        thresh = max(lower, thresh // 3)
-    vocab = mandatory + learned[:room]
+    vocab = _learn_at_one_threshold(learner, items, vocab_size, reserved, chars, params,
+                                    character_coverage, log)
+  return _exactly(vocab_size, vocab, num_unused)
+
+
+def _learn_at_one_threshold(learner, items: List[Tuple[str, int]], vocab_size: int,
+                            reserved: List[str], chars: List[str], params: Dict[str, object],
+                            character_coverage: float, log: Callable[[str], None]) -> List[str]:
+  """The default learner (`learn_vocab`): the reserved tokens, the characters that fit
+  (alone and as ##c), then the most frequent pieces learned at one threshold."""
+  p = learner.Params(params["upper_thresh"], params["lower_thresh"], params["num_iterations"],
+                     params["max_input_tokens"], params["max_token_length"],
+                     params["max_unique_chars"], vocab_size, params["slack_ratio"],
+                     params["include_joiner_token"], params["joiner"], reserved)
+  fit = (vocab_size - len(reserved)) // 2
+  if fit < 1:
+    raise DataPrepError(f"--vocab-size {vocab_size} is too small: no room for a single "
+                        "character (alone and as ##c) after the reserved tokens")
+  if len(chars) > fit:
+    log(f"  note: --vocab-size {vocab_size} holds {fit} of the {len(chars)} characters above "
+        f"--character-coverage {character_coverage} (each alone and as ##c); the rarest "
+        f"{len(chars) - fit} become [UNK]: raise --vocab-size or lower --character-coverage")
+    chars = chars[:fit]
+  mandatory = reserved + sorted(chars) + [p.joiner + c for c in sorted(chars)]
+  room = vocab_size - len(mandatory)
+  all_counts = learner.get_input_words(items, reserved, p.max_token_length)
+  filtered = learner.filter_input_words(all_counts, set(chars), p.max_input_tokens)
+  learned: List[str] = []
+  if filtered and room:
+    learned = _learned_pieces(learner, items, filtered, p, set(mandatory), room, log)
+  return mandatory + learned[:room]
+
+
+def _learned_pieces(learner, items: List[Tuple[str, int]], filtered, p, mandatory: Set[str],
+                    room: int, log: Callable[[str], None]) -> List[str]:
+  """The pieces tensorflow-text learns beyond `mandatory`, most frequent first, at a count
+  threshold lowered (a third each time, down to its floor) until they fill `room`."""
+  upper, lower = learner.get_search_threshs(items, p.upper_thresh, p.lower_thresh)
+  counts = sorted((c for _, c in filtered), reverse=True)
+  # Pieces outnumber words: start where about vocab_size/2 distinct words remain.
+  thresh = counts[min(len(counts), max(1, p.vocab_size // 2)) - 1]
+  thresh = max(lower, min(upper, thresh))
+  while True:
+    vocab = learner.learn_with_thresh(filtered, thresh, p)
+    learned = [t for t in vocab if t not in mandatory and t
+               and not any(c.isspace() for c in t)]
+    log(f"  threshold {thresh}: {len(vocab)} tokens, {len(learned)} beyond the characters")
+    if len(learned) >= room or thresh <= lower:
+      return learned
+    thresh = max(lower, thresh // 3)
+
+
+def _exactly(vocab_size: int, vocab: List[str], num_unused: int) -> List[str]:
+  """vocab without tokens holding whitespace or repeated, cut to vocab_size tokens or
+  filled up with the [unusedN] after the reserved ones."""
   vocab = [t for t in vocab if t and not any(c.isspace() for c in t)]
   seen = set()
   unique = []

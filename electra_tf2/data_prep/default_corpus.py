@@ -229,14 +229,6 @@ def prepare_default_data_dir(data_dir: str, vocab_size: int = DEFAULT_VOCAB_SIZE
   Raises:
     DataPrepError or electra_tf2.text.vocab.VocabError, with a one-line message.
   """
-  from electra_tf2.data_prep.build_vocab import (  # pylint: disable=g-import-not-at-top
-      learn_vocab_from_files)
-  from electra_tf2.data_prep.common import list_input_files  # pylint: disable=g-import-not-at-top
-  from electra_tf2.data_prep.builder import (  # pylint: disable=g-import-not-at-top
-      RANDOM_DRAWS, BuildConfig, build_pretraining_data, file_sha256, inputs_fingerprint,
-      read_info)
-  from electra_tf2.text.vocab import load_vocab  # pylint: disable=g-import-not-at-top
-
   say = log or (lambda s: None)
   data_dir = os.path.abspath(data_dir)
   corpus_dir = os.path.join(data_dir, "corpus")
@@ -244,15 +236,36 @@ def prepare_default_data_dir(data_dir: str, vocab_size: int = DEFAULT_VOCAB_SIZE
   out_dir = os.path.join(data_dir, "pretrain_tfrecords")
   built: List[str] = []
   os.makedirs(data_dir, exist_ok=True)
+  vocab = _existing_vocab(vocab_file, vocab_size)  # first: a mismatch must not cost the corpus step
+  inputs = _corpus_step(corpus_dir, corpus_bytes, built, say)
+  vocab = _vocab_step(vocab, inputs, vocab_file, vocab_size, built, say)
+  settings = {"max_seq_length": max_seq_length, "num_shards": num_shards, "seed": seed,
+              "num_processes": num_processes}
+  n_examples = _tfrecords_step(inputs, vocab_file, out_dir, settings, built, log)
+  return {"corpus_dir": corpus_dir, "vocab_file": vocab_file, "vocab_size": len(vocab),
+          "tfrecord_dir": out_dir,
+          "tfrecords": os.path.join(out_dir, "pretrain_data.tfrecord*"),
+          "num_examples": n_examples, "built": built}
 
-  vocab = None
-  if os.path.exists(vocab_file):  # checked first: a mismatch must not cost the corpus step
-    vocab = load_vocab(vocab_file)
-    if len(vocab) != vocab_size:
-      raise DataPrepError(f"{vocab_file} has {len(vocab)} tokens but --vocab-size is "
-                          f"{vocab_size}: pass --vocab-size {len(vocab)} to use it, or delete "
-                          "it to learn a new vocab")
 
+def _existing_vocab(vocab_file: str, vocab_size: int) -> Optional[Dict[str, int]]:
+  """The vocab already in the data directory (None if there is none): it must have vocab_size
+  tokens."""
+  from electra_tf2.text.vocab import load_vocab  # pylint: disable=g-import-not-at-top
+  if not os.path.exists(vocab_file):
+    return None
+  vocab = load_vocab(vocab_file)
+  if len(vocab) != vocab_size:
+    raise DataPrepError(f"{vocab_file} has {len(vocab)} tokens but --vocab-size is "
+                        f"{vocab_size}: pass --vocab-size {len(vocab)} to use it, or delete "
+                        "it to learn a new vocab")
+  return vocab
+
+
+def _corpus_step(corpus_dir: str, corpus_bytes: int, built: List[str],
+                 say: Callable[[str], None]) -> List[str]:
+  """Writes the default corpus unless corpus_dir holds files; the corpus files."""
+  from electra_tf2.data_prep.common import list_input_files  # pylint: disable=g-import-not-at-top
   if os.path.isdir(corpus_dir) and os.listdir(corpus_dir):
     say(f"corpus: using the files in {corpus_dir}")
   else:
@@ -264,38 +277,49 @@ def prepare_default_data_dir(data_dir: str, vocab_size: int = DEFAULT_VOCAB_SIZE
   inputs, _ = list_input_files(corpus_dirs=[corpus_dir])
   if not inputs:
     raise DataPrepError(f"{corpus_dir} has no files")
+  return inputs
 
+
+def _vocab_step(vocab: Optional[Dict[str, int]], inputs: List[str], vocab_file: str,
+                vocab_size: int, built: List[str], say: Callable[[str], None]) -> Dict[str, int]:
+  """Learns a WordPiece vocab from the corpus files unless there is one; the vocab."""
+  from electra_tf2.data_prep.build_vocab import (  # pylint: disable=g-import-not-at-top
+      learn_vocab_from_files)
+  from electra_tf2.text.vocab import load_vocab  # pylint: disable=g-import-not-at-top
   if vocab is not None:
     say(f"vocab: using {vocab_file} ({len(vocab)} tokens)")
-  else:
-    t = time.time()
-    learn_vocab_from_files(inputs, vocab_size, vocab_file, log=None)
-    vocab = load_vocab(vocab_file, expected_size=vocab_size)
-    built.append("vocab")
-    say(f"vocab: learned {len(vocab)} tokens into {vocab_file} in {time.time() - t:.1f} s")
+    return vocab
+  t = time.time()
+  learn_vocab_from_files(inputs, vocab_size, vocab_file, log=None)
+  vocab = load_vocab(vocab_file, expected_size=vocab_size)
+  built.append("vocab")
+  say(f"vocab: learned {len(vocab)} tokens into {vocab_file} in {time.time() - t:.1f} s")
+  return vocab
 
+
+def _tfrecords_step(inputs: List[str], vocab_file: str, out_dir: str, settings: Dict[str, int],
+                    built: List[str], log: Optional[Callable[[str], None]]) -> int:
+  """Builds the pre-training TFRecords unless out_dir holds a finished build of these
+  inputs, vocab and settings (max_seq_length, num_shards, seed, num_processes);
+  the number of examples."""
+  from electra_tf2.data_prep.builder import (  # pylint: disable=g-import-not-at-top
+      RANDOM_DRAWS, BuildConfig, build_pretraining_data, file_sha256, inputs_fingerprint,
+      read_info)
+  say = log or (lambda s: None)
   sizes = [(p, os.path.getsize(p)) for p in inputs]
   info = read_info(out_dir)
-  wanted = {"max_seq_length": max_seq_length, "num_shards": num_shards, "seed": seed,
-            "num_processes": num_processes,
-            "vocab_sha256": file_sha256(vocab_file), "do_lower_case": True, "mode": "text",
-            "random_draws": RANDOM_DRAWS}
+  wanted = {**settings, "vocab_sha256": file_sha256(vocab_file), "do_lower_case": True,
+            "mode": "text", "random_draws": RANDOM_DRAWS}
   if (info is not None and all(info["settings"].get(k) == v for k, v in wanted.items())
       and info["inputs"]["fingerprint"] == inputs_fingerprint(sizes)):
     n_examples = info["stats"]["examples"]
     say(f"tfrecords: using the {n_examples} examples in {out_dir}")
-  else:
-    cfg = BuildConfig(inputs=inputs, vocab_file=vocab_file, output_dir=out_dir,
-                      max_seq_length=max_seq_length, num_processes=num_processes,
-                      num_shards=num_shards, seed=seed, progress=log is not None,
-                      label="tfrecords")
-    summary = build_pretraining_data(cfg, log=say if log is not None else (lambda s: None))
-    n_examples = summary.stats.examples
-    built.append("tfrecords")
-  return {"corpus_dir": corpus_dir, "vocab_file": vocab_file, "vocab_size": len(vocab),
-          "tfrecord_dir": out_dir,
-          "tfrecords": os.path.join(out_dir, "pretrain_data.tfrecord*"),
-          "num_examples": n_examples, "built": built}
+    return n_examples
+  cfg = BuildConfig(inputs=inputs, vocab_file=vocab_file, output_dir=out_dir,
+                    progress=log is not None, label="tfrecords", **settings)
+  summary = build_pretraining_data(cfg, log=say if log is not None else (lambda s: None))
+  built.append("tfrecords")
+  return summary.stats.examples
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

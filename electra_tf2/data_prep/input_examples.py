@@ -28,6 +28,19 @@ from electra_tf2.data_prep.packing import ExampleBuilder, Segments, document_rng
 from electra_tf2.data_prep.summary import Stats
 
 
+class _FileCursor:
+  """Where the reading of one file stands: its open document, its lines that are not UTF-8."""
+
+  __slots__ = ("input_name", "doc_index", "doc_has_text", "invalid_first", "invalid_count")
+
+  def __init__(self, input_name: str):
+    self.input_name = input_name
+    self.doc_index = 0          # documents started so far (k of document_rng)
+    self.doc_has_text = False   # a document is open: a line with text since the last end
+    self.invalid_first = None   # the line number of the first line that is not UTF-8
+    self.invalid_count = 0
+
+
 class InputExamples:
   """Yields the serialized examples of text files and archives, counting into `stats`.
 
@@ -76,89 +89,116 @@ class InputExamples:
       self.stats.skip(name, e.category)
       self._warn(f"skipped {name}: {e}")
       return False
-    stats = self.stats
-    builder = self.builder
-    add_line, add_blank, start_document = builder.add_line, builder.add_blank, builder.start_document
-    seed = self.seed
-    doc_index = 0
-    record = self._record
-    encode_lines_flat = self.tokenizer.encode_lines_flat
-    unk_id = self.unk_id
-    doc_has_text = False
-    invalid_first = None
-    invalid_count = 0
+    cursor = _FileCursor(input_name)
     try:
       for kind, first_line_no, payload in reader:
         if kind == "long":
-          stats.lines += 1
-          ids = self._long_line(name, payload)
-          if ids is None:
-            pass
-          elif ids is False:
-            payload = [""]
-          else:
-            stats.sentences += 1
-            if not doc_has_text:
-              start_document(document_rng(seed, input_name, doc_index))
-              doc_index += 1
-              doc_has_text = True
-            example = add_line(ids)
-            if example:
-              yield record(example)
-            payload = []
+          lines = yield from self._long_line_examples(name, payload, cursor)
+          flat_ids = splits = None
         else:
-          stats.lines += len(payload)
-          # A line is blank when str.strip() leaves nothing, i.e. it isspace().
-          texts = [line for line in payload if line and not line.isspace()]
-          if texts:
-            flat, splits = encode_lines_flat(texts)
-            stats.tokens += len(flat)
-            stats.unk_tokens += int(np.count_nonzero(flat == unk_id))
-            flat_list = flat.tolist()
-            splits_list = splits.tolist()
-        j = 0
-        n_blank = 0
-        for offset, line in enumerate(payload):
-          if line and not line.isspace():
-            if not doc_has_text:
-              start_document(document_rng(seed, input_name, doc_index))
-              doc_index += 1
-              doc_has_text = True
-            example = add_line(flat_list[splits_list[j]:splits_list[j + 1]])
-            j += 1
-            if example:
-              yield record(example)
-          elif line is None:        # not UTF-8: left out
-            invalid_count += 1
-            if invalid_first is None:
-              invalid_first = first_line_no + offset
-          else:                     # blank line
-            n_blank += 1
-            if blanks_separate_docs:
-              if doc_has_text:
-                stats.documents += 1
-                doc_has_text = False
-              example = add_blank()
-              if example:
-                yield record(example)
-        stats.sentences += j
-        stats.blank_lines += n_blank
+          lines = payload
+          flat_ids, splits = self._count_and_tokenize(lines)
+        yield from self._block_examples(lines, flat_ids, splits, first_line_no, cursor,
+                                        blanks_separate_docs)
         self._progress(reader.bytes_read)
     except SkipFile as e:
-      stats.read_errors.append(f"{name}: {e}")
+      self.stats.read_errors.append(f"{name}: {e}")
       self._warn(f"{name}: {e}; the text before the error was used")
-    if invalid_count:
-      stats.invalid_lines += invalid_count
-      self._warn(f"{name}: {invalid_count} line(s) are not valid UTF-8 (first: line "
-                 f"{invalid_first}); they were skipped. Convert the file to UTF-8 "
-                 "(e.g. iconv -f latin1 -t utf-8)")
-    if doc_has_text:
-      stats.documents += 1
-    example = builder.add_blank()
-    if example:
-      yield record(example)
-    stats.bytes_read += reader.bytes_read
+    yield from self._end_of_file(name, cursor)
+    self.stats.bytes_read += reader.bytes_read
     return True
+
+  def _start_document(self, cursor: "_FileCursor") -> None:
+    """A document's first line with text: the packer starts it with the document's generator."""
+    self.builder.start_document(document_rng(self.seed, cursor.input_name, cursor.doc_index))
+    cursor.doc_index += 1
+    cursor.doc_has_text = True
+
+  def _long_line_examples(self, name: str, long_line, cursor: "_FileCursor"
+                          ) -> Generator[bytes, None, List[str]]:
+    """A long line's example, if any; returns the lines left for `_block_examples`.
+
+    Those are [""] when the line is blank (it may end a document), else none.
+    """
+    self.stats.lines += 1
+    ids = self._long_line(name, long_line)
+    if ids is None:                 # not UTF-8: counted and reported by _long_line
+      return []
+    if ids is False:
+      return [""]
+    self.stats.sentences += 1
+    if not cursor.doc_has_text:
+      self._start_document(cursor)
+    example = self.builder.add_line(ids)
+    if example:
+      yield self._record(example)
+    return []
+
+  def _count_and_tokenize(self, lines: List[Any]) -> Tuple[Any, Any]:
+    """Counts a block's lines and tokenizes those with text.
+
+    Returns their ids as one flat list and the offsets where each line's ids
+    start (one more than the lines), or (None, None) if no line has text.
+    """
+    stats = self.stats
+    stats.lines += len(lines)
+    # A line is blank when str.strip() leaves nothing, i.e. it isspace().
+    texts = [line for line in lines if line and not line.isspace()]
+    if not texts:
+      return None, None
+    flat, splits = self.tokenizer.encode_lines_flat(texts)
+    stats.tokens += len(flat)
+    stats.unk_tokens += int(np.count_nonzero(flat == self.unk_id))
+    return flat.tolist(), splits.tolist()
+
+  def _block_examples(self, lines: List[Any], flat_ids, splits, first_line_no: int,
+                      cursor: "_FileCursor", blanks_separate_docs: bool) -> Iterator[bytes]:
+    """The examples of a block of lines (`_count_and_tokenize` gave flat_ids and splits).
+
+    A line with text goes to the packer, a blank one may end the document, one
+    that is not UTF-8 (None) is left out and counted in `cursor`.
+    """
+    stats = self.stats
+    add_line, add_blank, record = self.builder.add_line, self.builder.add_blank, self._record
+    j = 0
+    n_blank = 0
+    for offset, line in enumerate(lines):
+      if line and not line.isspace():
+        if not cursor.doc_has_text:
+          self._start_document(cursor)
+        example = add_line(flat_ids[splits[j]:splits[j + 1]])
+        j += 1
+        if example:
+          yield record(example)
+      elif line is None:        # not UTF-8: left out
+        cursor.invalid_count += 1
+        if cursor.invalid_first is None:
+          cursor.invalid_first = first_line_no + offset
+      else:                     # blank line
+        n_blank += 1
+        if blanks_separate_docs:
+          if cursor.doc_has_text:
+            stats.documents += 1
+            cursor.doc_has_text = False
+          example = add_blank()
+          if example:
+            yield record(example)
+    stats.sentences += j
+    stats.blank_lines += n_blank
+
+  def _end_of_file(self, name: str, cursor: "_FileCursor") -> Iterator[bytes]:
+    """Reports the file's lines that are not UTF-8; the end of the file ends its document."""
+    stats = self.stats
+    if cursor.invalid_count:
+      stats.invalid_lines += cursor.invalid_count
+      self._warn(f"{name}: {cursor.invalid_count} line(s) are not valid UTF-8 (first: line "
+                 f"{cursor.invalid_first}); they were skipped. Convert the file to UTF-8 "
+                 "(e.g. iconv -f latin1 -t utf-8)")
+    if cursor.doc_has_text:
+      stats.documents += 1
+    example = self.builder.add_blank()
+    if example:
+      yield self._record(example)
 
   def _long_line(self, name: str, long_line) -> Any:
     """A line over 8 MB: tokenized in pieces until no more tokens can matter.

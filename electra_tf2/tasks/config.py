@@ -260,31 +260,8 @@ def resolve_finetuning_config(model_name: str, data_dir: str,
     ConfigError: unknown task or hparam, wrong type, inconsistent values.
   """
   spec = schema()
-  user = parse_hparams(hparams)
-  _check_types(user, spec, "--hparams")
-  if not all(isinstance(name, str) for name in user.get("task_names", ())):
-    raise ConfigError(f"--hparams: task_names must be a list of task names, got "
-                      f"{user['task_names']!r}")
-  task_flag = _parse_task_flag(tasks)
-  if task_flag is not None:
-    if "task_names" in user and list(user["task_names"]) != task_flag:
-      raise ConfigError(f"--task {','.join(task_flag)} disagrees with --hparams task_names "
-                        f"{user['task_names']}: give the tasks once")
-    user["task_names"] = task_flag
-  check_task_names(user.get("task_names", spec["task_names"]["default"]))
-
-  values = {k: copy.deepcopy(v["default"]) for k, v in spec.items()}
-  # 2. paths, computed (officially) before the user's values are applied
-  pretrained_dir = os.path.join(data_dir, "models", model_name)
-  tasks_str = ",".join(user.get("task_names", values["task_names"]))
-  fill = {"data_dir": data_dir, "pretrained_dir": pretrained_dir, "tasks": tasks_str,
-          "debug_suffix": "-debug" if user.get("debug") else "",
-          "task": "{task}", "split": "{split}", "trial": "{trial}"}
-  for key, entry in spec.items():
-    if entry.get("path"):
-      values[key] = entry["default"].format(**fill)
-  if not os.path.isfile(values["vocab_file"]):
-    values["vocab_file"] = vocab_lib.default_vocab_file(data_dir)
+  user = _user_values(hparams, tasks, spec)
+  values = _defaults_and_paths(spec, user, model_name, data_dir)
   # 3. the pre-trained model's size
   init_checkpoint = user.get("init_checkpoint", values["init_checkpoint"])
   source = model_dir_of(init_checkpoint) if init_checkpoint else None
@@ -313,7 +290,49 @@ def resolve_finetuning_config(model_name: str, data_dir: str,
   _check_consistency(values, pretrained, source)
   check_tpu_hparams(values, spec, "--hparams")
   values["encoder_config"] = _encoder_config(values, pretrained).to_dict()
-  config = FinetuningConfig.from_dict(values)
+  return _check_max_seq_length(FinetuningConfig.from_dict(values), pretrained, source)
+
+
+def _user_values(hparams: Union[None, str, Mapping[str, Any]],
+                 tasks: Union[None, str, Sequence[str]], spec: Mapping[str, Any]
+                 ) -> Dict[str, Any]:
+  """The user's values: --hparams, with --task as its task_names; types and tasks checked."""
+  user = parse_hparams(hparams)
+  _check_types(user, spec, "--hparams")
+  if not all(isinstance(name, str) for name in user.get("task_names", ())):
+    raise ConfigError(f"--hparams: task_names must be a list of task names, got "
+                      f"{user['task_names']!r}")
+  task_flag = _parse_task_flag(tasks)
+  if task_flag is not None:
+    if "task_names" in user and list(user["task_names"]) != task_flag:
+      raise ConfigError(f"--task {','.join(task_flag)} disagrees with --hparams task_names "
+                        f"{user['task_names']}: give the tasks once")
+    user["task_names"] = task_flag
+  check_task_names(user.get("task_names", spec["task_names"]["default"]))
+  return user
+
+
+def _defaults_and_paths(spec: Mapping[str, Any], user: Mapping[str, Any], model_name: str,
+                        data_dir: str) -> Dict[str, Any]:
+  """Steps 1-2: the defaults, with the paths filled in from the data directory, the model
+  name and the user's task_names (officially computed before the user's values apply)."""
+  values = {k: copy.deepcopy(v["default"]) for k, v in spec.items()}
+  pretrained_dir = os.path.join(data_dir, "models", model_name)
+  tasks_str = ",".join(user.get("task_names", values["task_names"]))
+  fill = {"data_dir": data_dir, "pretrained_dir": pretrained_dir, "tasks": tasks_str,
+          "debug_suffix": "-debug" if user.get("debug") else "",
+          "task": "{task}", "split": "{split}", "trial": "{trial}"}
+  for key, entry in spec.items():
+    if entry.get("path"):
+      values[key] = entry["default"].format(**fill)
+  if not os.path.isfile(values["vocab_file"]):
+    values["vocab_file"] = vocab_lib.default_vocab_file(data_dir)
+  return values
+
+
+def _check_max_seq_length(config: FinetuningConfig, pretrained: Optional[Mapping[str, Any]],
+                          source: Optional[str]) -> FinetuningConfig:
+  """config, if its max_seq_length fits the encoder's position embeddings."""
   if config.max_seq_length > config.encoder_config.max_position_embeddings:
     limit = config.encoder_config.max_position_embeddings
     whose = f"{source}'s" if pretrained is not None else "the encoder's"

@@ -37,7 +37,7 @@ from __future__ import annotations
 import abc
 import dataclasses
 import json
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from electra_tf2.tasks.config import FinetuningConfig
 from electra_tf2.tasks.task import (CachedTokenizer, Example, FeatureSpec,
@@ -45,6 +45,15 @@ from electra_tf2.tasks.task import (CachedTokenizer, Example, FeatureSpec,
 from electra_tf2.text.packing import pack_tokens, padded_features
 from electra_tf2.text.sentencepiece import SentencePieceTokenizer
 from electra_tf2.text.windows import check_is_max_context, doc_spans_for, split_context
+
+
+class _DocPieces(NamedTuple):
+  """A QA document tokenized word by word (`QATask.featurize`)."""
+  tokens: List[str]                # the pieces of all words, in order
+  tok_to_orig_index: List[int]     # piece -> its word
+  orig_to_tok_index: List[int]     # word -> its first piece
+  char_spans: Optional[List[Tuple[int, int]]]  # SentencePiece: piece -> its characters
+
 
 @dataclasses.dataclass(eq=False)
 class QAExample(Example):
@@ -201,6 +210,32 @@ class QATask(Task):
     """One feature dict per window; with for_eval also the decoding maps of the window."""
     config = self.config
     query_tokens = self._tokenizer.tokenize(example.question_text)[:config.max_query_length]
+    doc = self._doc_pieces(example)
+    answer = self._answer_pieces(example, doc) if is_training else None
+    max_tokens_for_doc = config.max_seq_length - len(query_tokens) - 3
+    doc_spans = doc_spans_for(len(doc.tokens), max_tokens_for_doc, config.doc_stride)
+    all_features = []
+    for doc_span_index, doc_span in enumerate(doc_spans):
+      window = range(doc_span.start, doc_span.start + doc_span.length)
+      tokens, segment_ids = pack_tokens(query_tokens, [doc.tokens[i] for i in window])
+      shift = len(query_tokens) + 2 - doc_span.start  # document token i is at i + shift
+      input_ids = self._tokenizer.convert_tokens_to_ids(tokens)
+      features: Dict[str, Any] = {
+          "task_id": self.task_id,
+          self.name + "_eid": 1000 * example.eid + doc_span_index,
+          **padded_features(input_ids, segment_ids, config.max_seq_length),
+      }
+      if is_training:
+        features.update(self._answer_labels(example, answer, window, shift))
+      if log:
+        log_features(self.name, features, tokens)
+      if for_eval:
+        features.update(self._decoding_maps(doc, doc_spans, doc_span_index, window, tokens, shift))
+      all_features.append(features)
+    return all_features
+
+  def _doc_pieces(self, example: QAExample) -> "_DocPieces":
+    """The document tokenized word by word, with the maps between words and pieces."""
     tok_to_orig_index: List[int] = []
     orig_to_tok_index: List[int] = []
     all_doc_tokens: List[str] = []
@@ -210,66 +245,45 @@ class QATask(Task):
         tok_to_orig_index.append(i)
         all_doc_tokens.append(sub_token)
     char_spans = self._char_spans(example)  # SentencePiece: each piece's characters
+    return _DocPieces(all_doc_tokens, tok_to_orig_index, orig_to_tok_index, char_spans)
 
-    tok_start_position = tok_end_position = None
-    if is_training and example.is_impossible:
-      tok_start_position = tok_end_position = -1
-    if is_training and not example.is_impossible and char_spans is not None:
-      tok_start_position, tok_end_position = pieces_of_answer(
-          char_spans, example.answer_start, len(example.orig_answer_text))
-    elif is_training and not example.is_impossible:
-      tok_start_position = orig_to_tok_index[example.start_position]
-      if example.end_position < len(example.doc_tokens) - 1:
-        tok_end_position = orig_to_tok_index[example.end_position + 1] - 1
-      else:
-        tok_end_position = len(all_doc_tokens) - 1
-      tok_start_position, tok_end_position = improve_answer_span(
-          all_doc_tokens, tok_start_position, tok_end_position, self._tokenizer,
-          example.orig_answer_text)
+  def _answer_pieces(self, example: QAExample, doc: "_DocPieces") -> Optional[Tuple[int, int]]:
+    """The first and last piece of a training answer in the document; None if impossible."""
+    if example.is_impossible:
+      return None
+    if doc.char_spans is not None:
+      return pieces_of_answer(doc.char_spans, example.answer_start, len(example.orig_answer_text))
+    tok_start_position = doc.orig_to_tok_index[example.start_position]
+    if example.end_position < len(example.doc_tokens) - 1:
+      tok_end_position = doc.orig_to_tok_index[example.end_position + 1] - 1
+    else:
+      tok_end_position = len(doc.tokens) - 1
+    return improve_answer_span(doc.tokens, tok_start_position, tok_end_position, self._tokenizer,
+                               example.orig_answer_text)
 
-    max_tokens_for_doc = config.max_seq_length - len(query_tokens) - 3
-    doc_spans = doc_spans_for(len(all_doc_tokens), max_tokens_for_doc, config.doc_stride)
-    all_features = []
-    for doc_span_index, doc_span in enumerate(doc_spans):
-      window = range(doc_span.start, doc_span.start + doc_span.length)
-      tokens, segment_ids = pack_tokens(query_tokens, [all_doc_tokens[i] for i in window])
-      shift = len(query_tokens) + 2 - doc_span.start  # document token i is at i + shift
-      token_to_orig_map = {i + shift: tok_to_orig_index[i] for i in window}
-      token_is_max_context = {i + shift: check_is_max_context(doc_spans, doc_span_index, i)
-                              for i in window}
-      input_ids = self._tokenizer.convert_tokens_to_ids(tokens)
+  def _answer_labels(self, example: QAExample, answer: Optional[Tuple[int, int]],
+                     window: range, shift: int) -> Dict[str, Any]:
+    """A window's training labels: the answer's pieces in the packed window, or 0/0
+    when the window does not hold all of it or the question is impossible."""
+    start_position = end_position = 0
+    if answer is not None and answer[0] >= window.start and answer[1] < window.stop:
+      start_position, end_position = answer[0] + shift, answer[1] + shift
+    return {self.name + "_start_positions": start_position,
+            self.name + "_end_positions": end_position,
+            self.name + "_is_impossible": int(example.is_impossible)}
 
-      start_position = end_position = None
-      if is_training and not example.is_impossible:
-        if tok_start_position >= window.start and tok_end_position < window.stop:
-          start_position = tok_start_position + shift
-          end_position = tok_end_position + shift
-        else:
-          start_position = end_position = 0
-      if is_training and example.is_impossible:
-        start_position = end_position = 0
-
-      features: Dict[str, Any] = {
-          "task_id": self.task_id,
-          self.name + "_eid": 1000 * example.eid + doc_span_index,
-          **padded_features(input_ids, segment_ids, config.max_seq_length),
-      }
-      if is_training:
-        features.update({self.name + "_start_positions": start_position,
-                         self.name + "_end_positions": end_position,
-                         self.name + "_is_impossible": int(example.is_impossible)})
-      if log:
-        log_features(self.name, features, tokens)
-      if for_eval:
-        features.update({self.name + "_doc_span_index": doc_span_index,
-                         self.name + "_tokens": tokens,
-                         self.name + "_token_to_orig_map": token_to_orig_map,
-                         self.name + "_token_is_max_context": token_is_max_context})
-        if char_spans is not None:
-          features[self.name + "_token_char_spans"] = {i + shift: char_spans[i]
-                                                       for i in window}
-      all_features.append(features)
-    return all_features
+  def _decoding_maps(self, doc: "_DocPieces", doc_spans, doc_span_index: int, window: range,
+                     tokens: List[str], shift: int) -> Dict[str, Any]:
+    """What decoding needs of a window: its tokens, the word and the max-context flag of
+    each document token in it, and (SentencePiece) each one's characters."""
+    maps = {self.name + "_doc_span_index": doc_span_index,
+            self.name + "_tokens": tokens,
+            self.name + "_token_to_orig_map": {i + shift: doc.tok_to_orig_index[i] for i in window},
+            self.name + "_token_is_max_context": {
+                i + shift: check_is_max_context(doc_spans, doc_span_index, i) for i in window}}
+    if doc.char_spans is not None:
+      maps[self.name + "_token_char_spans"] = {i + shift: doc.char_spans[i] for i in window}
+    return maps
 
   def _char_spans(self, example: QAExample) -> Optional[List[Tuple[int, int]]]:
     """With a SentencePiece vocabulary, the `(start, end)` characters in the context of

@@ -158,44 +158,64 @@ def decode_example(example, features: Sequence[Mapping[str, Any]],
   score_null = 1000000.0
   for window, feature in enumerate(features):
     result = results[feature[task + "_eid"]]
-    if config.joint_prediction:
-      start_indexes = result["start_top_index"]
-      end_indexes = result["end_top_index"]
-    else:
-      start_indexes = get_best_indexes(result["start_logits"], config.n_best_size)
-      end_indexes = get_best_indexes(result["end_logits"], config.n_best_size)
     if v2:
-      if config.answerable_classifier:
-        feature_null_score = float(result["answerable_logit"])
-      else:
-        feature_null_score = float(result["start_logits"][0] + result["end_logits"][0])
-      score_null = min(score_null, feature_null_score)
-    n_tokens = len(feature[task + "_tokens"])
-    token_to_orig_map = feature[task + "_token_to_orig_map"]
-    token_is_max_context = feature[task + "_token_is_max_context"]
-    for i, start_index in enumerate(start_indexes):
-      start_index = int(start_index)
-      ends = end_indexes[i] if config.joint_prediction else end_indexes
-      for j, end_index in enumerate(ends):
-        end_index = int(end_index)
-        if start_index >= n_tokens or end_index >= n_tokens or start_index == 0:
-          continue
-        if start_index not in token_to_orig_map or end_index not in token_to_orig_map:
-          continue
-        if not token_is_max_context.get(start_index, False):
-          continue
-        if end_index < start_index or end_index - start_index + 1 > config.max_answer_length:
-          continue
-        if config.joint_prediction:
-          start_logit = float(result["start_top_log_probs"][i])
-          end_logit = float(result["end_top_log_probs"][i, j])
-        else:
-          start_logit = float(result["start_logits"][start_index])
-          end_logit = float(result["end_logits"][end_index])
-        prelim.append((start_logit + end_logit, start_logit, end_logit, window, start_index,
-                       end_index))
+      score_null = min(score_null, _window_null_score(result, config))
+    prelim.extend(_window_candidates(feature, result, window, task, config))
   prelim.sort(key=lambda p: p[0], reverse=True)  # stable: ties keep the candidate order
+  nbest = _nbest(prelim, example, features, task, config)
+  return nbest, (score_null if v2 else None)
 
+
+def _window_null_score(result: Mapping[str, np.ndarray], config: FinetuningConfig) -> float:
+  """A window's null score: the answerability logit, else start_logits[0] + end_logits[0]."""
+  if config.answerable_classifier:
+    return float(result["answerable_logit"])
+  return float(result["start_logits"][0] + result["end_logits"][0])
+
+
+def _window_candidates(feature: Mapping[str, Any], result: Mapping[str, np.ndarray],
+                       window: int, task: str, config: FinetuningConfig
+                       ) -> List[Tuple[float, float, float, int, int, int]]:
+  """A window's valid (start, end) pairs, in the head's order, as
+  (score, start_logit, end_logit, window, start, end)."""
+  if config.joint_prediction:
+    start_indexes = result["start_top_index"]
+    end_indexes = result["end_top_index"]
+  else:
+    start_indexes = get_best_indexes(result["start_logits"], config.n_best_size)
+    end_indexes = get_best_indexes(result["end_logits"], config.n_best_size)
+  n_tokens = len(feature[task + "_tokens"])
+  token_to_orig_map = feature[task + "_token_to_orig_map"]
+  token_is_max_context = feature[task + "_token_is_max_context"]
+  candidates = []
+  for i, start_index in enumerate(start_indexes):
+    start_index = int(start_index)
+    ends = end_indexes[i] if config.joint_prediction else end_indexes
+    for j, end_index in enumerate(ends):
+      end_index = int(end_index)
+      if start_index >= n_tokens or end_index >= n_tokens or start_index == 0:
+        continue
+      if start_index not in token_to_orig_map or end_index not in token_to_orig_map:
+        continue
+      if not token_is_max_context.get(start_index, False):
+        continue
+      if end_index < start_index or end_index - start_index + 1 > config.max_answer_length:
+        continue
+      if config.joint_prediction:
+        start_logit = float(result["start_top_log_probs"][i])
+        end_logit = float(result["end_top_log_probs"][i, j])
+      else:
+        start_logit = float(result["start_logits"][start_index])
+        end_logit = float(result["end_logits"][end_index])
+      candidates.append((start_logit + end_logit, start_logit, end_logit, window, start_index,
+                         end_index))
+  return candidates
+
+
+def _nbest(prelim: Sequence[Tuple[float, float, float, int, int, int]], example,
+           features: Sequence[Mapping[str, Any]], task: str, config: FinetuningConfig
+           ) -> List[Prediction]:
+  """The best-scored candidates' texts, each text once, at most n_best_size ("empty" if none)."""
   nbest: List[Prediction] = []
   seen = set()
   for _, start_logit, end_logit, window, start_index, end_index in prelim:
@@ -213,7 +233,7 @@ def decode_example(example, features: Sequence[Mapping[str, Any]],
     nbest.append(Prediction(text, start_logit, end_logit))
   if not nbest:
     nbest.append(Prediction("empty", 0.0, 0.0))
-  return nbest, (score_null if v2 else None)
+  return nbest
 
 
 def best_prediction(nbest: Sequence[Prediction], score_null: Optional[float],
