@@ -13,6 +13,7 @@ from electra_tf2.networks import variable_names
 from electra_tf2.checkpoints.tf_checkpoint import ModelDirectoryError
 from electra_tf2.config.encoder import BertConfig
 from electra_tf2.models import finetuning as model_lib
+from electra_tf2.models import heads
 
 BERT = BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
                   intermediate_size=32, max_position_embeddings=16)
@@ -166,4 +167,4 @@ def test_config_round_trip_and_saved_model_directory(tmp_path):
 
 def test_unknown_head_kind():
   with pytest.raises(ValueError, match="unknown head kind 'ner'"):
-    model_lib.build_head({"kind": "ner", "task": "x"})
+    heads.build_head({"kind": "ner", "task": "x"})

@@ -16,7 +16,7 @@ official `tf.layers.dense` without an initializer.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import keras
 from keras import ops
@@ -27,6 +27,8 @@ from electra_tf2.utils.backend_ops import gather_positions
 from electra_tf2.layers.activations import gelu
 
 Outputs = Dict[str, Any]
+# (label strings, label ids `[...]`) -> label strings `[...]` (a string gather: TensorFlow).
+LabelNames = Callable[[Sequence[str], Any], Any]
 
 
 class TaskHead(keras.layers.Layer):
@@ -34,8 +36,14 @@ class TaskHead(keras.layers.Layer):
 
   Subclasses list their official denses in an `official_layers` property (in
   the order of the official names `dense`, `dense_1`, ...), and add their
-  constructor arguments to `get_config`.
+  constructor arguments to `get_config`. What a SavedModel asks of a head is
+  here too: `reads_first_token_only` (the [CLS] state alone: the encoder may skip
+  the padding's rows), `serving_features` (the features it reads besides the
+  token ids) and `serving_outputs` (its outputs under electra_tf2/utils/output_names.py's
+  names).
   """
+
+  reads_first_token_only = False
 
   def __init__(self, task: str, **kwargs):
     kwargs.setdefault("name", task)
@@ -53,6 +61,16 @@ class TaskHead(keras.layers.Layer):
     """`[..., 1]` dense outputs -> `[...]` float32 logits."""
     return ops.cast(ops.squeeze(logits, -1), "float32")
 
+  def serving_features(self, input_ids) -> Outputs:
+    """The features besides input ids, mask and segments this head reads at serving time."""
+    del input_ids
+    return {}
+
+  def serving_outputs(self, outputs: Outputs, label_names: LabelNames) -> Outputs:
+    """The head's outputs under their rule names; label_names maps label ids to strings."""
+    del label_names
+    return dict(outputs)
+
   def get_config(self) -> Dict[str, Any]:
     config = super().get_config()
     config.update(task=self.task)
@@ -61,6 +79,8 @@ class TaskHead(keras.layers.Layer):
 
 class DenseHead(TaskHead):
   """Dropout, then one `dense` of `units` on the states `select` picks (`[CLS]` here)."""
+
+  reads_first_token_only = True  # False where `select` reads other states
 
   def __init__(self, task: str, units: int, dropout_rate: float = 0.0, **kwargs):
     super().__init__(task, **kwargs)
@@ -109,6 +129,11 @@ class ClassificationHead(DenseHead):
     logits = self.logits(hidden, features, training)
     return {"logits": logits, "predictions": backend_ops.argmax(logits, axis=-1)}
 
+  def serving_outputs(self, outputs: Outputs, label_names: LabelNames) -> Outputs:
+    """`logits`, `probabilities` (their softmax) and the `label` string."""
+    return {"logits": outputs["logits"], "probabilities": ops.softmax(outputs["logits"], -1),
+            "label": label_names(self.label_list, outputs["predictions"])}
+
   def loss(self, outputs: Outputs, features: Outputs):
     """Softmax cross-entropy `[batch]`."""
     return _softmax_cross_entropy(outputs["logits"], features[self.task + "_label_ids"])
@@ -134,6 +159,11 @@ class RegressionHead(DenseHead):
     """hidden `[batch, seq_len, H]` -> predictions `[batch]` (normalised)."""
     return {"predictions": ops.squeeze(self.logits(hidden, features, training), -1)}
 
+  def serving_outputs(self, outputs: Outputs, label_names: LabelNames) -> Outputs:
+    """The normalised prediction as `score`."""
+    del label_names
+    return {"score": outputs["predictions"]}
+
   def loss(self, outputs: Outputs, features: Outputs):
     """Squared error `[batch]`."""
     return ops.square(outputs["predictions"] - ops.cast(features[self.task + "_targets"],
@@ -150,9 +180,21 @@ class RegressionHead(DenseHead):
 class TaggingHead(DenseHead):
   """First-wordpiece states -> `dense(n_labels)` logits, no dropout."""
 
+  reads_first_token_only = False
+
   def __init__(self, task: str, label_list: Sequence[str], **kwargs):
     super().__init__(task, len(label_list), **kwargs)
     self.label_list = list(label_list)
+
+  def serving_features(self, input_ids) -> Outputs:
+    """Every position labeled: a SavedModel's tagging predictions are per WordPiece."""
+    shape = ops.shape(input_ids)
+    return {self.task + "_labeled_positions": ops.broadcast_to(ops.arange(shape[1]), shape)}
+
+  def serving_outputs(self, outputs: Outputs, label_names: LabelNames) -> Outputs:
+    """`logits` and the `labels` strings."""
+    return {"logits": outputs["logits"],
+            "labels": label_names(self.label_list, outputs["predictions"])}
 
   def select(self, hidden, features: Outputs):
     """The state of each word's first word piece: `[batch, seq_len, H]`."""

@@ -34,21 +34,9 @@ from electra_tf2.checkpoints.directories import FINETUNING_CONFIG_FILE, MODEL_CO
 from electra_tf2.config.encoder import BertConfig
 from electra_tf2.tasks import config as finetune_config
 from electra_tf2.tasks.config import FinetuningConfig
-from electra_tf2.layers.task_heads import ClassificationHead, QAHead, RegressionHead, TaggingHead
+from electra_tf2.models.heads import build_head
 from electra_tf2.networks.encoder import Encoder
 from electra_tf2.text.description import describe_vocab, write_description
-
-HEADS = {"classification": ClassificationHead, "regression": RegressionHead, "qa": QAHead,
-         "tagging": TaggingHead}
-
-
-def build_head(spec: Mapping[str, Any], dtype=None) -> keras.layers.Layer:
-  """A head from its spec {"kind": ..., "task": ..., constructor arguments}."""
-  spec = dict(spec)
-  kind = spec.pop("kind")
-  if kind not in HEADS:
-    raise ValueError(f"unknown head kind {kind!r}; known: {', '.join(HEADS)}")
-  return HEADS[kind](dtype=dtype, **spec)
 
 
 @keras.saving.register_keras_serializable(package="electra_tf2")
@@ -110,7 +98,7 @@ class FinetuningModel(keras.Model):
 
   def reads_first_token_only(self) -> bool:
     """Whether every head reads the [CLS] state alone (classification, regression)."""
-    return all(spec["kind"] in ("classification", "regression") for spec in self.head_specs)
+    return all(head.reads_first_token_only for head in self.heads)
 
   def losses_per_example(self, features: Dict[str, tf.Tensor],
                          outputs: Dict[str, Dict[str, tf.Tensor]]) -> tf.Tensor:

@@ -59,14 +59,13 @@ from electra_tf2.utils import predictions
 from electra_tf2.utils.errors import ElectraError
 from electra_tf2.tasks import qa as qa_task
 from electra_tf2.layers.task_heads import QAHead
-from electra_tf2.models import keras_data, sources
+from electra_tf2.models import heads, keras_data, sources
 from electra_tf2.text import qa_spans
 from electra_tf2.models.text_model import TextModel, VariableMap
 from electra_tf2.text import qa_windows
 
 HEADS = ("official", "hf")
 HF_ARCHITECTURE = "ElectraForQuestionAnswering"
-QA_TASKS = ("squad", "squadv1", "newsqa", "naturalqs", "triviaqa", "searchqa")
 # Decoding settings a fine-tuned directory's config gives (finetuning_defaults.json).
 SETTINGS = ("max_seq_length", "max_query_length", "doc_stride", "n_best_size",
             "max_answer_length", "qa_na_threshold")
@@ -401,7 +400,8 @@ def _check_spans(starts: np.ndarray, ends: np.ndarray, contexts: np.ndarray, nam
 
 def _source_task(source: sources.Source, task: Optional[str]) -> Optional[str]:
   """The source's QA head: that of `task`, else the only one, else None."""
-  tasks = [t for t in source.task_names() if source.head_kinds.get(t) == "qa"]
+  tasks = [t for t in source.task_names()
+           if source.head_kinds.get(t) in heads.kinds_of(HF_ARCHITECTURE)]
   tasks = [task] if task in tasks else tasks
   return tasks[0] if len(tasks) == 1 else None
 

@@ -26,7 +26,7 @@ from electra_tf2.utils import backend_ops
 from electra_tf2.layers.task_heads import ClassificationHead, RegressionHead, TaskHead
 from electra_tf2.layers.activations import gelu
 from electra_tf2.models import sources
-from electra_tf2.models import keras_data, text_model
+from electra_tf2.models import heads, keras_data, text_model
 from electra_tf2.models.text_model import TextModel, VariableMap
 
 HEADS = ("official", "hf")
@@ -202,8 +202,8 @@ def _source_head(source: sources.Source, head: str, task: Optional[str] = None
     names = [f"classifier/{layer}/{v}" for layer in ("dense", "out_proj")
              for v in ("bias", "kernel")]
     return ("classifier", names) if all(n in source.tensors for n in names) else None
-  tasks = [t for t in source.task_names()
-           if source.head_kinds.get(t, "classification") in ("classification", "regression")
+  kinds = heads.kinds_of(HF_ARCHITECTURE)  # a head of unknown kind may be one of them
+  tasks = [t for t in source.task_names() if source.head_kinds.get(t, kinds[0]) in kinds
            and f"task_specific/{t}/dense/kernel" in source.tensors
            and f"task_specific/{t}/dense_1/kernel" not in source.tensors]
   tasks = [task] if task in tasks else tasks

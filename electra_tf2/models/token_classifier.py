@@ -24,7 +24,7 @@ import numpy as np
 
 from electra_tf2.layers.task_heads import TaggingHead
 from electra_tf2.models import sources
-from electra_tf2.models import keras_data, text_model
+from electra_tf2.models import heads, keras_data, text_model
 from electra_tf2.models.text_model import TextModel, VariableMap
 
 HF_ARCHITECTURE = "ElectraForTokenClassification"
@@ -127,7 +127,8 @@ def _source_head(source: sources.Source, task: Optional[str] = None):
   else the only one), or None."""
   if source.architecture == HF_ARCHITECTURE:
     return "classifier", ["classifier/bias", "classifier/kernel"]
-  tasks = [t for t in source.task_names() if source.head_kinds.get(t, "tagging") == "tagging"
+  kinds = heads.kinds_of(HF_ARCHITECTURE)  # a head of unknown kind may be one of them
+  tasks = [t for t in source.task_names() if source.head_kinds.get(t, kinds[0]) in kinds
            and f"task_specific/{t}/dense_1/kernel" not in source.tensors]
   tasks = [task] if task in tasks else tasks
   if len(tasks) != 1:

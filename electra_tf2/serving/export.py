@@ -42,6 +42,7 @@ from electra_tf2.scoring import graph as scoring_graph
 from electra_tf2.utils.atomic_io import atomic_directory
 from electra_tf2.utils.errors import ElectraError, command
 from electra_tf2.tasks import task_builder
+from electra_tf2.layers.task_heads import ClassificationHead, QAHead
 from electra_tf2.litert.convert import MEDIAPIPE_IDS, QUANTIZE, check_quantize
 from electra_tf2.litert.mediapipe import TARGETS
 from electra_tf2.utils.run_lock import hold
@@ -219,26 +220,25 @@ def discriminator_outputs(encoder, head) -> Callable[..., Dict[str, tf.Tensor]]:
 
 def finetuned_outputs(model, legacy: bool = True, skip_padding: bool = False
                       ) -> Callable[..., Dict[str, tf.Tensor]]:
-  """Every head's outputs, named by electra_tf2/utils/output_names.py: `logits`, `probabilities`,
-  `label` (classification), `score` (regression), `logits`, `labels` (tagging); with
-  several heads, `<task>_<name>`. With legacy, also the names before that rule (a
-  SavedModel's aliases): `<task>_<head output>` and `<task>_label`.
+  """Every head's outputs as its `serving_outputs` names them (electra_tf2/utils/output_names.py):
+  `logits`, `probabilities`, `label` (classification), `score` (regression), `logits`,
+  `labels` (tagging); with several heads, `<task>_<name>`. With legacy, also the names
+  before that rule (a SavedModel's aliases): `<task>_<head output>` and `<task>_label`.
 
-  A tagging head is asked for every position, so its predictions are per
-  WordPiece (the official task reads the first WordPiece of each word). skip_padding:
+  Each head gets its `serving_features`: a tagging head is asked for every position, so
+  its predictions are per WordPiece (the official task reads the first WordPiece of
+  each word). skip_padding:
   the encoder's (`Encoder.call`), for a model whose heads read [CLS] alone.
   """
-  specs = {spec["task"]: spec for spec in model.head_specs}
-  tagging = [task for task, spec in specs.items() if spec["kind"] == "tagging"]
 
   def predict(input_ids, input_mask, segment_ids):
     features = {"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids}
-    positions = tf.broadcast_to(tf.range(tf.shape(input_ids)[1]), tf.shape(input_ids))
-    features.update({f"{task}_labeled_positions": positions for task in tagging})
+    for head in model.heads:
+      features.update(head.serving_features(input_ids))
     heads = model(features, training=False, skip_padding=skip_padding)
     outputs = {}
     for task, head in heads.items():
-      named = _rule_outputs(specs[task], head)
+      named = model.head(task).serving_outputs(head, _label_names)
       if legacy:
         outputs.update({f"{task}_{name}": value for name, value in head.items()})
         if "label" in named:
@@ -249,17 +249,9 @@ def finetuned_outputs(model, legacy: bool = True, skip_padding: bool = False
   return predict
 
 
-def _rule_outputs(spec, head: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
-  """One head's outputs under their rule names (electra_tf2/utils/output_names.py)."""
-  if spec["kind"] == "regression":
-    return {"score": head["predictions"]}
-  if spec["kind"] not in ("classification", "tagging"):
-    return dict(head)
-  strings = tf.gather(tf.constant(list(spec["label_list"])), head["predictions"])
-  if spec["kind"] == "tagging":
-    return {"logits": head["logits"], "labels": strings}
-  return {"logits": head["logits"], "probabilities": tf.nn.softmax(head["logits"]),
-          "label": strings}
+def _label_names(labels: Sequence[str], ids: tf.Tensor) -> tf.Tensor:
+  """The label strings of label ids (a head's `serving_outputs` asks for them)."""
+  return tf.gather(tf.constant(list(labels)), ids)
 
 
 def float32_outputs(predict: Callable[..., Dict[str, tf.Tensor]]
@@ -427,7 +419,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   lower = lower if args.do_lower_case is None else args.do_lower_case
   # The directory's accent stripping, where its casing is the one exported.
   strip = tokenizer.strip_accents if tokenizer and tokenizer.do_lower_case == lower else None
-  qa = kind == "finetuned" and any(spec["kind"] == "qa" for spec in model.head_specs)
+  qa = kind == "finetuned" and any(isinstance(head, QAHead) for head in model.heads)
   _check_window_stride(args, kind, qa)
   if args.target == "mediapipe":
     return _write_mediapipe(args, model, kind, vocab_file, lower, max_seq_length, strip)
@@ -477,7 +469,7 @@ def _write_mediapipe(args, model, kind: str, vocab_file: str, lower: bool,
   """--target mediapipe: a fine-tuned model with one classification head."""
   heads = [f"{spec['task']} ({spec['kind']})" for spec in model.head_specs] \
       if kind == "finetuned" else []
-  if len(heads) != 1 or model.head_specs[0]["kind"] != "classification":
+  if len(heads) != 1 or not isinstance(model.heads[0], ClassificationHead):
     has = f"kind {kind}" if kind != "finetuned" else f"heads {', '.join(heads)}"
     raise ExportError(f"--target mediapipe writes a text classifier: give a fine-tuned model "
                       f"with one classification head ({args.model_dir} has {has})")

@@ -34,6 +34,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 from electra_tf2.config.pretraining import ENCODER_HPARAMS, saved_bert_config
 
 from electra_tf2.config.encoder import BertConfig, check_model_overrides, get_bert_config
+from electra_tf2.tasks import registry
 from electra_tf2.text import vocab as vocab_lib
 
 from electra_tf2.config.hparams import (
@@ -49,7 +50,6 @@ ADDED_HPARAMS = ("num_train_steps", "strip_accents")
 _DERIVED = ("encoder_config", "bert_config", "model_name", "data_dir", "pretrained_model_dir")
 LOSS_REDUCTIONS = ("sum", "mean")
 GLUE_TASKS = ("cola", "mrpc", "mnli", "sst", "rte", "qnli", "qqp", "sts", "wnli")
-QA_TASKS = ("squad", "squadv1", "newsqa", "naturalqs", "triviaqa", "searchqa")
 
 
 def schema() -> Dict[str, Dict[str, Any]]:
@@ -63,7 +63,8 @@ def rules() -> Dict[str, Any]:
 
 
 def known_tasks() -> List[str]:
-  return list(rules()["tasks"])
+  """The registered tasks (electra_tf2/tasks/registry.py)."""
+  return registry.task_names()
 
 
 # ---------------------------------------------------------------------------
@@ -411,7 +412,7 @@ def _check_consistency(values: Mapping[str, Any], pretrained: Optional[Mapping[s
     raise ConfigError("max_examples_per_split must be >= 1 or null")
   if values["embedding_size"] is not None and values["embedding_size"] < 1:
     raise ConfigError(f"embedding_size must be >= 1 or null, got {values['embedding_size']}")
-  if any(name in QA_TASKS for name in values["task_names"]):
+  if any(registry.registered(name).head == "qa" for name in values["task_names"]):
     if values["max_seq_length"] - values["max_query_length"] - 3 < 1:
       raise ConfigError(f"max_seq_length {values['max_seq_length']} leaves no room for the "
                         f"document after max_query_length {values['max_query_length']} + 3")

@@ -1,29 +1,57 @@
-"""Task names -> Task instances (official finetune/task_builder.py), plus WNLI."""
+"""Task names -> Task instances (official finetune/task_builder.py), plus WNLI.
+
+The built-in tasks are registered here (electra_tf2/tasks/registry.py), each with the
+loader of its module, so that listing them imports no task module.
+"""
 
 from __future__ import annotations
 
 import os
-from typing import Callable, Dict, List
+from typing import List
 
-from electra_tf2.tasks import classification, qa, tagging
-from electra_tf2.tasks.config import ConfigError, FinetuningConfig
+from electra_tf2.tasks.config import FinetuningConfig
+from electra_tf2.tasks.registry import register_task, registered, task_names
 from electra_tf2.tasks.task import CachedTokenizer, Task
 from electra_tf2.text.vocab import load_vocab
 
-TASKS: Dict[str, Callable[[FinetuningConfig, CachedTokenizer], Task]] = {
-    "cola": classification.CoLA, "mrpc": classification.MRPC, "mnli": classification.MNLI,
-    "sst": classification.SST, "rte": classification.RTE, "qnli": classification.QNLI,
-    "qqp": classification.QQP, "sts": classification.STS, "wnli": classification.WNLI,
-    "squad": qa.squad, "squadv1": qa.squadv1, "newsqa": qa.mrqa("newsqa"),
-    "naturalqs": qa.mrqa("naturalqs"), "triviaqa": qa.mrqa("triviaqa"),
-    "searchqa": qa.mrqa("searchqa"), "chunk": tagging.Chunking,
-}
+
+def _classification():
+  from electra_tf2.tasks import classification  # pylint: disable=g-import-not-at-top
+  return classification
+
+
+def _qa():
+  from electra_tf2.tasks import qa  # pylint: disable=g-import-not-at-top
+  return qa
+
+
+def _tagging():
+  from electra_tf2.tasks import tagging  # pylint: disable=g-import-not-at-top
+  return tagging
+
+
+register_task("cola", "classification", lambda: _classification().CoLA)
+register_task("mrpc", "classification", lambda: _classification().MRPC)
+register_task("mnli", "classification", lambda: _classification().MNLI)
+register_task("sst", "classification", lambda: _classification().SST)
+register_task("rte", "classification", lambda: _classification().RTE)
+register_task("qnli", "classification", lambda: _classification().QNLI)
+register_task("qqp", "classification", lambda: _classification().QQP)
+register_task("sts", "regression", lambda: _classification().STS)
+register_task("wnli", "classification", lambda: _classification().WNLI)
+register_task("squad", "qa", lambda: _qa().squad)
+register_task("squadv1", "qa", lambda: _qa().squadv1)
+for _name in ("newsqa", "naturalqs", "triviaqa", "searchqa"):
+  register_task(_name, "qa", lambda name=_name: _qa().mrqa(name))
+register_task("chunk", "tagging", lambda: _tagging().Chunking)
 
 
 def takes_pairs(name: str) -> bool:
   """Whether the classification or regression task `name` reads pairs of texts (its
   Task's `text_pairs`; False for QA, tagging and unknown names)."""
-  return bool(getattr(TASKS.get(name), "text_pairs", False))
+  if name not in task_names():
+    return False
+  return bool(getattr(registered(name).load(), "text_pairs", False))
 
 
 def check_vocab(config: FinetuningConfig) -> None:
@@ -62,7 +90,6 @@ def get_tasks(config: FinetuningConfig) -> List[Task]:
     lower_tokenizer = make_tokenizer(config, True)
   tasks = []
   for name in config.task_names:
-    if name not in TASKS:
-      raise ConfigError(f"unknown task {name!r}: use one of {', '.join(TASKS)}")
-    tasks.append(TASKS[name](config, lower_tokenizer if name == "chunk" else tokenizer))
+    factory = registered(name).load()
+    tasks.append(factory(config, lower_tokenizer if name == "chunk" else tokenizer))
   return tasks

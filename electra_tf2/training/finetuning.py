@@ -278,10 +278,10 @@ class ModelRunner:
     labels: Dict[int, str] = {}
     for batch in self.predict(task, split, config.predict_batch_size):
       for row, eid in enumerate(batch["eid"]):
-        if spec["kind"] == "regression":
-          raw[int(eid)] = float(batch["predictions"][row])
-        else:
+        if "logits" in batch:  # a classifier's; a regression head has its score alone
           raw[int(eid)] = [float(x) for x in batch["logits"][row]]
+        else:
+          raw[int(eid)] = float(batch["predictions"][row])
         labels[int(eid)] = classification.submission_label(spec, batch["predictions"][row])
     json_path = config.test_predictions_path(task.name, split, self.trial) + ".json"
     write_json_atomic(json_path, {str(k): v for k, v in sorted(raw.items())})
