@@ -17,7 +17,7 @@ import pytest
 import tensorflow as tf
 
 from electra_tf2.utils import run_lock
-from electra_tf2.data_io import input_pipeline
+from electra_tf2.data_io import input_pipeline, tfrecord
 from electra_tf2.checkpoints.tf_checkpoint import ModelDirectoryError
 from electra_tf2.config.pretraining import resolve_pretraining_config
 from electra_tf2.config.hparams import ConfigError
@@ -111,13 +111,13 @@ def test_too_few_shards_read_the_corpus_in_order_and_training_warns(tmp_path):
   few = batch_spread(str(tmp_path / "few"), 4)
   many = batch_spread(str(tmp_path / "many"), 200)
   assert few < 0.5 < 0.8 < many, (few, many)
-  warning = input_pipeline.mixing_warning(input_pipeline.tfrecord_files(
+  warning = input_pipeline.mixing_warning(tfrecord.tfrecord_files(
       str(tmp_path / "few" / "pretrain_tfrecords" / "pretrain_data.tfrecord*")), 8)
   # The example count is estimated from the file sizes (within a few percent).
   assert re.match(r"warning: 4 pre-training TFRecord files for about 3,[01]\d\d examples: a "
                   r"batch of 8 covers only about 108 consecutive examples", warning), warning
   assert re.search(r"--num-shards 11\d or more \(the official builder writes 1000\)", warning)
-  assert input_pipeline.mixing_warning(input_pipeline.tfrecord_files(
+  assert input_pipeline.mixing_warning(tfrecord.tfrecord_files(
       str(tmp_path / "many" / "pretrain_tfrecords" / "pretrain_data.tfrecord*")), 8) is None
 
 
@@ -295,7 +295,7 @@ def test_resuming_checks_the_architecture_and_the_checkpoint(tmp_path, capsys):
 def test_corrupt_tfrecord_met_in_training_is_named(tmp_path):
   data = tiny_data(tmp_path)
   config = resolve_pretraining_config("electra_small", data, dict(TINY, num_train_steps=30))
-  shard = input_pipeline.tfrecord_files(config.pretrain_tfrecords)[-1]
+  shard = tfrecord.tfrecord_files(config.pretrain_tfrecords)[-1]
   with open(shard, "r+b") as f:  # cut the last file inside a record (records are 175 bytes)
     f.truncate(os.path.getsize(shard) // 2 + 50)
   pretraining.validate_inputs(config)  # the first file is fine: this passes

@@ -117,7 +117,7 @@ def test_same_examples_as_tf_data_with_shuffling(tmp_path):
   pattern = make_data(tmp_path, 48, 6)
   spec = {n: tf.io.FixedLenFeature([SEQ], tf.int64) for n in input_pipeline.FEATURE_NAMES}
   every = Counter(rows([tf.io.parse_example(tf.stack(list(tf.data.TFRecordDataset(
-      input_pipeline.tfrecord_files(pattern)))), spec)]))
+      tfrecord.tfrecord_files(pattern)))), spec)]))
   assert len(every) == 48
   epoch = rows(reader(pattern, 8, True, repeat=False))
   assert Counter(epoch) == every

@@ -30,14 +30,12 @@ import os
 import struct
 from typing import Any, Dict, Mapping, Optional, Sequence
 
-
 import numpy as np
-import tensorflow as tf
 
 from electra_tf2.models import model_directory
 from electra_tf2.networks import variable_names
 from electra_tf2.text import description as tokenizer_description
-from electra_tf2.utils.atomic_io import atomic_path, copy_file_atomic, write_json_atomic
+from electra_tf2.utils.atomic_io import atomic_path, copy_file_atomic, open_file, write_json_atomic
 from electra_tf2.checkpoints import directories
 from electra_tf2.checkpoints.huggingface import HF_ACTIVATION_OF, hf_parameter_name
 from electra_tf2.config.encoder import BertConfig
@@ -69,7 +67,7 @@ def write_safetensors(path: str, tensors: Mapping[str, np.ndarray]) -> None:
     offset += array.nbytes
   encoded = json.dumps(header, separators=(",", ":")).encode("utf-8")
   encoded += b" " * (-len(encoded) % 8)  # the data starts 8-byte aligned
-  with atomic_path(path) as tmp, tf.io.gfile.GFile(tmp, "wb") as f:
+  with atomic_path(path) as tmp, open_file(tmp, "wb") as f:
     f.write(struct.pack("<Q", len(encoded)))
     f.write(encoded)
     for array in arrays:

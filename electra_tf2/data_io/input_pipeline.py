@@ -12,7 +12,7 @@ from typing import Dict, List, Optional
 import tensorflow as tf
 
 from electra_tf2.data_io.pretraining import CYCLE_LENGTH, FEATURE_NAMES, SHUFFLE_BUFFER
-from electra_tf2.data_io.tfrecord import DataError, finished_files
+from electra_tf2.data_io.tfrecord import DataError, tfrecord_files
 # `Inputs` and its helpers live in electra_tf2/utils/inputs.py (no TensorFlow); kept here too.
 from electra_tf2.utils.inputs import features_to_inputs, get_updated_inputs, Inputs
 
@@ -25,16 +25,6 @@ from electra_tf2.utils.inputs import features_to_inputs, get_updated_inputs, Inp
 # turn, then shuffles SHUFFLE_BUFFER records (pretrain/pretrain_data.py:52-64); the
 # constants live with the pipeline's TensorFlow-free twin, data_io/pretraining.py.
 OFFICIAL_NUM_SHARDS = 1000  # what the official builder always writes
-
-
-def tfrecord_files(patterns: str) -> List[str]:
-  """The sorted files matching comma-separated glob patterns (gs:// too)."""
-  files: List[str] = []
-  for pattern in patterns.split(","):
-    pattern = pattern.strip()
-    if pattern:
-      files.extend(tf.io.gfile.glob(pattern))
-  return finished_files(files)
 
 
 def check_tfrecords(patterns: str, max_seq_length: int) -> List[str]:

@@ -25,7 +25,8 @@ from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence,
 
 import numpy as np
 
-from electra_tf2.utils.errors import ElectraError
+from electra_tf2.utils.atomic_io import is_remote
+from electra_tf2.utils.errors import ElectraError, import_tensorflow
 
 _MASK_DELTA = 0xA282EAD8
 _HEADER = struct.Struct("<QI")
@@ -128,13 +129,15 @@ def write_records(path: str, records: Iterable[bytes]) -> None:
 
 
 def tfrecord_files(patterns: str) -> List[str]:
-  """The sorted local files matching comma-separated glob patterns, unfinished writes
-  (`*.tmp`, `*.tmp-*`) left out: `input_pipeline.tfrecord_files` without `tf.io.gfile`
-  (so no gs:// paths)."""
+  """The sorted files matching comma-separated glob patterns, unfinished writes (`*.tmp`,
+  `*.tmp-*`) left out; local patterns with `glob`, remote ones (gs://) with
+  `tf.io.gfile`."""
   files: List[str] = []
   for pattern in patterns.split(","):
     pattern = pattern.strip()
-    if pattern:
+    if is_remote(pattern):
+      files.extend(import_tensorflow(f"reading {pattern}").io.gfile.glob(pattern))
+    elif pattern:
       files.extend(glob.glob(pattern))
   return finished_files(files)
 

@@ -23,12 +23,13 @@ import os
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import keras
-import tensorflow as tf
+from keras import ops
 
 from electra_tf2.checkpoints import tf_checkpoint
 from electra_tf2.models import model_directory
 from electra_tf2.networks import variable_names
-from electra_tf2.utils.atomic_io import write_json_atomic
+from electra_tf2.utils.atomic_io import makedirs, write_json_atomic
+from electra_tf2.utils.errors import import_tensorflow
 from electra_tf2.checkpoints import directories
 from electra_tf2.checkpoints.directories import FINETUNING_CONFIG_FILE, MODEL_CONFIG_FILE
 from electra_tf2.config.encoder import BertConfig
@@ -87,8 +88,8 @@ class FinetuningModel(keras.Model):
       head.build((None, None, self.bert_config.hidden_size))
     super().build(input_shape)
 
-  def call(self, features: Dict[str, tf.Tensor], training: bool = False,
-           skip_padding: bool = False) -> Dict[str, Dict[str, tf.Tensor]]:
+  def call(self, features: Dict[str, Any], training: bool = False,
+           skip_padding: bool = False) -> Dict[str, Dict[str, Any]]:
     """Every head's outputs; skip_padding: `Encoder.call`'s (for heads reading [CLS] only,
     `reads_first_token_only`)."""
     hidden = self.encoder(features["input_ids"], features["input_mask"],
@@ -100,13 +101,13 @@ class FinetuningModel(keras.Model):
     """Whether every head reads the [CLS] state alone (classification, regression)."""
     return all(head.reads_first_token_only for head in self.heads)
 
-  def losses_per_example(self, features: Dict[str, tf.Tensor],
-                         outputs: Dict[str, Dict[str, tf.Tensor]]) -> tf.Tensor:
+  def losses_per_example(self, features: Dict[str, Any],
+                         outputs: Dict[str, Dict[str, Any]]) -> Any:
     """`[batch]`: each row's loss under its own task (0 for padding rows)."""
-    losses = tf.stack([head.loss(outputs[name], features)
-                       for name, head in zip(self.task_names, self.heads)], -1)
-    task_one_hot = tf.one_hot(features["task_id"], len(self.task_names))
-    return tf.reduce_sum(losses * task_one_hot, -1)
+    losses = ops.stack([head.loss(outputs[name], features)
+                        for name, head in zip(self.task_names, self.heads)], -1)
+    task_one_hot = ops.one_hot(features["task_id"], len(self.task_names), dtype=losses.dtype)
+    return ops.sum(losses * task_one_hot, -1)
 
   def variable_map(self) -> Dict[str, keras.Variable]:
     """{official checkpoint name: variable} for every trainable variable."""
@@ -151,7 +152,7 @@ def load_pretrained_encoder(model: FinetuningModel, init_checkpoint: str) -> str
 def save_model_files(model: FinetuningModel, config: FinetuningConfig, model_dir: str) -> None:
   """Writes model_config.json, finetuning_config.json and the tokenizer description
   next to the checkpoints."""
-  tf.io.gfile.makedirs(model_dir)
+  makedirs(model_dir)
   write_json_atomic(os.path.join(model_dir, MODEL_CONFIG_FILE), model.get_config())
   directories.write_config(model_dir, FINETUNING_CONFIG_FILE, config.to_dict(),
                            directories.finetuning_path_keys())
@@ -190,6 +191,7 @@ def load_finetuned_model(model_dir: str, checkpoint_path: Optional[str] = None
     raise tf_checkpoint.ModelDirectoryError(
         f"{paths[FINETUNING_CONFIG_FILE]} lacks {', '.join(missing[:5])}: it was edited or "
         "written by another version; fine-tune again to re-create it")
+  tf = import_tensorflow(f"reading the TensorFlow checkpoint {checkpoint_path}")
   tf_checkpoint.restore(tf.train.Checkpoint(model=model), checkpoint_path, partial=True,
                       match_existing=True,
                       mismatch_hint=f": it is not the model that {MODEL_CONFIG_FILE} describes")

@@ -1,11 +1,11 @@
 """A pre-trained model directory's model: restored, written, and checked on resume.
 
 The directory's files (`pretrain_config.json`, `ckpt-<step>`) and `locate` are
-electra_tf2/checkpoints/directories.py's (their names are importable from here
-too); here `restore_encoder` reads only the discriminator encoder
+electra_tf2/checkpoints/directories.py's; here `restore_encoder` reads only the discriminator encoder
 (fine-tuning), `restore_pretrainer` the whole `ElectraPretrainer` (export,
 scoring, conversion), `write_model_dir` writes one, and `check_same_architecture`
-guards a resumed run.
+guards a resumed run. Portable checkpoints are read on every backend; TensorFlow
+checkpoints, and writing one, need TensorFlow (imported on use).
 """
 
 from __future__ import annotations
@@ -13,14 +13,13 @@ from __future__ import annotations
 import os
 from typing import Any, Dict, Mapping, Optional
 
-import tensorflow as tf
-
 from electra_tf2.checkpoints import tf_checkpoint
 from electra_tf2.networks import variable_names
-from electra_tf2.data_io import input_pipeline
+from electra_tf2.data_io import tfrecord
 from electra_tf2.pretraining import state as pretraining_state
 from electra_tf2.text import description as tokenizer_description
-from electra_tf2.utils.atomic_io import write_json_atomic
+from electra_tf2.utils.atomic_io import makedirs, write_json_atomic
+from electra_tf2.utils.errors import import_tensorflow
 from electra_tf2.checkpoints import directories, portable
 from electra_tf2.checkpoints.directories import (
     PRETRAIN_CONFIG_FILE, ModelDirectory, PretrainedModelError, checkpoint_of,
@@ -67,6 +66,7 @@ def restore_encoder(encoder, source: ModelDirectory) -> str:
       variable.assign(arrays[name])
     return checkpoint_path
   # The pre-trainer's checkpoint reaches its discriminator as model/discriminator.
+  tf = import_tensorflow(f"reading the TensorFlow checkpoint {checkpoint_path}")
   checkpoint = tf.train.Checkpoint(model=tf.train.Checkpoint(discriminator=encoder))
   tf_checkpoint.restore(checkpoint, checkpoint_path, partial=True, match_existing=True,
                            mismatch_hint=": the fine-tuning model size must match the "
@@ -84,6 +84,7 @@ def restore_weights(model, checkpoint_path: str, mismatch_hint: str) -> None:
     except portable.PortableCheckpointError as e:
       raise PretrainedModelError(f"{e}{mismatch_hint}") from None
     return
+  tf = import_tensorflow(f"reading the TensorFlow checkpoint {checkpoint_path}")
   tf_checkpoint.restore(tf.train.Checkpoint(model=model), checkpoint_path, partial=True,
                            match_existing=True, mismatch_hint=mismatch_hint)
 
@@ -98,7 +99,8 @@ def write_model_dir(model, config: PretrainingConfig, output_dir: str,
   checkpoint's accent stripping (a Hugging Face tokenizer_config.json's), None the
   official rule.
   """
-  tf.io.gfile.makedirs(output_dir)
+  tf = import_tensorflow(f"writing the model directory {output_dir}")
+  makedirs(output_dir)
   directories.write_config(output_dir, PRETRAIN_CONFIG_FILE,
                            config.replace(model_dir=output_dir).to_dict(),
                            directories.PRETRAIN_PATH_KEYS)
@@ -168,6 +170,6 @@ def write_tokenizer_description(config: PretrainingConfig, model_dir: str,
   else:
     description = tokenizer_description.pretraining_description(
         config.vocab_file, config.do_lower_case,
-        input_pipeline.tfrecord_files(config.pretrain_tfrecords or ""))
+        tfrecord.tfrecord_files(config.pretrain_tfrecords or ""))
   if description is not None:
     tokenizer_description.write_description(model_dir, description)

@@ -3,14 +3,23 @@
 - `graph`: the in-graph scoring that the SavedModel's `score` signature and
   `TextScorer` share (windows, token logits, sentence scores);
 - `scorer`: `TextScorer`, the Python API on raw texts;
-- `render`: a scored sentence in the terminal;
-- `cli`: `electra score` (files, re-ranking, show).
+- `render`: a scored sentence in the terminal.
+
+`electra score` is cli/score.py. The names below are imported on first use, so that
+importing `electra_tf2.scoring.render` loads no TensorFlow (the scorer needs it).
 """
 
-from electra_tf2.scoring.graph import SENTENCE_SCORES, ScoringError
-from electra_tf2.scoring.render import render
-from electra_tf2.scoring.scorer import (DEFAULT_RANK_SCORE, SentenceScore, TextScorer, WordScore,
-                                        rank_order, word_spans)
+import importlib
 
-__all__ = ["DEFAULT_RANK_SCORE", "SENTENCE_SCORES", "ScoringError", "SentenceScore", "TextScorer",
-           "WordScore", "rank_order", "render", "word_spans"]
+_EXPORTS = {"SENTENCE_SCORES": "graph", "ScoringError": "graph", "render": "render",
+            **{name: "scorer" for name in ("DEFAULT_RANK_SCORE", "SentenceScore", "TextScorer",
+                                           "WordScore", "rank_order", "word_spans")}}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name):
+  if name not in _EXPORTS:
+    raise AttributeError(f"module 'electra_tf2.scoring' has no attribute {name!r}")
+  value = getattr(importlib.import_module(f"electra_tf2.scoring.{_EXPORTS[name]}"), name)
+  globals()[name] = value
+  return value

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import unicodedata
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from electra_tf2.scoring.scorer import SentenceScore
+if TYPE_CHECKING:  # the type only: the scorer needs TensorFlow, rendering does not
+  from electra_tf2.scoring.scorer import SentenceScore
 
 _RED, _RESET = "\x1b[1;31m", "\x1b[0m"
 

@@ -34,7 +34,7 @@ from electra_tf2.models import optimization
 from electra_tf2.utils import run_lock
 from electra_tf2.networks import variable_names
 from electra_tf2.conversion import convert
-from electra_tf2.data_io import input_pipeline
+from electra_tf2.data_io import input_pipeline, tfrecord
 from electra_tf2.pretraining import objectives, state as pretraining_state
 from electra_tf2.text import vocab as vocab_lib
 from electra_tf2.text import description as tokenizer_description
@@ -459,7 +459,7 @@ def run_pretraining(config: PretrainingConfig, options: RunOptions = RunOptions(
   validate_inputs(config)
   if config.do_train:
     warning = input_pipeline.mixing_warning(
-        input_pipeline.tfrecord_files(config.pretrain_tfrecords), config.train_batch_size)
+        tfrecord.tfrecord_files(config.pretrain_tfrecords), config.train_batch_size)
     if warning and distribution.is_chief(strategy):
       print(warning, flush=True)
   run = PretrainingRun(config, options, strategy)

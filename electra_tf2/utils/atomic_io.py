@@ -41,6 +41,19 @@ def isdir(path: str) -> bool:
   return _gfile().isdir(path) if is_remote(path) else os.path.isdir(path)
 
 
+def makedirs(path: str) -> None:
+  """`os.makedirs(path, exist_ok=True)`, or `tf.io.gfile.makedirs` for a remote path."""
+  if is_remote(path):
+    _gfile().makedirs(path)
+  else:
+    os.makedirs(path, exist_ok=True)
+
+
+def open_file(path: str, mode: str = "r"):
+  """`open(path, mode)`, or `tf.io.gfile.GFile` for a remote path."""
+  return _gfile().GFile(path, mode) if is_remote(path) else open(path, mode)
+
+
 def temp_name_for(path: str, token: Optional[str] = None) -> str:
   """The hidden temporary sibling of `path`; `token` defaults to the process id."""
   directory, name = os.path.split(path if is_remote(path) else os.path.normpath(path))
@@ -60,10 +73,8 @@ def atomic_path(path: str) -> Iterator[str]:
     gfile = _gfile()
     exists, remove = gfile.exists, gfile.remove
     rename = lambda src, dst: gfile.rename(src, dst, overwrite=True)  # noqa: E731
-    makedirs = gfile.makedirs
   else:
     exists, remove, rename = os.path.exists, os.remove, os.replace
-    makedirs = lambda d: os.makedirs(d, exist_ok=True)  # noqa: E731
   if directory:
     makedirs(directory)
   try:

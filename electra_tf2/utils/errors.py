@@ -4,7 +4,7 @@ Every error a user can cause (a bad flag value, config, file or model
 directory) is an `ElectraError`; its message is one line that names the file,
 flag or field and says what to do. Every command (the `electra` subcommands and
 the scripts that are the same commands) runs its main through `run_command`
-(argparse commands) or `training.cli.run` (the absl ones, pretrain and
+(argparse commands) or `cli.training.run` (the absl ones, pretrain and
 finetune), which print such errors as `error: <message>` and exit:
 
   0    done;
@@ -69,3 +69,20 @@ def command(main: Callable[[Optional[Sequence[str]]], Optional[int]]
   def run(argv: Optional[Sequence[str]] = None) -> int:
     return run_command(main, argv)
   return run
+
+
+class MissingTensorFlowError(ElectraError, ImportError):
+  """A feature that needs TensorFlow, used where it is not installed."""
+
+
+def import_tensorflow(what: str):
+  """The `tensorflow` module, imported where `what` needs it (a JAX or PyTorch machine may
+  lack it); one line naming the install where it is absent."""
+  try:
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  except ImportError:
+    raise MissingTensorFlowError(
+        f"{what} needs TensorFlow, which is not installed here: pip install "
+        "'tensorflow>=2.20,<2.21' 'tensorflow-text>=2.20,<2.21' (bash scripts/setup.sh "
+        "installs the whole pinned set)") from None
+  return tf
