@@ -21,7 +21,7 @@ from electra_tf2.data_io import input_pipeline, tfrecord
 from electra_tf2.checkpoints.tf_checkpoint import ModelDirectoryError
 from electra_tf2.config.pretraining import resolve_pretraining_config
 from electra_tf2.config.hparams import ConfigError
-from electra_tf2.training import driver, options, tf_pretraining as pretraining
+from electra_tf2.training import options, tf_pretraining as pretraining
 from electra_tf2.text.vocab import VocabError
 from tests.conftest import REPO_ROOT
 from tests.fixtures import write_pretraining_data
@@ -350,7 +350,7 @@ def test_cli_errors_are_one_line(tmp_path, args, message):
 def test_signal_handler_only_sets_the_flag(capsys):
   """The handler must not print: a signal that lands inside the loop's own
   progress print would make that a reentrant stdout write, which raises."""
-  with driver.StopRequested() as stop:
+  with options.StopRequested() as stop:
     assert not stop.requested
     os.kill(os.getpid(), signal.SIGTERM)
     assert capsys.readouterr().out == ""

@@ -9,12 +9,14 @@ wrong, what to do.
 
 from __future__ import annotations
 
+import glob
 import os
 import re
 from typing import List, Optional
 
 
-from electra_tf2.utils.errors import ElectraError
+from electra_tf2.utils.atomic_io import is_remote
+from electra_tf2.utils.errors import ElectraError, import_tensorflow
 
 
 class ModelDirectoryError(ElectraError, ValueError):
@@ -59,10 +61,14 @@ def latest_checkpoint(model_dir: str, strict: bool = True) -> Optional[str]:
 
 
 def existing_checkpoints(model_dir: str) -> List[str]:
-  """The checkpoint prefixes (`*.index` files) in model_dir, oldest step first."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  return sorted((p[:-len(".index")] for p in tf.io.gfile.glob(os.path.join(model_dir, "*.index"))),
-                key=lambda p: (len(p), p))
+  """The checkpoint prefixes (`*.index` files) in model_dir, oldest step first (a local
+  directory is listed without TensorFlow)."""
+  pattern = os.path.join(model_dir, "*.index")
+  if is_remote(model_dir):
+    found = import_tensorflow(f"listing {model_dir}").io.gfile.glob(pattern)
+  else:
+    found = glob.glob(pattern)
+  return sorted((p[:-len(".index")] for p in found), key=lambda p: (len(p), p))
 
 
 def _name_existing(existing: List[str]) -> str:

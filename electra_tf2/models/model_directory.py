@@ -18,7 +18,7 @@ from electra_tf2.networks import variable_names
 from electra_tf2.data_io import tfrecord
 from electra_tf2.pretraining import state as pretraining_state
 from electra_tf2.text import description as tokenizer_description
-from electra_tf2.utils.atomic_io import makedirs, write_json_atomic
+from electra_tf2.utils.atomic_io import makedirs
 from electra_tf2.utils.errors import import_tensorflow
 from electra_tf2.checkpoints import directories, portable
 from electra_tf2.checkpoints.directories import (

@@ -50,7 +50,8 @@ from electra_tf2.checkpoints.directories import (PRETRAIN_CONFIG_FILE, Pretraine
                                                  is_finetuned_model_dir)
 from electra_tf2.training import distribution
 from electra_tf2.training.options import RunOptions
-from electra_tf2.training.driver import run_training_loop, scaled_loss, with_loss_scaling
+from electra_tf2.training import loop as loop_lib
+from electra_tf2.training.loss_scale import scaled_loss, with_loss_scaling
 from electra_tf2.training.progress import ProgressLogger
 
 TaskResults = Dict[str, float]
@@ -156,12 +157,15 @@ class ModelRunner:
           f"{num_steps} steps", flush=True)
     progress = ProgressLogger(num_steps, 0, os.path.join(self.model_dir, "train")
                               if self.is_chief else None, config.max_seq_length)
-    result = run_training_loop(
-        lambda n: train_loop(iterator, n), start_step=0, num_steps=num_steps,
-        steps_per_loop=config.iterations_per_loop,
-        log_every=self.options.log_every or config.iterations_per_loop,
-        save_every=config.save_checkpoints_steps, manager=manager, progress=progress,
-        batch_size=batch_size, learning_rate=lambda: float(base_optimizer.learning_rate))
+    loop = loop_lib.Loop(
+        run_steps=lambda n: train_loop(iterator, tf.constant(n)),
+        losses_of=lambda pending: {k: float(v) for k, v in pending[-1].items()},
+        save=lambda step: tf_checkpoint.save(manager, step),
+        learning_rate=lambda step: float(base_optimizer.learning_rate), where=manager.directory)
+    schedule = loop_lib.Schedule(0, num_steps, config.iterations_per_loop,
+                                 self.options.log_every or config.iterations_per_loop,
+                                 config.save_checkpoints_steps, batch_size)
+    result = loop_lib.run_training_loop(loop, schedule, progress)
     self.step = result.step
     return {"trial": self.trial, "seed": self.seed, "step": result.step,
             "num_train_steps": num_steps, "final_loss": result.losses["loss"],

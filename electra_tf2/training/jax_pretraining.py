@@ -34,21 +34,17 @@ import numpy as np
 
 from electra_tf2.models import optimization
 from electra_tf2.utils import run_lock
+from electra_tf2.checkpoints import portable, tf_checkpoint
 from electra_tf2.pretraining import objectives, state as pretraining_state
-from electra_tf2.utils.atomic_io import write_json_atomic
-from electra_tf2.checkpoints import directories, portable
-from electra_tf2.checkpoints.file_names import PRETRAIN_CONFIG_FILE
 from electra_tf2.config.pretraining import PretrainingConfig
-from electra_tf2.text import description as tokenizer_description
 from electra_tf2.data_io.pretraining import PretrainingDataReader
-from electra_tf2.data_io.tfrecord import tfrecord_files
 from electra_tf2.utils.errors import ElectraError
 from electra_tf2.config.hparams import ConfigError
 from electra_tf2.models.pretrainer import ElectraPretrainer
-from electra_tf2.training.options import RunOptions, StopRequested
+from electra_tf2.training import loop as loop_lib
+from electra_tf2.training.options import RunOptions
 from electra_tf2.training.progress import ProgressLogger
 
-LOSS_NAMES = ("total_loss", "mlm_loss", "cloze_loss", "disc_loss")
 METRICS_FILE = "train_metrics.jsonl"
 
 
@@ -72,21 +68,15 @@ class JaxPretrainingRun:
     self.config = config
     self.options = options
     self.accumulation = config.gradient_accumulation_steps
-    if config.train_batch_size % self.accumulation:
-      raise ConfigError(f"train_batch_size {config.train_batch_size} is not divisible by "
-                        f"gradient_accumulation_steps {self.accumulation}")
-    self.micro_batch = config.train_batch_size // self.accumulation
     if options.mixed_precision not in ("float32", "mixed_bfloat16"):
       raise JaxTrainingError(f"--mixed-precision {options.mixed_precision}: the JAX trainer "
                              "takes float32 or mixed_bfloat16 (bfloat16 needs no loss scaling)")
     devices = jax.local_devices()
-    self.distribution = None
-    if len(devices) > 1:
-      if self.micro_batch % len(devices):
-        raise ConfigError(f"the micro-batch of {self.micro_batch} rows does not split over "
-                          f"{len(devices)} devices: make train_batch_size / "
-                          "gradient_accumulation_steps a multiple of the device count")
-      self.distribution = keras.distribution.DataParallel(devices=devices)
+    # The micro-batch of all devices: the sharded batch runs as one program.
+    self.micro_batch = len(devices) * loop_lib.micro_batch_size(
+        config.train_batch_size, len(devices), self.accumulation, "train_batch_size")
+    self.distribution = (keras.distribution.DataParallel(devices=devices)
+                         if len(devices) > 1 else None)
     previous = keras.mixed_precision.global_policy()
     keras.mixed_precision.set_global_policy(options.mixed_precision)
     try:
@@ -131,7 +121,6 @@ class JaxPretrainingRun:
   def _train_step(self, state, batch: Dict[str, Any], step):
     """One optimizer step over the accumulation micro-batches of `batch` ([global, len])."""
     import jax  # pylint: disable=g-import-not-at-top
-    import jax.numpy as jnp  # pylint: disable=g-import-not-at-top
     trainable, non_trainable, optimizer_values = state
     size = self.micro_batch
     micro = [{k: v[i * size:(i + 1) * size] for k, v in batch.items()}
@@ -144,12 +133,12 @@ class JaxPretrainingRun:
           trainable, non_trainable, features, training=True, seed=seed,
           denominators=denominators)
       stats = objectives.metric_statistics(outputs)
-      losses = {k: outputs[k] for k in LOSS_NAMES if k in outputs}
+      losses = {k: outputs[k] for k in loop_lib.LOSS_NAMES if k in outputs}
       return outputs["total_loss"], (losses, stats, non_trainable)
 
     grads_sum, losses_sum, stats_sum = None, {}, {}
     for i, features in enumerate(micro):
-      seed = jnp.stack([step.astype(jnp.int32), jnp.int32(i + self.config.seed * 65536)])
+      seed = loop_lib.step_seed(step, i, self.config.seed)
       grads, (losses, stats, non_trainable) = jax.grad(loss, has_aux=True)(
           trainable, non_trainable, features, seed)
       grads_sum = grads if grads_sum is None else [a + b for a, b in zip(grads_sum, grads)]
@@ -184,13 +173,7 @@ class JaxPretrainingRun:
 
   def restore(self, path: str, reader: Optional[PretrainingDataReader]) -> int:
     """Loads a portable checkpoint (weights, Adam slots, step, input position)."""
-    arrays, extra = portable.load(path)
-    slots = pretraining_state.assign(self.model, arrays, self.optimizer, extra, where=path)
-    step = pretraining_state.global_step_of(arrays)
-    if not slots:
-      print(f"{path} holds no optimizer state: Adam starts with fresh slots and the "
-            f"learning-rate schedule goes on from step {step}", flush=True)
-    self.optimizer.iterations.assign(step)
+    step, extra = loop_lib.restore_portable(self.model, self.optimizer, path)
     if reader is not None and "reader" in extra:
       try:
         reader.restore(extra["reader"])
@@ -199,21 +182,14 @@ class JaxPretrainingRun:
     return step
 
 
-def _tensorflow_checkpoint(model_dir: str) -> Optional[str]:
-  if not os.path.isdir(model_dir):
-    return None
-  names = sorted(n for n in os.listdir(model_dir) if n.startswith("ckpt-") and
-                 n.endswith(".index"))
-  return os.path.join(model_dir, names[-1][:-len(".index")]) if names else None
-
-
 def _start(run: JaxPretrainingRun, reader: PretrainingDataReader) -> int:
   """Restores the latest portable checkpoint or `init_checkpoint`; the step to start at."""
   config = run.config
   latest = portable.latest(config.model_dir)
-  if latest is None and _tensorflow_checkpoint(config.model_dir):
+  tensorflow_checkpoints = tf_checkpoint.existing_checkpoints(config.model_dir)
+  if latest is None and tensorflow_checkpoints:
     raise JaxTrainingError(
-        f"{config.model_dir} holds TensorFlow checkpoints ({_tensorflow_checkpoint(config.model_dir)})"
+        f"{config.model_dir} holds TensorFlow checkpoints ({tensorflow_checkpoints[-1]})"
         f" and no portable one: run `electra convert to-portable --model-dir "
         f"{config.model_dir}` where TensorFlow is installed, then resume on JAX")
   if latest is not None:
@@ -221,16 +197,8 @@ def _start(run: JaxPretrainingRun, reader: PretrainingDataReader) -> int:
     print(f"resumed from {latest} at step {step}", flush=True)
     return step
   if config.init_checkpoint:
-    init = (config.init_checkpoint if portable.is_portable(config.init_checkpoint)
-            else portable.latest(config.init_checkpoint))
-    if init is None:
-      raise JaxTrainingError(f"init_checkpoint {config.init_checkpoint}: the JAX trainer starts "
-                             "from a portable checkpoint (portable-N.npz, or a model directory "
-                             "holding one): write one with `electra convert to-portable`")
-    arrays, _ = portable.load(init)
-    pretraining_state.assign(run.model, arrays, where=init)
-    print(f"initialised the model from {init} (init_checkpoint): training starts at step 0 "
-          "with a fresh learning-rate schedule and fresh Adam slots", flush=True)
+    init = loop_lib.start_from_init_checkpoint(run.model, config.init_checkpoint)
+    print(loop_lib.init_message(init), flush=True)
   return 0
 
 
@@ -257,68 +225,45 @@ def _train(config: PretrainingConfig, options: RunOptions) -> Dict[str, Any]:
                                  process_count=jax.process_count())
   run = JaxPretrainingRun(config, options)
   start_step = _start(run, reader)
-  os.makedirs(config.model_dir, exist_ok=True)
-  # As the TensorFlow trainer's: the vocabulary copied in, paths relative to the directory,
-  # so that the directory can move to another machine (a GPU run's, fetched back).
-  directories.write_config(config.model_dir, PRETRAIN_CONFIG_FILE, config.to_dict(),
-                           directories.PRETRAIN_PATH_KEYS)
-  description = tokenizer_description.pretraining_description(
-      config.vocab_file, config.do_lower_case, tfrecord_files(config.pretrain_tfrecords or ""))
-  if description is not None:  # as the TensorFlow trainer's (model_directory.py)
-    tokenizer_description.write_description(config.model_dir, description)
+  loop_lib.write_run_files(config)
   progress = ProgressLogger(config.num_train_steps, start_step,
                             os.path.join(config.model_dir, "train"), config.max_seq_length)
-  log_every = options.log_every or config.iterations_per_loop
-  state = run.state()
-  step = saved_step = start_step
-  losses: Dict[str, float] = {}
-  throughput: Dict[str, float] = {}
-  pending: List = []  # device results since the last progress line
-  stopped_early = False
-  with StopRequested() as stop:
-    while step < config.num_train_steps:
-      state, step_losses, stats = run.step_function(state, run.put(next(reader)),
-                                                    np.int32(step))
-      pending.append((step_losses, stats))
-      step += 1
-      stopping = stop.requested  # read once: a signal between two reads would skip the save
-      due_log = step % log_every == 0 or step == config.num_train_steps
-      due_save = (step % config.save_checkpoints_steps == 0
-                  or step == config.num_train_steps or stopping)
-      if due_log or due_save:
-        losses = _log(run, progress, pending, step, saved_step)
-        pending = []
-        if due_log:
-          throughput = progress.log(step, losses, run.learning_rate(step),
-                                    config.train_batch_size)
-      if due_save:
-        run.save(state, step, reader)
-        saved_step = step
-      if stopping:
-        stopped_early = True
-        break
-  summary = {"model_name": config.model_name, "step": step, "backend": "jax",
-             "num_train_steps": config.num_train_steps, "stopped_early": stopped_early,
-             "final_losses": losses, "last_throughput": throughput,
-             "train_seconds_this_run": progress.elapsed, "devices": len(jax.local_devices()),
-             "gradient_accumulation_steps": run.accumulation,
-             "latest_checkpoint": portable.latest(config.model_dir), "saved_step": saved_step}
-  write_json_atomic(os.path.join(config.model_dir, "pretrain_summary.json"), summary)
+  schedule = loop_lib.Schedule(start_step, config.num_train_steps, 1,
+                               options.log_every or config.iterations_per_loop,
+                               config.save_checkpoints_steps, config.train_batch_size)
+  result = loop_lib.run_training_loop(_loop(run, reader, progress, start_step), schedule,
+                                      progress)
+  summary = loop_lib.run_summary(config, result, progress.elapsed,
+                                 portable.latest(config.model_dir), backend="jax",
+                                 devices=len(jax.local_devices()))
+  loop_lib.write_summary(config, summary)
   print(f"done in {time.time() - start_time:.1f}s", flush=True)
   return summary
 
 
-def _log(run: JaxPretrainingRun, progress: ProgressLogger, pending: List, step: int,
-         saved_step: int) -> Dict[str, float]:
-  """Mean losses of the pending steps; their metrics to `train_metrics.jsonl` and TensorBoard.
+def _loop(run: JaxPretrainingRun, reader: PretrainingDataReader, progress: ProgressLogger,
+          start_step: int) -> loop_lib.Loop:
+  """One compiled step a chunk, its results left on the devices until a line or a save."""
+  carried = {"state": run.state(), "step": start_step}
 
-  Raises FloatingPointError on a NaN or infinite loss (nothing saved: the last checkpoint
-  is the last good one)."""
-  losses = {k: float(np.mean([float(p[0][k]) for p in pending])) for k in pending[0][0]}
-  for name, value in losses.items():
-    if not np.isfinite(value):
-      raise FloatingPointError(f"{name} became {value} at step {step}; the last checkpoint "
-                               f"(step {saved_step}) is in {run.config.model_dir}")
+  def run_steps(n: int):
+    assert n == 1  # the schedule's steps_per_loop
+    carried["state"], losses, stats = run.step_function(
+        carried["state"], run.put(next(reader)), np.int32(carried["step"]))
+    carried["step"] += 1
+    return losses, stats
+
+  return loop_lib.Loop(
+      run_steps=run_steps, losses_of=lambda pending: loop_lib.mean_losses([p[0] for p in pending]),
+      save=lambda step: run.save(carried["state"], step, reader),
+      learning_rate=run.learning_rate, where=run.config.model_dir, sync_every_chunk=False,
+      on_results=lambda step, pending, losses: _write_metrics(run, progress, step, pending,
+                                                              losses))
+
+
+def _write_metrics(run: JaxPretrainingRun, progress: ProgressLogger, step: int, pending: List,
+                   losses: Dict[str, float]) -> None:
+  """The training metrics of the pending steps to `train_metrics.jsonl` and TensorBoard."""
   metrics = objectives.MetricAccumulator()
   for _, stats in pending:
     metrics.update({k: np.asarray(v) for k, v in stats.items()})
@@ -328,4 +273,3 @@ def _log(run: JaxPretrainingRun, progress: ProgressLogger, pending: List, step: 
                                                for k, v in results.items()}})
   with open(os.path.join(run.config.model_dir, METRICS_FILE), "a", encoding="utf-8") as f:
     f.write(line + "\n")
-  return losses

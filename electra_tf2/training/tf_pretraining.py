@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import keras
 import tensorflow as tf
@@ -35,24 +35,23 @@ from electra_tf2.utils import run_lock
 from electra_tf2.networks import variable_names
 from electra_tf2.conversion import convert
 from electra_tf2.data_io import input_pipeline, tfrecord
-from electra_tf2.pretraining import objectives, state as pretraining_state
+from electra_tf2.pretraining import objectives
 from electra_tf2.text import vocab as vocab_lib
 from electra_tf2.text import description as tokenizer_description
 from electra_tf2.utils.atomic_io import is_remote, write_json_atomic, write_text_atomic
 from electra_tf2.checkpoints import portable
 from electra_tf2.config.pretraining import PretrainingConfig
 from electra_tf2.config.hparams import ConfigError
-from electra_tf2.checkpoints import directories
 from electra_tf2.checkpoints.directories import (PRETRAIN_CONFIG_FILE,
                                                  read_saved_pretraining_config)
-from electra_tf2.models.model_directory import check_same_architecture, write_tokenizer_description
+from electra_tf2.models.model_directory import check_same_architecture
 from electra_tf2.models.pretrainer import ElectraPretrainer
 from electra_tf2.training import distribution
 from electra_tf2.training.options import RunOptions
-from electra_tf2.training.driver import run_training_loop, scaled_loss, with_loss_scaling
+from electra_tf2.training import loop as loop_lib
+from electra_tf2.training.loss_scale import scaled_loss, with_loss_scaling
 from electra_tf2.training.progress import ProgressLogger
 
-LOSS_NAMES = ("total_loss", "mlm_loss", "cloze_loss", "disc_loss")
 # The hparams the saved input-pipeline position depends on: when one of them
 # changes, a resumed run restores everything else and starts the stream afresh
 # (the official Estimator kept no input position at all).
@@ -79,12 +78,9 @@ class PretrainingRun:
     self.is_chief = distribution.is_chief(self.strategy)
     self.accumulation = config.gradient_accumulation_steps
     self.num_replicas = self.strategy.num_replicas_in_sync
-    global_batch = config.train_batch_size if config.do_train else config.eval_batch_size
-    if global_batch % (self.num_replicas * self.accumulation):
-      raise ConfigError(
-          f"{'train' if config.do_train else 'eval'}_batch_size {global_batch} is not divisible "
-          f"by {self.num_replicas} replicas x {self.accumulation} gradient_accumulation_steps")
-    self.micro_batch = global_batch // (self.num_replicas * self.accumulation)
+    what = "train_batch_size" if config.do_train else "eval_batch_size"
+    self.micro_batch = loop_lib.micro_batch_size(getattr(config, what), self.num_replicas,
+                                                 self.accumulation, what)
     resolver = getattr(self.strategy, "cluster_resolver", None)
     self.num_workers, self.worker_id = 1, 0
     if isinstance(self.strategy, tf.distribute.MultiWorkerMirroredStrategy) and resolver:
@@ -147,8 +143,8 @@ class PretrainingRun:
     stream of its own, so every eval batch gets fresh masks and samples (the
     official code draws anew for each batch) and evaluation stays reproducible.
     """
-    draw = tf.cast(self.global_step if draw is None else draw, tf.int32)
-    return tf.stack([draw, tf.cast(shard, tf.int32) + self.config.seed * 65536])
+    return loop_lib.step_seed(self.global_step if draw is None else draw, shard,
+                              self.config.seed)
 
   def _replica_train_step(self, micro_batches: List[Dict[str, tf.Tensor]]) -> Dict[str, tf.Tensor]:
     """One optimizer step on this replica: accumulate the micro-batches' gradients."""
@@ -175,7 +171,7 @@ class PretrainingRun:
     # Sparse (IndexedSlices) gradients stay sparse: see optimization.py on clipping.
     grads = tape.gradient(loss, self.model.trainable_variables)
     stats = {f"metric/{k}": v for k, v in objectives.metric_statistics(outputs).items()}
-    return grads, {**{k: outputs[k] for k in LOSS_NAMES if k in outputs}, **stats}
+    return grads, {**{k: outputs[k] for k in loop_lib.LOSS_NAMES if k in outputs}, **stats}
 
   def train_step(self, micro_batches: List[Dict[str, Any]]) -> Dict[str, tf.Tensor]:
     """One optimizer step over `gradient_accumulation_steps` micro-batches.
@@ -268,20 +264,16 @@ class PretrainingRun:
     """
     step = int(self.global_step.numpy())
     if not tf_checkpoint.holds_optimizer_state(restored):
-      print(f"{restored} holds no optimizer state: Adam starts with fresh slots and the "
-            f"learning-rate schedule goes on from step {step}", flush=True)
+      print(loop_lib.fresh_slots_message(restored, step), flush=True)
     self.base_optimizer.iterations.assign(step)
 
   def _restore_portable(self, path: str) -> None:
     """Continues a run whose directory holds only portable checkpoints (a JAX run's):
     weights, Adam slots, step and schedule; the input stream starts afresh."""
-    arrays, extra = portable.load(path)
-    slots = pretraining_state.assign(self.model, arrays, self.base_optimizer, extra, where=path)
-    step = pretraining_state.global_step_of(arrays)
+    step, _ = loop_lib.restore_portable(self.model, self.base_optimizer, path)
     self.global_step.assign(step)
-    self.base_optimizer.iterations.assign(step)
     print(f"resumed from {path} (a portable checkpoint) at step {step}; the input stream "
-          "starts afresh" + ("" if slots else ", and Adam with fresh slots"), flush=True)
+          "starts afresh", flush=True)
 
   # -------------------------------------------------------------------------
   # Train
@@ -295,6 +287,24 @@ class PretrainingRun:
       return self._train()
 
   def _train(self) -> Dict[str, Any]:
+    config = self.config
+    start_step, iterator, manager = self._start()
+    if self.is_chief:
+      loop_lib.write_run_files(config)
+    summary_dir = os.path.join(config.model_dir, "train") if self.is_chief else None
+    progress = ProgressLogger(config.num_train_steps, start_step, summary_dir,
+                              config.max_seq_length)
+    result = loop_lib.run_training_loop(self._loop(iterator, manager, progress),
+                                        self._schedule(start_step), progress)
+    summary = loop_lib.run_summary(config, result, progress.elapsed, manager.latest_checkpoint,
+                                   num_replicas=self.num_replicas)
+    if self.is_chief:
+      loop_lib.write_summary(config, summary)
+    return {**summary, "history": result.history}
+
+  def _start(self) -> Tuple[int, Any, tf.train.CheckpointManager]:
+    """Restores this process's latest checkpoint (with the input position where it still
+    fits), else a portable one, else `init_checkpoint`; `(start step, iterator, manager)`."""
     config = self.config
     iterator = self._worker_iterator(is_training=True)
     # This process's own checkpoints (other workers keep theirs apart: their
@@ -322,8 +332,7 @@ class PretrainingRun:
       self._restore_portable(portable.latest(config.model_dir))
     elif config.init_checkpoint:
       path = convert.load_pretrainer_weights(self.model, config, config.init_checkpoint)
-      print(f"initialised the model from {path} (init_checkpoint): training starts at step 0 "
-            "with a fresh learning-rate schedule and fresh Adam slots", flush=True)
+      print(loop_lib.init_message(path), flush=True)
     start_step = int(self.global_step.numpy())
     if restored:
       print(f"resumed from {restored} at step {start_step}", flush=True)
@@ -331,19 +340,23 @@ class PretrainingRun:
     if start_step >= config.num_train_steps:
       print(f"nothing to train: the model is at step {start_step} and num_train_steps is "
             f"{config.num_train_steps}; raise num_train_steps to train on", flush=True)
-    if self.is_chief:
-      tf.io.gfile.makedirs(config.model_dir)
-      directories.write_config(config.model_dir, PRETRAIN_CONFIG_FILE, config.to_dict(),
-                               directories.PRETRAIN_PATH_KEYS)
-      write_tokenizer_description(config, config.model_dir)
-    summary_dir = os.path.join(config.model_dir, "train") if self.is_chief else None
-    progress = ProgressLogger(config.num_train_steps, start_step, summary_dir,
-                              config.max_seq_length)
+    return start_step, iterator, manager
+
+  def _schedule(self, start_step: int) -> loop_lib.Schedule:
+    config = self.config
+    return loop_lib.Schedule(start_step, config.num_train_steps, config.iterations_per_loop,
+                             self.options.log_every or config.iterations_per_loop,
+                             config.save_checkpoints_steps, config.train_batch_size)
+
+  def _loop(self, iterator, manager: tf.train.CheckpointManager,
+            progress: ProgressLogger) -> loop_lib.Loop:
+    """The compiled chunks of steps on `iterator`; their training metrics written at each
+    progress line."""
     train_loop = self._build_train_loop()
     metrics = objectives.MetricAccumulator()  # the training batches since the last line
 
-    def accumulate(results):
-      metrics.update({k[len("metric/"):]: v for k, v in results.items()
+    def accumulate(step, pending, losses):
+      metrics.update({k[len("metric/"):]: v for k, v in pending[-1].items()
                       if k.startswith("metric/")})
 
     def write_metrics(step):
@@ -351,25 +364,13 @@ class PretrainingRun:
       progress.write_summaries(step, metrics.result(), prefix="train_metrics/")
       metrics = objectives.MetricAccumulator()
 
-    result = run_training_loop(
-        lambda n: train_loop(iterator, n), start_step=start_step,
-        num_steps=config.num_train_steps, steps_per_loop=config.iterations_per_loop,
-        log_every=self.options.log_every or config.iterations_per_loop,
-        save_every=config.save_checkpoints_steps, manager=manager, progress=progress,
-        batch_size=config.train_batch_size,
-        learning_rate=lambda: float(self.base_optimizer.learning_rate),
-        on_results=accumulate, on_log=write_metrics)
-    summary = {"model_name": config.model_name, "step": result.step,
-               "num_train_steps": config.num_train_steps,
-               "stopped_early": result.stopped_early, "final_losses": result.losses,
-               "last_throughput": result.throughput,
-               "train_seconds_this_run": progress.elapsed,
-               "num_replicas": self.num_replicas,
-               "gradient_accumulation_steps": self.accumulation,
-               "latest_checkpoint": manager.latest_checkpoint, "saved_step": result.saved_step}
-    if self.is_chief:
-      write_json_atomic(os.path.join(config.model_dir, "pretrain_summary.json"), summary)
-    return {**summary, "history": result.history}
+    return loop_lib.Loop(
+        run_steps=lambda n: train_loop(iterator, tf.constant(n)),
+        losses_of=lambda pending: loop_lib.ordered_losses(
+            {k: float(v) for k, v in pending[-1].items() if not k.startswith("metric/")}),
+        save=lambda step: tf_checkpoint.save(manager, step),
+        learning_rate=lambda step: float(self.base_optimizer.learning_rate),
+        where=manager.directory, on_results=accumulate, on_log=write_metrics)
 
   # -------------------------------------------------------------------------
   # Eval
