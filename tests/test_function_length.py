@@ -14,15 +14,6 @@ import electra_tf2
 PACKAGE = pathlib.Path(electra_tf2.__file__).parent
 MAX_LINES = 60
 
-# Functions still over the limit, by "path/under/electra_tf2.py qualified.name": each
-# entry goes when its function is shortened (test_allowed_functions_are_still_long says
-# so), until the list is empty.
-ALLOWED = {
-    "serving/export.py main",
-    "training/tf_pretraining.py PretrainingRun._train",
-    "training/jax_pretraining.py _train",
-}
-
 
 def function_lengths(source, filename="<source>"):
   """{qualified name: lines without the docstring} of every function in source."""
@@ -88,13 +79,7 @@ def test_no_function_is_over_the_limit():
   lengths = package_function_lengths()
   assert len(lengths) > 500  # the whole package was read
   long = sorted(f"{name} ({n} lines)" for name, n in lengths.items()
-                if n > MAX_LINES and name not in ALLOWED)
+                if n > MAX_LINES)
   assert not long, (f"over {MAX_LINES} lines without the docstring: {', '.join(long)}; split "
                     "them into helpers that each do one thing")
 
-
-def test_allowed_functions_are_still_long():
-  lengths = package_function_lengths()
-  stale = sorted(name for name in ALLOWED if lengths.get(name, 0) <= MAX_LINES)
-  assert not stale, (f"{', '.join(stale)}: gone or now {MAX_LINES} lines or less; remove "
-                     "from ALLOWED in tests/test_function_length.py")

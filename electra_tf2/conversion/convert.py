@@ -268,7 +268,7 @@ def _parser() -> argparse.ArgumentParser:
                                    description="\n\n".join(__doc__.split("\n\n")[:2]),
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
   sub = parser.add_subparsers(dest="command", required=True)
-  for add in (_add_to_tf2, _add_to_tf2_finetuned, _add_from_hf, _add_from_keras_hub,
+  for add in (_add_to_tf2, _add_to_tf2_finetuned, _add_from_hf_and_keras_hub,
               _add_to_official, _add_to_portable):
     add(sub)
   return parser
@@ -325,26 +325,25 @@ def _add_to_tf2_finetuned(sub) -> None:
                       help="extra regex of checkpoint variables to ignore (repeatable)")
 
 
-def _add_from_hf(sub) -> None:
-  """`convert from-hf`: a Hugging Face ELECTRA directory -> a model directory."""
-  parser = sub.add_parser("from-hf", help="Hugging Face ELECTRA directory (config.json + "
-                          "safetensors or pytorch_model.bin) -> model dir")
-  parser.add_argument("--hf-dir", required=True,
-                      help="directory written by save_pretrained (ElectraForPreTraining, "
-                           "ElectraForMaskedLM, ElectraModel or a fine-tuned ELECTRA)")
-  parser.add_argument("--output-dir", required=True, help="model directory to write")
-  parser.add_argument("--no-strict", dest="strict", action="store_false",
-                      help="load what matches (a missing head stays random) instead of "
-                           "failing")
-
-
-def _add_from_keras_hub(sub) -> None:
-  """`convert from-keras-hub`: a keras-hub ELECTRA preset -> a model directory."""
-  parser = sub.add_parser("from-keras-hub", help="keras-hub ELECTRA preset -> model "
-                          "dir (hidden_act gelu_tanh; the keras-hub extra)")
-  parser.add_argument("--preset", required=True,
-                      help="preset directory (ElectraBackbone.save_to_preset)")
-  parser.add_argument("--output-dir", required=True, help="model directory to write")
+def _add_from_hf_and_keras_hub(sub) -> None:
+  """`convert from-hf` and `convert from-keras-hub`: another library's ELECTRA directory
+  -> a model directory."""
+  sources = {
+      "from-hf": ("Hugging Face ELECTRA directory (config.json + safetensors or "
+                  "pytorch_model.bin) -> model dir", "--hf-dir",
+                  "directory written by save_pretrained (ElectraForPreTraining, "
+                  "ElectraForMaskedLM, ElectraModel or a fine-tuned ELECTRA)"),
+      "from-keras-hub": ("keras-hub ELECTRA preset -> model dir (hidden_act gelu_tanh; the "
+                         "keras-hub extra)", "--preset",
+                         "preset directory (ElectraBackbone.save_to_preset)")}
+  parsers = {}
+  for name, (help_, flag, flag_help) in sources.items():
+    parsers[name] = sub.add_parser(name, help=help_)
+    parsers[name].add_argument(flag, required=True, help=flag_help)
+    parsers[name].add_argument("--output-dir", required=True, help="model directory to write")
+  parsers["from-hf"].add_argument("--no-strict", dest="strict", action="store_false",
+                                  help="load what matches (a missing head stays random) "
+                                       "instead of failing")
 
 
 def _add_to_official(sub) -> None:

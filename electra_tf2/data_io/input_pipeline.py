@@ -13,8 +13,6 @@ import tensorflow as tf
 
 from electra_tf2.data_io.pretraining import CYCLE_LENGTH, FEATURE_NAMES, SHUFFLE_BUFFER
 from electra_tf2.data_io.tfrecord import DataError, tfrecord_files
-# `Inputs` and its helpers live in electra_tf2/utils/inputs.py (no TensorFlow); kept here too.
-from electra_tf2.utils.inputs import features_to_inputs, get_updated_inputs, Inputs
 
 
 # ---------------------------------------------------------------------------

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import functools
 import glob
-import os
 import struct
 from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 

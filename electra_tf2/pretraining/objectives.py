@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import collections
 import math
-from typing import Dict, Mapping, Optional
+from typing import Dict, Mapping
 
 import numpy as np
 from keras import ops

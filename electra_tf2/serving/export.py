@@ -357,8 +357,7 @@ def _question_answerer(finetuned, model, vocab_file: str, do_lower_case: bool,
   return answerer
 
 
-@command
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def _parser() -> argparse.ArgumentParser:
   parser = argparse.ArgumentParser(
                                    description=__doc__,
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -406,7 +405,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   parser.add_argument("--dtype", choices=precision.DTYPES, default="float32",
                       help="bfloat16: bfloat16 weights and matmuls, faster on CPUs with bf16 "
                            "units (AVX512_BF16, AMX); outputs stay float32")
-  args = parser.parse_args(argv)
+  return parser
+
+
+@command
+def main(argv: Optional[Sequence[str]] = None) -> int:
+  args = _parser().parse_args(argv)
   if args.format == "keras-hub":
     return _write_keras_hub(args)
   calibration_texts = _check_format_flags(args)
@@ -424,19 +428,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   if args.target == "mediapipe":
     return _write_mediapipe(args, model, kind, vocab_file, lower, max_seq_length, strip)
   if qa and args.text:
-    answerer = _question_answerer(finetuned, model, vocab_file, lower, args.max_seq_length,
-                                  args.window_stride, strip)
-    if args.format == "litert":
-      answerer.export_litert(args.output, args.quantize, calibration_texts)
-      print(f"wrote {args.output} (question answering, quantize {args.quantize}; inputs: "
-            "question, context through LiteRTModel: windows and answers in Python)")
-      return 0
-    with hold(args.output_dir):
-      ServingModule.check_output(args.output_dir)
-      answerer.export_saved_model(args.output_dir, args.dtype)
-    print(f"wrote {args.output_dir} (question answering; signatures: serving_default "
-          f"(question, context), {', '.join(answerer.extra_signatures())})")
-    return 0
+    return _write_question_answerer(args, _question_answerer(
+        finetuned, model, vocab_file, lower, args.max_seq_length, args.window_stride, strip),
+        calibration_texts)
   module = serving_module(model, kind, vocab_file if args.text else None, lower,
                           args.max_seq_length or max_seq_length, args.window_stride, args.dtype,
                           strip_accents=strip)
@@ -450,6 +444,22 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   with hold(args.output_dir):
     module.save(args.output_dir)
   print(f"wrote {args.output_dir} ({kind}; signatures: {', '.join(sorted(module.signatures()))})")
+  return 0
+
+
+def _write_question_answerer(args, answerer, calibration_texts) -> int:
+  """A QA model on raw text: a SavedModel (question, context), or a .tflite file whose
+  windows and answers LiteRTModel computes in Python."""
+  if args.format == "litert":
+    answerer.export_litert(args.output, args.quantize, calibration_texts)
+    print(f"wrote {args.output} (question answering, quantize {args.quantize}; inputs: "
+          "question, context through LiteRTModel: windows and answers in Python)")
+    return 0
+  with hold(args.output_dir):
+    ServingModule.check_output(args.output_dir)
+    answerer.export_saved_model(args.output_dir, args.dtype)
+  print(f"wrote {args.output_dir} (question answering; signatures: serving_default "
+        f"(question, context), {', '.join(answerer.extra_signatures())})")
   return 0
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import unicodedata
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import tensorflow as tf
