@@ -209,13 +209,17 @@ def test_levers_change_one_thing_each_against_a_baseline_of_the_same_call(tmp_pa
 def test_philox_dropout_lever_keeps_the_rate_and_scaling_of_dropout():
   """bench/gpu/jax_pretrain_step.py's philox_dropout: kept values are scaled by 1/keep, the
   keep rate is 0.9 within 5 binomial standard deviations, one seed gives one mask and
-  another seed another, a noise shape broadcasts, and Keras's dropout is back after."""
+  another seed another, a noise shape broadcasts, and Keras's dropout is back after. The
+  mask is XLA's generator's (`lax.rng_bit_generator` keyed by the seed's two words and
+  their golden-ratio mix, a draw below 0.9 * 2**32 kept), not Keras's threefry mask."""
+  import jax  # pylint: disable=g-import-not-at-top
   import jax.numpy as jnp  # pylint: disable=g-import-not-at-top
   from keras.src.backend.jax import random as jax_random  # pylint: disable=g-import-not-at-top
 
   from bench.gpu import jax_pretrain_step  # pylint: disable=g-import-not-at-top
   original = jax_random.dropout
   ones = jnp.ones((256, 1024), jnp.float32)
+  seed = jnp.array([1, 2], jnp.uint32)
   with jax_pretrain_step.philox_dropout():
     first, again, other = (np.asarray(jax_random.dropout(ones, 0.1, seed=jnp.array(s, jnp.uint32)))
                            for s in ([1, 2], [1, 2], [3, 4]))
@@ -227,6 +231,12 @@ def test_philox_dropout_lever_keeps_the_rate_and_scaling_of_dropout():
   assert abs(kept - 0.9) < 5 * np.sqrt(0.9 * 0.1 / first.size), kept
   assert (first == again).all() and (first != other).any()
   assert (rows == rows[:, :1]).all() and 0.8 < (rows[:, 0] > 0).mean() < 0.98
+  words = np.asarray(jax_random.jax_draw_seed(seed), np.uint32)
+  _, bits = jax.lax.rng_bit_generator(np.concatenate([words, words ^ np.uint32(0x9E3779B9)]),
+                                      ones.shape, jnp.uint32)
+  np.testing.assert_array_equal(first > 0, np.asarray(bits) < np.uint32(round(0.9 * 2**32)))
+  unchanged = np.asarray(original(ones, 0.1, seed=seed))
+  assert ((unchanged > 0) != (first > 0)).mean() > 0.1  # other bits: about 18% differ
 
 
 def test_embedding_gradient_items_read_scatter_types_and_report(tmp_path):
