@@ -203,12 +203,22 @@ def test_padding_to_max_length_and_empty_batches():
 
 
 def test_works_with_tensorflow_blocked(tiny_vocab):  # noqa: F811
-  """Imports, tokenizes (ASCII and other text) and packs in a process without TensorFlow."""
+  """Imports, tokenizes (ASCII and other text) and packs in a process without TensorFlow:
+  the tokens and every feature equal TensorFlow's tokenizer and featurizer here."""
+  text = "The quick brown fox. Crème brûlée 中文"
+  pair = (["unaffable", text], ["the fox", ""])
   result = run_without_tensorflow(f"""
+    import json
     from electra_tf2.text.py_tokenizer import PyFullTokenizer, PyTextFeaturizer
     tok = PyFullTokenizer({tiny_vocab!r})
-    print(tok.tokenize("The quick brown fox. Crème brûlée 中文"))
-    print(PyTextFeaturizer({tiny_vocab!r}).features(["unaffable"], ["the fox"])["input_ids"])
+    features = PyTextFeaturizer({tiny_vocab!r}, max_seq_length=12).features(*{pair!r})
+    print(json.dumps([tok.tokenize({text!r}),
+                      {{name: value.tolist() for name, value in features.items()}}]))
   """)
-  expected = FullTokenizer(tiny_vocab).tokenize("The quick brown fox. Crème brûlée 中文")
-  assert result.stdout.splitlines()[0] == str(expected)
+  tokens, features = json.loads(result.stdout.splitlines()[-1])
+  assert tokens == FullTokenizer(tiny_vocab).tokenize(text)
+  want = TextFeaturizer(_vocab_tokens(tiny_vocab), max_seq_length=12).pair(
+      *(tf.constant([to_utf8(t) for t in texts]) for texts in pair))
+  assert features.keys() == want.keys() and len(features) >= 3
+  for name, value in features.items():
+    np.testing.assert_array_equal(value, want[name].numpy(), err_msg=name)
