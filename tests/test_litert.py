@@ -276,14 +276,24 @@ def test_without_ai_edge_litert_tf_lite_runs_the_file(discriminator, monkeypatch
   assert_same_outputs(LiteRTModel(lite.path).predict(TEXTS), served(model, TEXTS))
 
 
-def test_the_bench_extra_installs_the_litert_interpreter():
-  """The bench's LiteRT rows time ai-edge-litert's interpreter, not tf.lite's fallback."""
+def test_the_bench_extra_installs_the_litert_interpreter(discriminator):
+  """The bench's LiteRT rows (bench/inference/litert.py: `LiteRTModel`) time ai-edge-litert's
+  interpreter, not tf.lite's fallback: the bench extra requires the litert extra, the
+  installed ai-edge-litert is a version it allows, and `LiteRTModel` runs its interpreter."""
+  import importlib.metadata
   import tomllib
+  from ai_edge_litert import interpreter as litert  # pylint: disable=g-import-not-at-top
+  from packaging.requirements import Requirement  # pylint: disable=g-import-not-at-top
   from conftest import REPO_ROOT
   with open(os.path.join(REPO_ROOT, "pyproject.toml"), "rb") as f:
     extras = tomllib.load(f)["project"]["optional-dependencies"]
   assert "electra-tf2[litert]" in extras["bench"]
-  assert any(r.startswith("ai-edge-litert") for r in extras["litert"])
+  (requirement,) = [Requirement(r) for r in extras["litert"] if r.startswith("ai-edge-litert")]
+  assert importlib.metadata.version("ai-edge-litert") in requirement.specifier
+  _, lite = discriminator
+  interpreter = LiteRTModel(lite.path)._interpreter  # pylint: disable=protected-access
+  assert type(interpreter).__module__.startswith("ai_edge_litert")
+  assert isinstance(interpreter, litert.InterpreterWithCustomOps)
 
 
 @pytest.mark.parametrize("cores,threads", [(1, 1), (2, 2), (16, 2), (None, 1)])
