@@ -2,6 +2,7 @@
 (ELECTRA_BLOCK_TENSORFLOW=1, tests/block_tensorflow.py) TensorFlow made unimportable."""
 
 import os
+import re
 import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -44,6 +45,59 @@ LONGEST_FIRST = ("test_question_answerer.py", "test_faults.py", "test_export.py"
                  "test_finetune_e2e.py", "test_pretraining_distributed.py",
                  "test_keras_models.py", "test_backends.py", "test_languages.py",
                  "test_litert_tokenizer.py", "test_keras_backends.py")
+
+
+# The reasons a test may skip for (regular expressions matched at the start of the reason);
+# a skip for any other reason fails the session (pytest_sessionfinish), so that a test
+# that stopped running, in CI too, is seen.
+ALLOWED_SKIPS = (
+    # shared_data_path: a checkout without ../shared/data (CI has it)
+    r"needs \S+ \(the project's shared test data",
+    # an optional package that is not installed (an extra of pyproject.toml; TensorFlow and
+    # its packages on the TensorFlow-blocked runs of tests/test_backends.py)
+    r"could not import '(tensorflow|tensorflow_text|official\.nlp\.tools\.tokenization|"
+    r"apache_beam|transformers|torch|jax|mediapipe)'",
+    r"(Apache Beam|mediapipe) is not installed", r"needs (jax|torch) for KERAS_BACKEND=",
+    # tests/backend_marks.py: a test of one Keras backend's own machinery, on another backend
+    r"(TensorFlow|JAX)-specific",
+    # a docs block marked `<!-- not run: REASON -->` (tests/test_docs.py checks the reason)
+    r"\S+:\d+ is marked <!-- not run: ",
+)
+_UNALLOWED_SKIPS = []
+
+
+def _record_skip(report) -> None:
+  """Notes `report`'s skip if its reason is not in ALLOWED_SKIPS (an xfail is no skip)."""
+  if not report.skipped or hasattr(report, "wasxfail"):
+    return
+  longrepr = report.longrepr
+  reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+  reason = reason[len("Skipped: "):] if reason.startswith("Skipped: ") else reason
+  if not any(re.match(allowed, reason) for allowed in ALLOWED_SKIPS):
+    _UNALLOWED_SKIPS.append(f"{report.nodeid}: {reason}")
+
+
+def pytest_runtest_logreport(report):
+  _record_skip(report)
+
+
+def pytest_collectreport(report):
+  _record_skip(report)
+
+
+def pytest_sessionfinish(session):
+  """Fails the session on a skip that ALLOWED_SKIPS does not allow (under pytest-xdist, in
+  the controller, which receives every worker's reports)."""
+  if _UNALLOWED_SKIPS and not hasattr(session.config, "workerinput"):
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter, config):
+  if _UNALLOWED_SKIPS and not hasattr(config, "workerinput"):
+    terminalreporter.section("skips for a reason not in tests/conftest.py ALLOWED_SKIPS",
+                             red=True)
+    for line in _UNALLOWED_SKIPS:
+      terminalreporter.line(line, red=True)
 
 
 def pytest_collection_modifyitems(items):
