@@ -449,19 +449,47 @@ def test_prefetcher_hands_over_batches_in_order_and_stops():
   assert not prefetcher._thread.is_alive()  # pylint: disable=protected-access
 
 
-def test_feed_item_reads_the_carried_tfrecords_and_reports_each_feed():
+FEED_ROWS = ["reader", "reader+put", "step (batch on device)",
+             "step (batch on device), step number on device", "trainer loop",
+             "trainer loop, step number on device", "trainer loop, prefetch thread",
+             "... switch interval 0.2 ms", "... switch interval 0.2 ms, step number on device"]
+
+
+@pytest.mark.slow
+def test_feed_item_reads_the_carried_tfrecords_and_reports_each_feed(tmp_path):
+  """The GPU run's feed item reads the carried WordPiece TFRecords; the dry run's item, on
+  TFRecords written here in their place (length 64, 8000 words) with TensorFlow blocked,
+  reads them, times every feed (the trainer's own row aside: its compile doubles the time)
+  and reports each as a row of the table."""
+  from tests.fixtures import write_pretraining_data  # pylint: disable=g-import-not-at-top
   item = {i.key: i for i in gpu_suite.jax_items(gpu_suite.JAX_GPU, None)}["feed/language64"]
   assert item.needs.endswith(os.path.join(".gpu", "language", "wordpiece", "pretrain_tfrecords",
                                           "tokenizer_description.json"))
+  data = item.command[item.command.index("--data") + 1]
+  assert data == os.path.join(os.path.dirname(item.needs), "pretrain_data.tfrecord-*")
   assert item.command[item.command.index("--trainer-steps") + 1] == "2000"
-  record = {"model": "electra_small", "hparams": {"vocab_size": 8000}, "seq_len": 64,
-            "batch": 128, "precision": "mixed_bfloat16", "rows": [
-                {"row": "step (batch on device)", "seq_per_s": 12800.0, "ms_per_step": 10.0,
-                 "dispatch_ms": 9.99, "of_step": 1.0},
-                {"row": "trainer loop", "seq_per_s": 9600.0, "ms_per_step": 13.33,
-                 "read_ms": 4.2, "dispatch_ms": 9.1, "of_step": 0.75}]}
+  dry = {i.key: i for i in gpu_suite.jax_items(gpu_suite.JAX_DRY, None)}["feed/language64"]
+  records = write_pretraining_data(str(tmp_path / "carried"), num_examples=24, seq_len=64,
+                                   vocab_size=8000, bert_ids=False)
+  command = list(dry.command)
+  command[command.index("--data") + 1] = os.path.join(records, "pretrain_tfrecords",
+                                                      "pretrain_data.tfrecord-*")
+  command[command.index("--seconds") + 1] = "0.05"
+  command[command.index("--trainer-steps") + 1] = "0"  # its own compile: the dry run's
+  done = subprocess.run(command + ["--json", str(tmp_path / "feed.jsonl")], cwd=REPO,
+                        env=gpu_suite.child_env(dry=True, backend="jax"), capture_output=True,
+                        text=True, timeout=600)
+  assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+  (record,) = [json.loads(line) for line in open(tmp_path / "feed.jsonl", encoding="utf-8")]
+  assert (record["seq_len"], record["batch"], record["vocab_size"]) == (64, 4, 8000)
+  assert [row["row"] for row in record["rows"]] == FEED_ROWS
+  assert all(row["seq_per_s"] > 0 for row in record["rows"])
+  assert record["rows"][0]["read_ms"] > 0 and record["rows"][1]["put_ms"] > 0
+  assert record["rows"][2]["of_step"] == 1.0
   lines = gpu_report.feed({"feed/language64": {"status": "ok", "data": [record]}})
-  assert "| trainer loop | 9600 | 13.33 | 0.75x | read 4.20, dispatch 9.10 |" in lines
+  assert len(lines) == 2 + 2 + 2 + len(FEED_ROWS) + 1  # title, model line, table head, rows
+  assert all(f"| {row} | " in "\n".join(lines) for row in FEED_ROWS)
+  assert "\n".join(lines[4:-1]) in done.stdout  # the table printed at the end of the run
 
 
 def test_language_items_share_the_call_and_say_how_to_carry(tmp_path):
