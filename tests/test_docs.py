@@ -326,6 +326,47 @@ def absl_flags(command) -> Set[str]:
   return names
 
 
+def script_flags(script: str) -> Set[str]:
+  """The flags a bench/ or scripts/ script parses: a Python script's `add_argument` options,
+  with those added by the functions it calls from the bench modules it imports (a shared
+  `add_step_flags(parser)`); a shell script's `case` patterns (`--a|--b)`, `--c=*)`), with
+  the flags of the bench scripts it hands its arguments ("$@") on to."""
+  text = read(script)
+  if script.endswith(".sh"):
+    flags = set()
+    for pattern in re.findall(r"(?:^|[\s(])((?:--[a-z][a-z0-9-]*(?:=\*)?\|)*"
+                              r"--[a-z][a-z0-9-]*(?:=\*)?)\)", text, re.M):
+      flags.update(flag.split("=")[0] for flag in pattern.split("|"))
+    for name in re.findall(r'(?:-m bench\.|bench/)([\w./]+?)(?:\.py)?\s[^\n]*"\$@"',
+                           text.replace("\\\n", " ")):
+      flags |= script_flags(f"bench/{name.replace('.', '/')}.py")
+    return flags
+  tree = ast.parse(text)
+  called = {getattr(node.func, "attr", getattr(node.func, "id", None))
+            for node in ast.walk(tree) if isinstance(node, ast.Call)}
+  flags = parser_flags(tree)
+  for module in script_sources(script)[1:]:
+    for node in ast.walk(ast.parse(read(module))):
+      if isinstance(node, ast.FunctionDef) and node.name in called:
+        flags |= parser_flags(node)
+  return flags
+
+
+def parser_flags(tree: ast.AST) -> Set[str]:
+  """The options of the `add_argument(...)` calls in `tree` (`--no-X` too for a
+  BooleanOptionalAction)."""
+  flags = set()
+  for node in ast.walk(tree):
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "add_argument"):
+      names = [a.value for a in node.args if isinstance(a, ast.Constant)
+               and isinstance(a.value, str) and a.value.startswith("--")]
+      flags.update(names)
+      if "BooleanOptionalAction" in ast.unparse(node):
+        flags.update(f"--no-{name[2:]}" for name in names)
+  return flags
+
+
 def script_sources(script: str) -> List[str]:
   """`script` and the bench/ modules and packages that it imports, transitively."""
   sources, pending = [], [script]
@@ -351,12 +392,9 @@ def script_sources(script: str) -> List[str]:
 def accepted_flags(program: str) -> Dict[Optional[str], Set[str]]:
   """The flags that `program` accepts: `electra SUB` (its parser, built by its own main
   and not run), `electra build-data --runner` (the Beam builder's and Beam's pipeline
-  options), bench/GROUP/X.py and scripts/X.sh (the flags their source spells)."""
+  options), bench/GROUP/X.py and scripts/X.sh (`script_flags`)."""
   if program.startswith(("bench/", "scripts/")):
-    spelled = {"--help"}
-    for source in script_sources(program):
-      spelled |= set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", read(source)))
-    return {None: spelled}
+    return {None: {"--help"} | script_flags(program)}
   if program in ("electra pretrain", "electra finetune"):
     return {None: absl_flags(getattr(cli, program.split()[1]))}
   name, *argv = program.split()[1:]
@@ -479,11 +517,14 @@ def test_a_flag_the_command_does_not_accept_is_found():
           "`bench/gpu/jax_pretrain_step.py --batch-sizes 8 --no-such-flag`, "
           "`python -m bench.profiles.trace_summary T --hlo H --no-such-flag`, "
           "`python -m bench.no_such.script --x 1`, "
+          "`bench/gpu/jax_pretrain_step.py --backend jax` (a word of its text, not a flag), "
+          "`bash scripts/gpu_run.sh --dry --backend jax --minutes 5 --format csv`, "
           "`python data_prep/build_vocab.py --output-dir V`, "
           "`electra build-data --runner DataflowRunner --temp_location T --no_such_option 1`")
   assert unknown_flags(text) == [
       "electra export --no-such-flag", "electra convert to-tf2 --hf-dir",
       "electra pretrain --task", "electra finetune --backend", "electra score score --by",
-      "bench/gpu/jax_pretrain_step.py --no-such-flag",
+      "bench/gpu/jax_pretrain_step.py --no-such-flag", "bench/gpu/jax_pretrain_step.py --backend",
+      "scripts/gpu_run.sh --format",
       "bench/profiles/trace_summary.py --no-such-flag", "bench/no_such/script.py: no such file",
       "electra build-vocab --output-dir", "electra build-data --no_such_option"]
