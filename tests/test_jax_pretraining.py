@@ -63,8 +63,13 @@ def metrics(model_dir: str) -> list:
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory):
   """An uninterrupted 12-step JAX run: (data dir, model dir, stdout, compilation cache)."""
+  from electra_tf2.text import description  # pylint: disable=g-import-not-at-top
   root = tmp_path_factory.mktemp("jax")
   data = tiny_data(root)
+  # TFRecords built keeping accents (`electra build-data --no-strip-accents`), which the
+  # run's tokenizer description must follow rather than do_lower_case's default rule.
+  kept = description.describe_vocab(os.path.join(data, "vocab.txt"), strip_accents=False)
+  description.write_description(os.path.join(data, "pretrain_tfrecords"), kept)
   cache = str(root / "jax_cache")
   model_dir = str(root / "whole")
   return data, model_dir, train(data, model_dir, cache), cache
@@ -174,18 +179,25 @@ def test_every_tensorflow_tool_reads_the_jax_model_directory(reference, tmp_path
   assert prefix.endswith("model.ckpt-12")
   hf_export.main(["--model-dir", whole, "--output-dir", str(tmp_path / "hf")])
   assert os.path.exists(tmp_path / "hf" / "model.safetensors")
-  # Continued pre-training on TensorFlow from step 12 (the directory copied).
+  # Continued pre-training on TensorFlow from step 12 (the directory copied, without the
+  # tokenizer description, which the TensorFlow trainer writes afresh).
   import shutil  # pylint: disable=g-import-not-at-top
   continued = str(tmp_path / "continued")
   shutil.copytree(whole, continued)
+  os.remove(os.path.join(continued, "tokenizer_description.json"))
   config = resolve_pretraining_config("electra_small", data, dict(
       HPARAMS, model_dir=continued, num_train_steps=14, save_checkpoints_steps=2))
   result = pretraining.run_pretraining(config)
   assert result["step"] == 14 and np.isfinite(result["final_losses"]["total_loss"])
-  # The JAX run described its tokenizer as the TensorFlow trainer does (it rewrote it).
+  # The JAX run described its tokenizer as the TensorFlow trainer does: lower case, the
+  # accents kept as the TFRecords were built, 512 words, the vocabulary beside it.
   names = [os.path.join(d, "tokenizer_description.json") for d in (whole, continued)]
   jax_side, tf_side = (json.load(open(name, encoding="utf-8")) for name in names)
-  assert jax_side == tf_side and jax_side["kind"] == "wordpiece"
+  assert jax_side == tf_side
+  assert {k: jax_side[k] for k in ("kind", "vocab_file", "vocab_size", "do_lower_case",
+                                   "strip_accents")} == {
+      "kind": "wordpiece", "vocab_file": "vocab.txt", "vocab_size": 512, "do_lower_case": True,
+      "strip_accents": False}
   # Its config is saved as the TensorFlow trainer saves one (directories.write_config): the
   # vocabulary copied in, so that the directory can move to another machine (a GPU run's,
   # fetched back).
