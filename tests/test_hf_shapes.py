@@ -18,7 +18,7 @@ import pytest
 import tensorflow as tf
 
 from hf_models import TEXTS, hf_tokenizer, load_hf, save_hf_model  # noqa: E402 (USE_TF=0)
-from fixtures import WORD_VOCAB, noisy_pretrainer  # noqa: E402
+from fixtures import WORDS, WORD_VOCAB, noisy_pretrainer  # noqa: E402
 import torch  # noqa: E402
 import electra_tf2  # noqa: E402
 from electra_tf2.models import model_directory  # noqa: E402
@@ -260,6 +260,27 @@ def test_pairs_on_one_token_type_are_one_line(tmp_path):
   assert_one_line(error.value, "type_vocab_size is 1", "segment 1")
 
 
+SST_TRAIN = [f"{a} {b} {c}\t{i % 2}" for i, (a, b, c) in enumerate(
+    zip(WORDS * 2, WORDS[5:] + WORDS * 2, WORDS[11:] + WORDS * 2))][:24]
+SST_DEV = [f"{a} {b}\t{i % 2}" for i, (a, b) in enumerate(zip(WORDS, WORDS[3:]))][:8]
+
+
+def fine_tune_padded(data, model_dir: str, padded: int):
+  """Fine-tunes the converted model dir (its own vocabulary, `padded` rows) on a tiny SST
+  set for 3 steps; returns the config and the run's results ([{task: metrics}])."""
+  from electra_tf2.finetune import runner  # pylint: disable=g-import-not-at-top
+  for name, lines in (("train", SST_TRAIN), ("dev", SST_DEV)):
+    os.makedirs(data / "finetuning_data" / "sst", exist_ok=True)
+    with open(data / "finetuning_data" / "sst" / f"{name}.tsv", "w", encoding="utf-8") as f:
+      f.write("\n".join(["sentence\tlabel"] + lines) + "\n")
+  config = resolve_finetuning_config("padded", str(data), {
+      "max_seq_length": 32, "train_batch_size": 8, "eval_batch_size": 8,
+      "num_train_epochs": 1.0, "learning_rate": 1e-3}, "sst")
+  assert config.vocab_size == padded and config.vocab_file == os.path.join(model_dir, "vocab.txt")
+  task_builder.check_vocab(config)
+  return config, runner.run_finetuning(config)
+
+
 def test_padded_embedding_table_loads_fine_tunes_and_exports(tmp_path):
   """vocab_size 12 rows above vocab.txt (padded, as transformers accepts): the Keras
   models equal transformers, the converted model dir fine-tunes with its own vocab and
@@ -276,10 +297,20 @@ def test_padded_embedding_table_loads_fine_tunes_and_exports(tmp_path):
   data = tmp_path / "data"
   model_dir = str(data / "models" / "padded")
   assert convert.main(["from-hf", "--hf-dir", path, "--output-dir", model_dir]) == 0
-  config = resolve_finetuning_config("padded", str(data), {"max_seq_length": 32}, "rte")
-  assert config.vocab_size == padded and config.vocab_file == os.path.join(model_dir, "vocab.txt")
-  task_builder.check_vocab(config)
-  task_builder.make_tokenizer(config, True)
+  config, results = fine_tune_padded(data, model_dir, padded)
+  # The fine-tuned classifier keeps the padded table; loaded back, it scores the dev set as
+  # the run's own evaluation did, and its encoder moved from the converted weights.
+  trial = config.trial_model_dir(1)
+  classifier = electra_tf2.TextClassifier.from_pretrained(trial)
+  table = next(v for v in classifier.weights if "word_embeddings" in v.path)
+  assert table.shape[0] == padded
+  texts, labels = zip(*(line.split("\t") for line in SST_DEV))
+  accuracy = np.mean(classifier.predict(list(texts), verbose=0).argmax(-1) == np.array(
+      [classifier.label_list.index(label) for label in labels]))
+  assert 100 * accuracy == pytest.approx(results[0]["sst"]["accuracy"], abs=1e-4)  # in %
+  converted = model_directory.restore_pretrainer(model_dir)
+  before = next(v for v in converted.weights if "word_embeddings" in v.path).numpy()
+  assert not np.array_equal(table.numpy(), before)
   exported = str(tmp_path / "export")
   hf_export.export_hugging_face(model_directory.restore_pretrainer(model_dir), exported)
   with torch.no_grad():
