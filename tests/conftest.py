@@ -16,6 +16,17 @@ if "--xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
   os.environ["XLA_FLAGS"] = " ".join(
       filter(None, [os.environ.get("XLA_FLAGS"), "--xla_backend_optimization_level=0"]))
 
+
+
+def at_xla_default_level(env: dict) -> dict:
+  """`env` without an XLA optimisation level in XLA_FLAGS (the one set above included): XLA's
+  default level, at which the few JAX tests that compare runs (parity, bit-identity, two
+  devices) run once more, as users' programs compile."""
+  flags = [flag for flag in env.get("XLA_FLAGS", "").split()
+           if not flag.startswith("--xla_backend_optimization_level")]
+  return {**env, "XLA_FLAGS": " ".join(flags)}
+
+
 if os.environ.get("ELECTRA_BLOCK_TENSORFLOW") == "1":  # before anything imports TensorFlow
   sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
   import block_tensorflow  # noqa: E402,F401  pylint: disable=g-import-not-at-top,unused-import

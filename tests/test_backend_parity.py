@@ -18,12 +18,15 @@ import numpy as np
 import pytest
 
 import backend_parity
+from conftest import at_xla_default_level
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def run_without_tensorflow(backend: str, *args: str) -> subprocess.CompletedProcess:
+def run_without_tensorflow(backend: str, *args: str, xla_default: bool = False
+                           ) -> subprocess.CompletedProcess:
   env = dict(os.environ, KERAS_BACKEND=backend, ELECTRA_BLOCK_TENSORFLOW="1")
+  env = at_xla_default_level(env) if xla_default else env
   return subprocess.run([sys.executable, *args], env=env, capture_output=True, text=True,
                         timeout=600, cwd=os.path.dirname(HERE))
 
@@ -66,9 +69,11 @@ def arrays_file(arrays):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("backend", ["jax", "torch"])
-def test_backend_matches_tensorflow_without_tensorflow(backend, reference):
+@pytest.mark.parametrize("backend,xla_default", [("jax", False), ("jax", True), ("torch", False)],
+                         ids=["jax", "jax at XLA's default level", "torch"])
+def test_backend_matches_tensorflow_without_tensorflow(backend, xla_default, reference):
+  """(JAX once more at XLA's default optimisation level: tests/conftest.py lowers it.)"""
   result = run_without_tensorflow(backend, os.path.join(HERE, "backend_parity.py"), "check",
-                                  reference)
+                                  reference, xla_default=xla_default)
   assert result.returncode == 0, result.stdout + result.stderr[-3000:]
   assert f"{backend}: all agree" in result.stdout
