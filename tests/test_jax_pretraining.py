@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from electra_tf2.checkpoints import portable
-from tests.conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT, at_xla_default_level
 from tests.test_pretraining import env, tiny_data
 
 HPARAMS = {"debug": True, "vocab_size": 512, "max_seq_length": 32, "train_batch_size": 8,
@@ -28,28 +28,32 @@ HPARAMS = {"debug": True, "vocab_size": 512, "max_seq_length": 32, "train_batch_
            "gradient_accumulation_steps": 2, "model_hparam_overrides": {"num_hidden_layers": 1}}
 
 
-def jax_env(cache: str, devices: int = 1) -> dict:
+def jax_env(cache: str, devices: int = 1, xla_default: bool = False) -> dict:
   values = dict(env(), KERAS_BACKEND="jax", ELECTRA_BLOCK_TENSORFLOW="1",
                 JAX_COMPILATION_CACHE_DIR=cache, JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",
                 JAX_PLATFORMS="cpu")
+  values = at_xla_default_level(values) if xla_default else values
   if devices > 1:
     values["XLA_FLAGS"] = (f"{values.get('XLA_FLAGS', '')} "
                            f"--xla_force_host_platform_device_count={devices}").strip()
   return values
 
 
-def command(data: str, model_dir: str) -> list:
-  """`electra pretrain --backend jax`, in a Python whose `tensorflow` import fails."""
+def command(data: str, model_dir: str, **hparams) -> list:
+  """`electra pretrain --backend jax`, in a Python whose `tensorflow` import fails (HPARAMS,
+  `hparams` over them)."""
   script = ("import runpy, sys; sys.path.insert(0, 'tests'); import block_tensorflow; "
             "sys.argv = ['electra'] + sys.argv[1:]; "
             "runpy.run_module('electra_tf2', run_name='__main__')")
   return [sys.executable, "-c", script, "pretrain", "--backend", "jax", "--data-dir", data,
           "--model-name", "electra_small", "--log-every", "1",
-          "--hparams", json.dumps(dict(HPARAMS, model_dir=model_dir))]
+          "--hparams", json.dumps(dict(HPARAMS, model_dir=model_dir, **hparams))]
 
 
-def train(data: str, model_dir: str, cache: str, devices: int = 1) -> str:
-  result = subprocess.run(command(data, model_dir), env=jax_env(cache, devices), cwd=REPO_ROOT,
+def train(data: str, model_dir: str, cache: str, devices: int = 1, xla_default: bool = False,
+          **hparams) -> str:
+  result = subprocess.run(command(data, model_dir, **hparams),
+                          env=jax_env(cache, devices, xla_default), cwd=REPO_ROOT,
                           capture_output=True, text=True, timeout=900)
   assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
   return result.stdout
