@@ -268,7 +268,7 @@ SST_DEV = [f"{a} {b}\t{i % 2}" for i, (a, b) in enumerate(zip(WORDS, WORDS[3:]))
 def fine_tune_padded(data, model_dir: str, padded: int):
   """Fine-tunes the converted model dir (its own vocabulary, `padded` rows) on a tiny SST
   set for 3 steps; returns the config and the run's results ([{task: metrics}])."""
-  from electra_tf2.finetune import runner  # pylint: disable=g-import-not-at-top
+  from electra_tf2.training import finetuning as runner  # pylint: disable=g-import-not-at-top
   for name, lines in (("train", SST_TRAIN), ("dev", SST_DEV)):
     os.makedirs(data / "finetuning_data" / "sst", exist_ok=True)
     with open(data / "finetuning_data" / "sst" / f"{name}.tsv", "w", encoding="utf-8") as f:
