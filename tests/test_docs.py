@@ -328,9 +328,9 @@ def absl_flags(command) -> Set[str]:
 
 def script_flags(script: str) -> Set[str]:
   """The flags a bench/ or scripts/ script parses: a Python script's `add_argument` options,
-  with those added by the functions it calls from the bench modules it imports (a shared
-  `add_step_flags(parser)`); a shell script's `case` patterns (`--a|--b)`, `--c=*)`), with
-  the flags of the bench scripts it hands its arguments ("$@") on to."""
+  with those added by the functions it calls (transitively) from the bench modules it
+  imports (a shared `add_step_flags(parser)`); a shell script's `case` patterns (`--a|--b)`,
+  `--c=*)`), with the flags of the bench script it hands its arguments ("$@") on to."""
   text = read(script)
   if script.endswith(".sh"):
     flags = set()
@@ -341,14 +341,21 @@ def script_flags(script: str) -> Set[str]:
                            text.replace("\\\n", " ")):
       flags |= script_flags(f"bench/{name.replace('.', '/')}.py")
     return flags
-  tree = ast.parse(text)
-  called = {getattr(node.func, "attr", getattr(node.func, "id", None))
-            for node in ast.walk(tree) if isinstance(node, ast.Call)}
-  flags = parser_flags(tree)
+  functions = {}  # the imported bench modules' functions, by name
   for module in script_sources(script)[1:]:
     for node in ast.walk(ast.parse(read(module))):
-      if isinstance(node, ast.FunctionDef) and node.name in called:
-        flags |= parser_flags(node)
+      if isinstance(node, ast.FunctionDef):
+        functions.setdefault(node.name, []).append(node)
+  flags, pending, seen = set(), [ast.parse(text)], set()
+  while pending:  # the script, then the functions it calls, and those they call
+    tree = pending.pop()
+    flags |= parser_flags(tree)
+    for node in ast.walk(tree):
+      name = getattr(getattr(node, "func", None), "attr", None) or getattr(
+          getattr(node, "func", None), "id", None)
+      if isinstance(node, ast.Call) and name in functions and name not in seen:
+        seen.add(name)
+        pending += functions[name]
   return flags
 
 
@@ -524,7 +531,7 @@ def test_a_flag_the_command_does_not_accept_is_found():
   assert unknown_flags(text) == [
       "electra export --no-such-flag", "electra convert to-tf2 --hf-dir",
       "electra pretrain --task", "electra finetune --backend", "electra score score --by",
-      "bench/gpu/jax_pretrain_step.py --no-such-flag", "bench/gpu/jax_pretrain_step.py --backend",
-      "scripts/gpu_run.sh --format",
+      "bench/gpu/jax_pretrain_step.py --no-such-flag",
       "bench/profiles/trace_summary.py --no-such-flag", "bench/no_such/script.py: no such file",
+      "bench/gpu/jax_pretrain_step.py --backend", "scripts/gpu_run.sh --format",
       "electra build-vocab --output-dir", "electra build-data --no_such_option"]
