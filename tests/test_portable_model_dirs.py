@@ -101,12 +101,16 @@ def test_new_user_path(moved, tmp_path, capsys):
   assert summary["step"] == 3
   results = runner.run_finetuning(resolve_finetuning_config(
       "electra_small", moved["data"], FINETUNE, "sst"))
-  assert "accuracy" in results[0]["sst"]
-  # Keras on the fine-tuned directory: the oracle of the exports' logits and labels
+  # Keras on the fine-tuned directory: the oracle of the exports' logits and labels; it
+  # scores the dev set as the run's own evaluation did
   texts = ["w1 w2 w3", "w7 w9", "w40 w3 w3 w12 w0"]
   classifier = electra_tf2.TextClassifier.from_pretrained(moved["trial"])
   logits = np.asarray(classifier.predict(texts, verbose=0))
   assert logits.shape == (3, 2)
+  dev_texts, dev_labels = zip(*(line.split("\t") for line in sst_split(8, 100)[1:]))
+  dev_logits = np.asarray(classifier.predict(list(dev_texts), verbose=0))
+  assert 100 * np.mean(dev_logits.argmax(-1) == np.array(dev_labels, int)) == pytest.approx(
+      results[0]["sst"]["accuracy"], abs=1e-4)
   labels = [classifier.label_list[i] for i in logits.argmax(-1)]
   # exports and electra predict, by the `electra` command
   savedmodel, lite = str(tmp_path / "sst"), str(tmp_path / "sst.tflite")
@@ -126,7 +130,6 @@ def test_new_user_path(moved, tmp_path, capsys):
                         "--output", "scores.jsonl", "--quiet"]) == 0
   rows = [json.loads(line) for line in open("scores.jsonl", encoding="utf-8")]
   assert [[w["word"] for w in row["words"]] for row in rows] == [t.split() for t in texts]
-  electra_tf2.Discriminator.from_pretrained(moved["model"])
   # question answering on the pre-trained encoder (a fresh head): answers are context spans
   answerer = electra_tf2.QuestionAnswerer.from_pretrained(
       moved["model"], max_seq_length=32, max_query_length=8, doc_stride=8)
@@ -135,18 +138,43 @@ def test_new_user_path(moved, tmp_path, capsys):
   spans = [c[s:e] for c, s, e in zip(contexts, got["answer_start"], got["answer_end"])]
   # (answer_text is "" for a question judged unanswerable; span_text is the span then)
   assert [str(a) for a in got.get("span_text", got["answer_text"])] == spans and all(spans)
-  # official and Hugging Face conversions
-  official = str(tmp_path / "official")
-  assert convert.main(["to-official", "--model-dir", moved["model"], "--output-dir",
-                       official]) == 0
-  assert os.path.isfile(os.path.join(official, "vocab.txt"))
-  hf = str(tmp_path / "hf")
-  assert hf_export.main(["--model-dir", moved["model"], "--output-dir", hf]) == 0
-  imported = str(tmp_path / "imported")
+  assert_conversions_keep_the_discriminator(moved["model"], tmp_path, texts)
+  assert "resolved against the working directory" not in capsys.readouterr().err
+
+
+def assert_conversions_keep_the_discriminator(model_dir, tmp_path, texts):
+  """The official conversion of `model_dir` holds its word embeddings; the Hugging Face one,
+  and that imported back, give the discriminator's outputs on `texts` (read by
+  from_pretrained); transformers on the Hugging Face directory gives its logits too."""
+  import numpy as np
+  import electra_tf2
+  from hf_models import load_hf  # pylint: disable=g-import-not-at-top
+  import torch  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  discriminator = electra_tf2.Discriminator.from_pretrained(model_dir)
+  want = discriminator.predict(texts)
+  official, hf, imported = (str(tmp_path / name) for name in ("official", "hf", "imported"))
+  assert convert.main(["to-official", "--model-dir", model_dir, "--output-dir", official]) == 0
+  assert hf_export.main(["--model-dir", model_dir, "--output-dir", hf]) == 0
   assert convert.main(["from-hf", "--hf-dir", hf, "--output-dir", imported]) == 0
   assert saved(os.path.join(imported, "pretrain_config.json"))["vocab_file"] == "vocab.txt"
-  assert os.path.isfile(os.path.join(imported, "vocab.txt"))
-  assert "resolved against the working directory" not in capsys.readouterr().err
+  table = next(v for v in discriminator.weights if "word_embeddings" in v.path).numpy()
+  np.testing.assert_array_equal(tf.train.load_checkpoint(official).get_tensor(
+      "electra/embeddings/word_embeddings"), table)
+  for converted in (hf, imported):
+    got = electra_tf2.Discriminator.from_pretrained(converted).predict(texts)
+    assert got.keys() == want.keys(), converted
+    for name in want:
+      np.testing.assert_allclose(got[name], want[name], atol=1e-5, err_msg=f"{converted} {name}")
+  features = electra_tf2.Discriminator.from_pretrained(hf).featurize(texts)
+  with torch.no_grad():
+    theirs = load_hf(hf, "ElectraForPreTraining")(
+        input_ids=torch.tensor(np.asarray(features["input_ids"]), dtype=torch.long),
+        attention_mask=torch.tensor(np.asarray(features["input_mask"]), dtype=torch.long),
+        token_type_ids=torch.tensor(np.asarray(features["segment_ids"]),
+                                    dtype=torch.long)).logits.numpy()
+  mask = np.asarray(features["input_mask"]) == 1
+  np.testing.assert_allclose(theirs[mask], np.asarray(want["logits"])[mask], atol=1e-4)
 
 
 def test_old_directories_resolve_against_the_working_directory_and_say_so(moved, tmp_path,
