@@ -8,6 +8,7 @@ here a sample keeps the test under half a minute.
 """
 
 import glob
+import json
 import os
 
 import numpy as np
