@@ -28,6 +28,7 @@ TINY = {"debug": True, "vocab_size": 64, "max_seq_length": 32, "train_batch_size
         "num_train_steps": 2, "embedding_size": 16, "save_checkpoints_steps": 2,
         "model_hparam_overrides": {"hidden_size": 32, "num_hidden_layers": 2,
                                    "num_attention_heads": 2, "intermediate_size": 64}}
+PROBS = "replaced_probability"
 TEXTS = ["w1 w2 w3 w4 w5", "w6 w7"]
 
 
@@ -153,13 +154,13 @@ def test_from_pretrained_reads_the_newer_portable_checkpoint(jax_went_on, capsys
   """Probabilities equal those of portable-4 named explicitly, and differ from ckpt-2's."""
   from electra_tf2.models.discriminator import Discriminator  # pylint: disable=g-import-not-at-top
   _, model_dir = jax_went_on
-  probabilities = Discriminator.from_pretrained(model_dir).predict(TEXTS, verbose=0)["replaced_probability"]
-  assert ("holds both checkpoint formats: reading portable-4.npz (portable, step 4)"
-          in capsys.readouterr().err)
+  probabilities = Discriminator.from_pretrained(model_dir).predict(TEXTS, verbose=0)[PROBS]
+  line = capsys.readouterr().err
   newer = Discriminator.from_pretrained(os.path.join(model_dir, "portable-4.npz"))
   older = Discriminator.from_pretrained(os.path.join(model_dir, "ckpt-2"))
-  np.testing.assert_array_equal(probabilities, newer.predict(TEXTS, verbose=0)["replaced_probability"])
-  assert np.max(np.abs(probabilities - older.predict(TEXTS, verbose=0)["replaced_probability"])) > 1e-3
+  np.testing.assert_array_equal(probabilities, newer.predict(TEXTS, verbose=0)[PROBS])
+  assert np.max(np.abs(probabilities - older.predict(TEXTS, verbose=0)[PROBS])) > 1e-3
+  assert "holds both checkpoint formats: reading portable-4.npz (portable, step 4)" in line
 
 
 def test_hf_export_and_to_official_read_the_newer_checkpoint(jax_went_on, tmp_path, capsys):
