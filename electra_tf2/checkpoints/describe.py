@@ -77,7 +77,9 @@ class Description:
 
   kind: one of KINDS.
   checkpoint: the checkpoint prefix to read (None for a SavedModel, a Hugging
-    Face directory, or one of our directories with no checkpoint yet).
+    Face directory, or one of our directories with no checkpoint yet). For our pre-trained
+    directory, the highest step of either format (directories.newest_checkpoint; where both
+    are there, a line on stderr names the one taken).
   model_dir: our model directory (pretrained, finetuned), else None.
   bert_config, embedding_size: the encoder's shape (None for a SavedModel).
   vocab_file, do_lower_case: the tokenizer (vocab_file None when there is none).
@@ -91,6 +93,8 @@ class Description:
     against the vocabulary; derived from the vocabulary for directories without one).
   strip_accents: a Hugging Face directory's tokenizer_config.json value (None: the
     official rule, stripped when lowercasing); `tokenizer` says what is used.
+  checkpoint_format: our pre-trained directory's checkpoint's, directories.TENSORFLOW or
+    directories.PORTABLE.
   """
   path: str
   kind: str
@@ -107,6 +111,7 @@ class Description:
   architecture: Optional[str] = None
   tokenizer: Optional[TokenizerDescription] = None
   strip_accents: Optional[bool] = None
+  checkpoint_format: Optional[str] = None
 
 
 def kind_of(path: str) -> str:
@@ -150,8 +155,7 @@ def describe(path: str, model_name: Optional[str] = None) -> Description:
   the number of attention heads and the lowercasing its shapes do not give.
   """
   kind = kind_of(path)
-  if kind in TENSORFLOW_KINDS and not _keras_on_tensorflow() and not (
-      kind == "pretrained" and portable.is_portable(directories.locate(path).checkpoint_path)):
+  if kind in TENSORFLOW_KINDS and kind != "pretrained" and not _keras_on_tensorflow():
     raise _needs_tensorflow(path, KIND_NAMES[kind])
   if kind == "savedmodel":
     return Description(path, kind)
@@ -161,6 +165,8 @@ def describe(path: str, model_name: Optional[str] = None) -> Description:
     found = _huggingface(path)
   elif kind == "pretrained":
     found = _pretrained(path)
+    if found.checkpoint_format == directories.TENSORFLOW and not _keras_on_tensorflow():
+      raise _needs_tensorflow(found.checkpoint, "a TensorFlow checkpoint")
   elif kind == "finetuned":
     found = _finetuned(path)
   else:
@@ -195,12 +201,20 @@ def _keras_hub(path: str) -> Description:
 
 
 def _pretrained(path: str) -> Description:
-  located = directories.locate(path)
-  config = directories.load_pretraining_config(located.model_dir)
-  return Description(path, "pretrained", located.checkpoint_path, located.model_dir,
+  model_dir = directories.model_dir_of(path)
+  if model_dir != path:  # a checkpoint named: that one
+    checkpoint, checkpoint_format = path, (directories.PORTABLE if portable.is_portable(path)
+                                           else directories.TENSORFLOW)
+  else:
+    newest = directories.newest_checkpoint(model_dir)
+    if newest is not None:
+      newest.announce()
+    checkpoint, checkpoint_format = (newest.path, newest.format) if newest else (None, None)
+  config = directories.load_pretraining_config(model_dir)
+  return Description(path, "pretrained", checkpoint, model_dir,
                      config.bert_config, config.resolved_embedding_size,
-                     directories.find_vocab(located.model_dir, config), config.do_lower_case,
-                     pretraining_config=config)
+                     directories.find_vocab(model_dir, config), config.do_lower_case,
+                     pretraining_config=config, checkpoint_format=checkpoint_format)
 
 
 def _finetuned(path: str) -> Description:

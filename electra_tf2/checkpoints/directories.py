@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import glob
 import os
+import re
 import sys
 from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
@@ -132,24 +133,84 @@ def model_dir_of(path: str) -> str:
 
 
 def locate(path: str) -> ModelDirectory:
-  """A model directory (its latest checkpoint) or a `ckpt-N` prefix inside one."""
+  """A model directory (its newest checkpoint) or a `ckpt-N` prefix inside one."""
   if model_dir_of(path) != path:
     return ModelDirectory(os.path.dirname(path), path)
-  if not exists(os.path.join(path, PRETRAIN_CONFIG_FILE)):
-    raise PretrainedModelError(f"{os.path.join(path, PRETRAIN_CONFIG_FILE)} is missing: {path} "
-                               "is not a pre-trained model directory (pre-train with "
-                               "run_pretraining.py or convert an official checkpoint with "
-                               "electra convert to-tf2)")
+  _require_config(path)
   return ModelDirectory(path, latest_checkpoint(path))
 
 
+def _require_config(model_dir: str) -> None:
+  if not exists(os.path.join(model_dir, PRETRAIN_CONFIG_FILE)):
+    raise PretrainedModelError(f"{os.path.join(model_dir, PRETRAIN_CONFIG_FILE)} is missing: "
+                               f"{model_dir} is not a pre-trained model directory (pre-train "
+                               "with run_pretraining.py or convert an official checkpoint with "
+                               "electra convert to-tf2)")
+
+
+TENSORFLOW, PORTABLE = "TensorFlow", "portable"
+
+
+@dataclasses.dataclass(frozen=True)
+class Checkpoint:
+  """The checkpoint a model directory's readers take: the highest step of either format.
+
+  path: a `ckpt-N` prefix or a `portable-N.npz`; format: TENSORFLOW or PORTABLE.
+  passed_over: the newest checkpoint of the other format, older (None: one format only).
+  """
+  path: str
+  format: str
+  step: int
+  passed_over: Optional[str] = None
+
+  def line(self) -> str:
+    """What was taken, in one line (for directories holding both formats)."""
+    other = "TensorFlow" if self.format == PORTABLE else "portable"
+    return (f"{os.path.dirname(self.path)} holds both checkpoint formats: reading "
+            f"{os.path.basename(self.path)} ({self.format}, step {self.step}), the newest; "
+            f"{os.path.basename(self.passed_over)} ({other}, step "
+            f"{checkpoint_step(self.passed_over)}) is older")
+
+  def announce(self) -> None:
+    """Prints `line()` on stderr where a format was passed over."""
+    if self.passed_over is not None:
+      print(self.line(), file=sys.stderr, flush=True)
+
+
+def checkpoint_step(path: str) -> int:
+  """The step of a `ckpt-N` prefix or a `portable-N.npz` (both are named by their step)."""
+  if portable.is_portable(path):
+    return portable.step_of(path)
+  return int(re.search(r"-(\d+)$", path).group(1))
+
+
+def _tensorflow_latest(model_dir: str) -> Optional[str]:
+  """The latest `ckpt-N` of `model_dir` (TensorFlow's state file where TensorFlow is loaded;
+  without it, the highest step of a local directory's `.index` files), else None."""
+  if is_remote(model_dir) or "tensorflow" in sys.modules:
+    return tf_checkpoint.latest_checkpoint(model_dir)
+  if not os.path.isdir(model_dir):
+    return None
+  existing = tf_checkpoint.existing_checkpoints(model_dir)
+  return max(existing, key=checkpoint_step) if existing else None
+
+
+def newest_checkpoint(model_dir: str, prefer: str = TENSORFLOW) -> Optional[Checkpoint]:
+  """The checkpoint of the highest step in `model_dir`, TensorFlow or portable (`prefer`
+  takes a tie: a converted checkpoint holds the same weights), else None."""
+  found = [(path, kind) for path, kind in ((_tensorflow_latest(model_dir), TENSORFLOW),
+                                           (portable.latest(model_dir), PORTABLE)) if path]
+  if not found:
+    return None
+  found.sort(key=lambda pair: (checkpoint_step(pair[0]), pair[1] == prefer), reverse=True)
+  (path, kind), others = found[0], found[1:]
+  return Checkpoint(path, kind, checkpoint_step(path), others[0][0] if others else None)
+
+
 def latest_checkpoint(model_dir: str) -> Optional[str]:
-  """The latest TensorFlow `ckpt-N` of `model_dir`, else its latest portable checkpoint
-  (a JAX run's, electra_tf2/checkpoints/portable.py), else None."""
-  if not is_remote(model_dir) and os.path.isdir(model_dir) and not any(
-      name == "checkpoint" or name.endswith(".index") for name in os.listdir(model_dir)):
-    return portable.latest(model_dir)  # (no TensorFlow needed: a JAX run's directory)
-  return tf_checkpoint.latest_checkpoint(model_dir) or portable.latest(model_dir)
+  """The newest checkpoint of `model_dir`, TensorFlow or portable (`newest_checkpoint`)."""
+  newest = newest_checkpoint(model_dir)
+  return newest.path if newest else None
 
 
 def read_saved_pretraining_config(model_dir: str, required: Optional[Sequence[str]] = None
@@ -172,7 +233,7 @@ def read_saved_pretraining_config(model_dir: str, required: Optional[Sequence[st
 
 def load_pretraining_config(model_dir: str) -> PretrainingConfig:
   """The resolved pre-training config saved in `model_dir`."""
-  locate(model_dir)
+  _require_config(model_dir)
   try:
     return PretrainingConfig.from_dict(read_saved_pretraining_config(model_dir))
   except ConfigError as e:

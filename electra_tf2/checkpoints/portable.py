@@ -4,8 +4,8 @@
 variables, `<name>/adam_m` and `<name>/adam_v` Adam slots, `global_step`), and
 `portable-<step>.json` what else a resumed run needs (the input position, the
 Keras state variables by path). The JAX trainer writes only these; every
-TensorFlow tool reads them where a directory has no `ckpt-N` of its own
-(electra_tf2/models/model_directory.py), and `electra convert to-portable` writes one
+TensorFlow tool reads them where they are newer than the directory's `ckpt-N`
+(checkpoints/directories.py `newest_checkpoint`), and `electra convert to-portable` writes one
 from a TensorFlow run so that JAX can continue it.
 """
 

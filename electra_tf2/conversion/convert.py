@@ -185,20 +185,21 @@ def export_official_checkpoint(model_dir: str, output_dir: str,
   step of our checkpoint). Returns the written prefix.
   """
   locate(model_dir)  # one line if it is no model directory
-  checkpoint_path = model_directory.checkpoint_of(model_dir, checkpoint_path)
-  model = model_directory.restore_pretrainer(model_dir, checkpoint_path)
+  found = describe_lib.describe(model_dir)
+  checkpoint_path = model_directory.checkpoint_of(model_dir, checkpoint_path or found.checkpoint)
+  model = model_directory.restore_pretrainer(model_dir, checkpoint_path,
+                                             found.pretraining_config)
   step = (portable.step_of(checkpoint_path) if portable.is_portable(checkpoint_path)
           else read_global_step(checkpoint_path))
   prefix = write_official_checkpoint(
       output_dir, official_tensors(variable_names.pretrainer_variable_map(model)), step)
-  _copy_vocab(model_dir, output_dir)
+  _copy_vocab(found.vocab_file, output_dir)
   return prefix
 
 
-def _copy_vocab(model_dir: str, output_dir: str) -> None:
-  """The vocabulary of our model directory beside the official checkpoint written from it
-  (as in the released zips), if it has one."""
-  vocab = describe_lib.describe(model_dir).vocab_file
+def _copy_vocab(vocab: Optional[str], output_dir: str) -> None:
+  """The vocabulary of our model directory (`vocab`) beside the official checkpoint written
+  from it (as in the released zips), if it has one."""
   if vocab is not None:
     copy_file_atomic(vocab, os.path.join(output_dir, VOCAB_FILE))
 
@@ -254,7 +255,7 @@ def export_official_finetuned(model_dir: str, output_dir: str,
   model, _ = finetune_model.load_finetuned_model(model_dir, checkpoint_path)
   prefix = write_official_checkpoint(output_dir, official_tensors(model.variable_map()),
                                      read_global_step(checkpoint_path))
-  _copy_vocab(model_dir, output_dir)
+  _copy_vocab(describe_lib.describe(model_dir).vocab_file, output_dir)
   return prefix
 
 

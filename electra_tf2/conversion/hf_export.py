@@ -36,7 +36,7 @@ from electra_tf2.models import model_directory
 from electra_tf2.networks import variable_names
 from electra_tf2.text import description as tokenizer_description
 from electra_tf2.utils.atomic_io import atomic_path, copy_file_atomic, open_file, write_json_atomic
-from electra_tf2.checkpoints import directories
+from electra_tf2.checkpoints import describe as describe_lib, directories
 from electra_tf2.checkpoints.huggingface import HF_ACTIVATION_OF, hf_parameter_name
 from electra_tf2.config.encoder import BertConfig
 from electra_tf2.utils.errors import ElectraError, command
@@ -186,11 +186,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   parser.add_argument("--vocab-file", default=None,
                       help="vocabulary to include (default MODEL_DIR/vocab.txt or the config's)")
   args = parser.parse_args(argv)
-  config = directories.load_pretraining_config(args.model_dir)
-  model = model_directory.restore_pretrainer(args.model_dir, args.checkpoint, config)
-  vocab_file = args.vocab_file or directories.find_vocab(args.model_dir, config)
+  found = describe_lib.describe(args.model_dir)
+  if found.kind != "pretrained":
+    raise directories.PretrainedModelError(
+        f"--model-dir {args.model_dir} is {describe_lib.KIND_NAMES[found.kind]}: hf-export takes "
+        "a pre-trained model directory")
+  config = found.pretraining_config
+  model = model_directory.restore_pretrainer(found.model_dir, args.checkpoint or found.checkpoint,
+                                             config)
+  vocab_file = args.vocab_file or found.vocab_file
   # The casing the model was pre-trained with (its tokenizer description), else the config's.
-  casing = tokenizer_description.read_description(args.model_dir, None, config.do_lower_case)
+  casing = found.tokenizer
   with hold(args.output_dir):
     export_hugging_face(model, args.output_dir, args.generator, vocab_file,
                         casing.do_lower_case if casing else config.do_lower_case,

@@ -34,7 +34,7 @@ import numpy as np
 
 from electra_tf2.models import optimization
 from electra_tf2.utils import run_lock
-from electra_tf2.checkpoints import portable, tf_checkpoint
+from electra_tf2.checkpoints import directories, portable
 from electra_tf2.pretraining import objectives, state as pretraining_state
 from electra_tf2.config.pretraining import PretrainingConfig
 from electra_tf2.data_io.pretraining import PretrainingDataReader
@@ -183,18 +183,20 @@ class JaxPretrainingRun:
 
 
 def _start(run: JaxPretrainingRun, reader: PretrainingDataReader) -> int:
-  """Restores the latest portable checkpoint or `init_checkpoint`; the step to start at."""
+  """Restores the newest checkpoint (a portable one; a newer TensorFlow one is refused in
+  one line) or `init_checkpoint`; the step to start at."""
   config = run.config
-  latest = portable.latest(config.model_dir)
-  tensorflow_checkpoints = tf_checkpoint.existing_checkpoints(config.model_dir)
-  if latest is None and tensorflow_checkpoints:
+  newest = directories.newest_checkpoint(config.model_dir, prefer=directories.PORTABLE)
+  if newest is not None and newest.format == directories.TENSORFLOW:
+    older = f", newer than {os.path.basename(newest.passed_over)}" if newest.passed_over else ""
     raise JaxTrainingError(
-        f"{config.model_dir} holds TensorFlow checkpoints ({tensorflow_checkpoints[-1]})"
-        f" and no portable one: run `electra convert to-portable --model-dir "
+        f"{config.model_dir}'s newest checkpoint is the TensorFlow {newest.path} (step "
+        f"{newest.step}{older}): run `electra convert to-portable --model-dir "
         f"{config.model_dir}` where TensorFlow is installed, then resume on JAX")
-  if latest is not None:
-    step = run.restore(latest, reader)
-    print(f"resumed from {latest} at step {step}", flush=True)
+  if newest is not None:
+    newest.announce()
+    step = run.restore(newest.path, reader)
+    print(f"resumed from {newest.path} at step {step}", flush=True)
     return step
   if config.init_checkpoint:
     init = loop_lib.start_from_init_checkpoint(run.model, config.init_checkpoint)

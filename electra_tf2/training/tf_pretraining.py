@@ -39,7 +39,7 @@ from electra_tf2.pretraining import objectives
 from electra_tf2.text import vocab as vocab_lib
 from electra_tf2.text import description as tokenizer_description
 from electra_tf2.utils.atomic_io import is_remote, write_json_atomic, write_text_atomic
-from electra_tf2.checkpoints import portable
+from electra_tf2.checkpoints import directories
 from electra_tf2.config.pretraining import PretrainingConfig
 from electra_tf2.config.hparams import ConfigError
 from electra_tf2.checkpoints.directories import (PRETRAIN_CONFIG_FILE,
@@ -268,7 +268,7 @@ class PretrainingRun:
     self.base_optimizer.iterations.assign(step)
 
   def _restore_portable(self, path: str) -> None:
-    """Continues a run whose directory holds only portable checkpoints (a JAX run's):
+    """Continues a run from a portable checkpoint (a JAX run's, newer than any `ckpt-N`):
     weights, Adam slots, step and schedule; the input stream starts afresh."""
     step, _ = loop_lib.restore_portable(self.model, self.base_optimizer, path)
     self.global_step.assign(step)
@@ -303,8 +303,9 @@ class PretrainingRun:
     return {**summary, "history": result.history}
 
   def _start(self) -> Tuple[int, Any, tf.train.CheckpointManager]:
-    """Restores this process's latest checkpoint (with the input position where it still
-    fits), else a portable one, else `init_checkpoint`; `(start step, iterator, manager)`."""
+    """Restores the newest checkpoint: this process's latest `ckpt-N` (with the input
+    position where it still fits), or a portable one of a higher step (a JAX run's), else
+    `init_checkpoint`; `(start step, iterator, manager)`."""
     config = self.config
     iterator = self._worker_iterator(is_training=True)
     # This process's own checkpoints (other workers keep theirs apart: their
@@ -316,31 +317,52 @@ class PretrainingRun:
     if restored is None and own_dir != config.model_dir:
       restored = tf_checkpoint.latest_checkpoint(config.model_dir)
       changes = ["this worker has no checkpoint of its own"] if restored else []
+    newer = self._newer_portable(restored)
     manager = self._checkpoint_manager(iterator)
-    if restored:
-      changes = self._check_saved_config() + changes
-      if changes:  # the saved input position no longer fits: restore everything else
-        print(f"the input stream starts afresh ({', '.join(changes)})", flush=True)
-        self._restore(self._checkpoint(), restored, partial=True)
-      else:
-        self._restore(self._checkpoint(), restored, partial=True)
-        if not self._restore_input_position(iterator, restored):
-          iterator = self._worker_iterator(is_training=True)  # the failed one is spent
-          manager = self._checkpoint_manager(iterator)
-    elif portable.latest(config.model_dir):
+    if newer:
       self._check_saved_config()
-      self._restore_portable(portable.latest(config.model_dir))
+      self._restore_portable(newer)
+    elif restored:
+      iterator, manager = self._resume(restored, changes, iterator, manager)
     elif config.init_checkpoint:
       path = convert.load_pretrainer_weights(self.model, config, config.init_checkpoint)
       print(loop_lib.init_message(path), flush=True)
     start_step = int(self.global_step.numpy())
-    if restored:
+    if restored and not newer:
       print(f"resumed from {restored} at step {start_step}", flush=True)
       self._schedule_from_global_step(restored)
     if start_step >= config.num_train_steps:
       print(f"nothing to train: the model is at step {start_step} and num_train_steps is "
             f"{config.num_train_steps}; raise num_train_steps to train on", flush=True)
     return start_step, iterator, manager
+
+  def _newer_portable(self, restored: Optional[str]) -> Optional[str]:
+    """The model directory's newest checkpoint where it is a portable one of a higher step
+    than `restored` (a JAX run that went on), else None; names what is taken where the
+    directory holds both formats."""
+    newest = directories.newest_checkpoint(self.config.model_dir)
+    if newest is None:
+      return None
+    newest.announce()
+    if newest.format != directories.PORTABLE:
+      return None
+    if restored and directories.checkpoint_step(restored) >= newest.step:
+      return None
+    return newest.path
+
+  def _resume(self, restored: str, changes: List[str], iterator, manager):
+    """Restores `restored` (a `ckpt-N`) with the input position where it still fits;
+    `(iterator, manager)`, fresh ones where the position could not be restored."""
+    changes = self._check_saved_config() + changes
+    if changes:  # the saved input position no longer fits: restore everything else
+      print(f"the input stream starts afresh ({', '.join(changes)})", flush=True)
+      self._restore(self._checkpoint(), restored, partial=True)
+      return iterator, manager
+    self._restore(self._checkpoint(), restored, partial=True)
+    if not self._restore_input_position(iterator, restored):
+      iterator = self._worker_iterator(is_training=True)  # the failed one is spent
+      manager = self._checkpoint_manager(iterator)
+    return iterator, manager
 
   def _schedule(self, start_step: int) -> loop_lib.Schedule:
     config = self.config
