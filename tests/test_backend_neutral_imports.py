@@ -28,8 +28,7 @@ TENSORFLOW_ONLY = {
                     "qa_windows", "qa_spans", "litert_tokenizer")},
     "electra_tf2.data_io.input_pipeline": "tf.data, the TensorFlow trainer's input",
     **{f"electra_tf2.tasks.{name}": "featurisation to TFRecords with the in-graph tokenizer"
-       for name in ("classification", "preprocessing", "qa", "qa_decoding", "tagging",
-                    "task_builder")},
+       for name in ("classification", "preprocessing", "qa", "qa_decoding", "tagging")},
     **{f"electra_tf2.litert.{name}": "the TFLite converter"
        for name in ("convert", "mediapipe", "qa")},
     "electra_tf2.models.question_answerer": "string tensors and the answer search in the "
@@ -40,7 +39,7 @@ TENSORFLOW_ONLY = {
     "electra_tf2.cli.score": "the scorer",
     "electra_tf2.serving.export": "SavedModels",
     **{f"electra_tf2.training.{name}": "tf.distribute and the TensorFlow training loop"
-       for name in ("driver", "distribution", "finetuning", "tf_pretraining")},
+       for name in ("distribution", "finetuning", "tf_pretraining")},
 }
 
 _WALK = """

@@ -45,6 +45,9 @@ def paths(tmp_path_factory):
                                                                   str(root / "tf1_finetuned"))
   found["savedmodel"] = str(root / "saved")
   tf.saved_model.save(tf.Module(), found["savedmodel"])
+  from electra_tf2.conversion import keras_hub  # pylint: disable=g-import-not-at-top
+  found["keras_hub"] = str(root / "preset")
+  keras_hub.export_preset(found["pretrained"], found["keras_hub"])
   found["config"] = config
   return found
 
@@ -82,6 +85,9 @@ def test_each_kind_is_told_apart_and_described(paths):
   tf1_finetuned = describe(paths["official_finetuned"])
   assert tf1_finetuned.tasks == ("chunk", "rte")  # by name: the checkpoint has no order
   assert describe(paths["savedmodel"]).bert_config is None
+  preset = describe(paths["keras_hub"])
+  assert (preset.bert_config.hidden_size, preset.embedding_size) == (SHAPE["hidden_size"],
+                                                                     SHAPE["embedding_size"])
 
 
 def test_a_checkpoint_prefix_inside_our_directory_is_that_directory(paths):
