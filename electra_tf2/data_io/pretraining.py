@@ -87,6 +87,11 @@ class PretrainingDataReader:
     self.batch_size = batch_size
     self.seed = seed * 1009 + process_index
     self.shuffle, self.repeat, self.check_crc = shuffle, repeat, check_crc
+    # What makes this reader again (in a worker process: data_io/background.py).
+    self.arguments = dict(files=all_files, max_seq_length=max_seq_length,
+                          batch_size=batch_size, seed=seed, process_index=process_index,
+                          process_count=process_count, shuffle=shuffle, repeat=repeat,
+                          check_crc=check_crc)
     self._cursors: Dict[int, ExampleCursor] = {}  # by slot
     self._reset()
 
