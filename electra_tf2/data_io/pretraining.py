@@ -21,6 +21,10 @@ its shuffle buffers draw from its own Philox streams. The draws here come from n
 generators seeded with the same `seed * 1009 + process_index`; the structure (which
 files can be mixed, how far a record can move) is the same.
 
+Each open file is read by an `ExampleCursor`: 512 records at a time, framed and
+CRC-checked through a memory map and decoded together (`example_arrays`), so the per-record
+Python work is the interleave and the shuffles' draws.
+
 `state()` is a JSON-able dict (the files, each open slot's file and byte offset, the
 epoch position, the shuffle buffers as file and offset, the generators' states) between
 two batches; `restore(state)` continues with the very batches that followed it.
