@@ -17,7 +17,6 @@ neither TensorFlow nor protoc is needed and TensorFlow's own classes are not dis
 
 from __future__ import annotations
 
-import collections
 import functools
 import glob
 import mmap
