@@ -20,7 +20,7 @@ lengths, as tests/fixtures.py; written here without TensorFlow) and times, on th
   held on the device, --hparams over electra_small (default: one layer of width 64, no
   dropout, a 1,000-word vocabulary: the fastest step a CPU runs, so that reading would
   show), on TFRecords of the same layout over the step's vocabulary;
-- `trainer`: `electra pretrain --backend jax` itself (`jax_training.pretraining.train`)
+- `trainer`: `electra pretrain --backend jax` itself (`training.jax_pretraining.train`)
   for --steps steps: its progress lines' sequences/s after the first (compile) interval.
 
 Prints each rate and the ratios: trainer / step (the target: at least 0.95), reader /
@@ -132,8 +132,8 @@ def tf_data_rate(data_dir: str, args) -> float:
 
 
 def tf_data_only(args) -> None:
-  from electra_tf2.pretraining import input_pipeline  # pylint: disable=g-import-not-at-top
-  from electra_tf2.pretraining.config import resolve_pretraining_config  # pylint: disable=g-import-not-at-top
+  from electra_tf2.data_io import input_pipeline  # pylint: disable=g-import-not-at-top
+  from electra_tf2.config.pretraining import resolve_pretraining_config  # pylint: disable=g-import-not-at-top
   config = resolve_pretraining_config("electra_small", args.tf_data_only,
                                       {"max_seq_length": args.seq_len})
   batches = iter(input_pipeline.input_fn(config, True, args.batch))
@@ -146,7 +146,7 @@ def tf_data_only(args) -> None:
 
 
 def config_of(data_dir: str, model_dir: str, args):
-  from electra_tf2.pretraining.config import resolve_pretraining_config  # pylint: disable=g-import-not-at-top
+  from electra_tf2.config.pretraining import resolve_pretraining_config  # pylint: disable=g-import-not-at-top
   hparams = dict(json.loads(args.hparams), max_seq_length=args.seq_len,
                  train_batch_size=args.batch, num_train_steps=args.steps,
                  save_checkpoints_steps=args.steps, iterations_per_loop=args.log_every,
@@ -158,7 +158,7 @@ def step_timer(config, pattern: str, args) -> Callable[[], float]:
   """Times the compiled step on one batch held on the device: each call, sequences/s over
   as many steps as the trainer's timed ones."""
   import jax  # pylint: disable=g-import-not-at-top
-  from electra_tf2.jax_training.pretraining import JaxPretrainingRun  # pylint: disable=g-import-not-at-top
+  from electra_tf2.training.jax_pretraining import JaxPretrainingRun  # pylint: disable=g-import-not-at-top
   run = JaxPretrainingRun(config)
   batch = run.put(next(PretrainingDataReader(pattern, args.seq_len, args.batch)))
   carried = {"state": run.state()}
@@ -180,7 +180,7 @@ def step_timer(config, pattern: str, args) -> Callable[[], float]:
 def trainer_rate(config) -> float:
   """`train`'s sequences/s: the mean of its progress lines after the first (which holds
   the compile; the last checkpoint is written after the last line)."""
-  from electra_tf2.jax_training.pretraining import train  # pylint: disable=g-import-not-at-top
+  from electra_tf2.training.jax_pretraining import train  # pylint: disable=g-import-not-at-top
   from electra_tf2.training.options import RunOptions  # pylint: disable=g-import-not-at-top
   with tempfile.TemporaryFile("w+") as lines:
     sys.stdout.flush()
