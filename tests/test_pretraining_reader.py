@@ -2,9 +2,12 @@
 
 Oracles: TensorFlow's own TFRecord writer and `tf.train.Example` (the bytes and the
 parsed values), `input_pipeline.input_fn` (the same batches in the same order with the
-shuffles off; the same examples with them on), the published CRC32C check value.
+shuffles off; the same examples with them on), the published CRC32C check value, and the
+batches and states of the reader before its records were decoded a chunk at a time with
+numpy (protobuf record by record, main at 8f327a1), recorded as digests.
 """
 
+import hashlib
 import json
 import os
 import types
@@ -26,10 +29,13 @@ from electra_tf2.data_io.tfrecord import DataError  # noqa: E402
 SEQ = 16
 
 
-def make_data(tmp_path, num_examples, num_files, name="data"):
+def make_data(tmp_path, num_examples, num_files, name="data", bert_ids=False):
+  """Examples of SEQ ids: under 64 (one varint byte each), or with `bert_ids` over BERT's
+  30,522 words (up to 3 bytes)."""
   data_dir = str(tmp_path / name)
-  write_pretraining_data(data_dir, num_examples=num_examples, seq_len=SEQ, vocab_size=64,
-                         num_files=num_files, bert_ids=False)
+  write_pretraining_data(data_dir, num_examples=num_examples, seq_len=SEQ,
+                         vocab_size=30522 if bert_ids else 64, num_files=num_files,
+                         bert_ids=bert_ids)
   return os.path.join(data_dir, "pretrain_tfrecords", "pretrain_data.tfrecord*")
 
 
@@ -91,15 +97,16 @@ def test_examples_decode_as_tf_train_example(tmp_path):
   assert got.tolist() == [values, values[::-1]]
 
 
-@pytest.mark.parametrize("num_examples,num_files,hosts,batch_size", [
-    (23, 5, 1, 4),   # uneven files, 4 read at once
-    (23, 5, 2, 3),   # files shared out between 2 hosts
-    (10, 1, 2, 2),   # fewer files than hosts: records shared out
-    (9, 3, 1, 5),    # batches across epochs
+@pytest.mark.parametrize("num_examples,num_files,hosts,batch_size,bert_ids", [
+    (23, 5, 1, 4, False),   # uneven files, 4 read at once
+    (23, 5, 2, 3, False),   # files shared out between 2 hosts
+    (10, 1, 2, 2, False),   # fewer files than hosts: records shared out
+    (9, 3, 1, 5, False),    # batches across epochs
+    (700, 3, 1, 32, True),  # ids of 1 to 3 varint bytes; files longer than a chunk
 ])
 def test_same_batches_in_the_same_order_as_tf_data_without_shuffling(
-    tmp_path, num_examples, num_files, hosts, batch_size):
-  pattern = make_data(tmp_path, num_examples, num_files)
+    tmp_path, num_examples, num_files, hosts, batch_size, bert_ids):
+  pattern = make_data(tmp_path, num_examples, num_files, bert_ids=bert_ids)
   num_batches = 3 * num_examples // batch_size  # about 3 epochs
   for host in range(hosts):
     want = tf_batches(pattern, batch_size, num_batches, False, hosts, host)
@@ -206,3 +213,117 @@ def test_reads_with_tensorflow_blocked(tmp_path):
     print([int(next(reader)["input_ids"].sum()) for _ in range(3)])
   """)
   assert result.stdout.strip() == str(want)
+
+
+def digest(batches):
+  sha = hashlib.sha256()
+  for batch in batches:
+    for name in input_pipeline.FEATURE_NAMES:
+      sha.update(np.ascontiguousarray(batch[name], np.int32).tobytes())
+  return sha.hexdigest()[:16]
+
+
+@pytest.mark.parametrize("num_examples,num_files,hosts,host,want", [
+    (48, 6, 1, 0, ("38604340fcc7924e", "27114aa7b9fb9860", "dc4f159c6faa6cc2")),
+    (48, 6, 2, 1, ("0ca9553695dd2d68", "a4c3330403715b37", "9f526fd949f0b75e")),
+    (29, 1, 1, 0, ("2f2af0fd216fb589", "5f1b94214c57cdb5", "36587aca37a6b835")),
+    (29, 1, 2, 1, ("f8ed635521e2d5fe", "299e2e38401996df", "529bfbcc64989701")),
+])
+def test_the_shuffled_stream_and_its_state_are_the_previous_reader_s(
+    tmp_path, num_examples, num_files, hosts, host, want):
+  """The digests of 7 batches, the state after them (files left out: their paths) and
+  20 batches more, as the reader that decoded record by record with protobuf gave them:
+  the same shuffles, and checkpoints saved by it resume here."""
+  pattern = make_data(tmp_path, num_examples, num_files)
+  stream = reader(pattern, 5, True, hosts, host)
+  first = take(stream, 7)
+  state = stream.state()
+  state.pop("files")
+  state_digest = hashlib.sha256(json.dumps(state, sort_keys=True).encode()).hexdigest()[:16]
+  assert (digest(first), digest(take(stream, 20)), state_digest) == want
+
+
+def packed_field(number, values):
+  payload = b"".join(varint(v % 2**64) for v in values)
+  return varint(number << 3 | 2) + varint(len(payload)) + payload
+
+
+def varint(value):
+  out = b""
+  while value >= 0x80:
+    out += bytes([value & 0x7F | 0x80])
+    value >>= 7
+  return out + bytes([value])
+
+
+def message_field(number, body):
+  return varint(number << 3 | 2) + varint(len(body)) + body
+
+
+def example_bytes(features, packed=True):
+  """A serialized tf.train.Example written by hand: int64 features, packed or not."""
+  entries = b""
+  for name, values in features.items():
+    if packed:
+      int64_list = packed_field(1, values)
+    else:
+      int64_list = b"".join(varint(1 << 3) + varint(v % 2**64) for v in values)
+    feature = message_field(3, int64_list)
+    entries += message_field(1, message_field(1, name.encode()) + message_field(2, feature))
+  return message_field(1, entries)
+
+
+def test_batches_of_any_layout_decode_as_tf_io_parse_example():
+  """Values of 1 to 10 varint bytes (negatives), features in another order, an extra
+  feature, unpacked values: `int64_features` (numpy a batch at once, protobuf where the
+  layout is not the common one) gives what TensorFlow's parser gives."""
+  from electra_tf2.data_io import example_arrays  # pylint: disable=g-import-not-at-top
+  rng = np.random.default_rng(0)
+  values = [0, 1, 127, 128, 30521, 2**21 - 1, 2**21, 2**28 - 1, 2**28, 2**40, -1, -2**63,
+            2**63 - 1, 16383, 16384]
+  names = ["input_ids", "input_mask"]
+  spec = {n: tf.io.FixedLenFeature([len(values)], tf.int64) for n in names}
+
+  def features(i):
+    return {"input_ids": list(rng.permutation(values)), "input_mask": [i % 2] * len(values)}
+
+  common = [example_bytes(features(i)) for i in range(9)]
+  batches = {
+      "common": common,
+      "another order": common[:3] + [example_bytes(dict(reversed(features(9).items())))],
+      "all in another order": [example_bytes(dict(reversed(features(i).items())))
+                               for i in range(5)],
+      "an extra feature": common[:3] + [example_bytes(dict(features(9), extra=[5]))],
+      "unpacked": common[:3] + [example_bytes(features(9), packed=False)],
+  }
+  for label, records in batches.items():
+    want = tf.io.parse_example(tf.constant(records), spec)
+    got = example_arrays.int64_features(records, names, len(values), str)
+    for name, value in zip(names, got):
+      assert value.dtype == np.int64
+      np.testing.assert_array_equal(value, want[name].numpy(), err_msg=f"{label} {name}")
+  for label in ("common", "all in another order"):
+    assert example_arrays.vectorised_int64_features(batches[label], names,
+                                                    len(values)) is not None
+  assert example_arrays.vectorised_int64_features(batches["unpacked"], names,
+                                                  len(values)) is None
+
+
+def test_a_damaged_record_is_refused_when_the_stream_reaches_it(tmp_path):
+  """The records before a damaged one come out as batches (as from the previous reader);
+  the next batch is refused in one line naming the file and the offset."""
+  pattern = make_data(tmp_path, 6, 1)
+  path = tfrecord.tfrecord_files(pattern)[0]
+  offsets = [offset for offset, _ in tfrecord.read_records(path)]
+  want = tf_batches(pattern, 1, 3, False)
+  data = bytearray(open(path, "rb").read())
+  data[offsets[3] + 20] ^= 1
+  with open(path, "wb") as f:
+    f.write(bytes(data))
+  stream = reader(pattern, 1, False)
+  assert rows(take(stream, 3)) == rows(want)
+  with pytest.raises(DataError) as info:
+    next(stream)
+  message = str(info.value)
+  assert "\n" not in message and path in message
+  assert f"corrupt record at byte offset {offsets[3]} (data CRC mismatch)" in message

@@ -21,6 +21,10 @@ its shuffle buffers draw from its own Philox streams. The draws here come from n
 generators seeded with the same `seed * 1009 + process_index`; the structure (which
 files can be mixed, how far a record can move) is the same.
 
+Each open file is read by an `ExampleCursor`: 512 records at a time, framed and
+CRC-checked through a memory map and decoded together (`example_arrays`), so the per-record
+Python work is the interleave and the shuffles' draws.
+
 `state()` is a JSON-able dict (the files, each open slot's file and byte offset, the
 epoch position, the shuffle buffers as file and offset, the generators' states) between
 two batches; `restore(state)` continues with the very batches that followed it.
@@ -28,12 +32,13 @@ two batches; `restore(state)` continues with the very batches that followed it.
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+import collections
+from typing import Any, Deque, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from electra_tf2.data_io.tfrecord import (DataError, parse_int64_features, read_record,
-                                          tfrecord_files)
+from electra_tf2.data_io.example_arrays import int64_features, vectorised_int64_features
+from electra_tf2.data_io.tfrecord import DataError, RecordCursor, read_record, tfrecord_files
 
 FEATURE_NAMES = ("input_ids", "input_mask", "segment_ids")
 # Files read at once and records shuffled: official pretrain_data.py:55 (4 CPU threads), 64.
@@ -86,18 +91,24 @@ class PretrainingDataReader:
     self.batch_size = batch_size
     self.seed = seed * 1009 + process_index
     self.shuffle, self.repeat, self.check_crc = shuffle, repeat, check_crc
-    self._handles: Dict[int, Any] = {}
+    # What makes this reader again (in a worker process: data_io/background.py).
+    self.arguments = dict(files=all_files, max_seq_length=max_seq_length,
+                          batch_size=batch_size, seed=seed, process_index=process_index,
+                          process_count=process_count, shuffle=shuffle, repeat=repeat,
+                          check_crc=check_crc)
+    self._cursors: Dict[int, ExampleCursor] = {}  # by slot
     self._reset()
 
   # -- state ------------------------------------------------------------------------
 
   def _reset(self) -> None:
+    self.close()
     self._next_file = 0  # position in the repeated file stream: epoch * len(files) + i
     self._file_buffer: List[int] = []
     self._slots: List[Optional[List[int]]] = [None] * self.cycle_length  # [file, offset]
     self._cycle_index = 0
     self._records_seen = 0  # records of the interleaved stream (for the record shard)
-    self._record_buffer: List[Tuple[int, int, bytes]] = []  # (file, offset, record)
+    self._record_buffer: List[Tuple[int, int, np.ndarray]] = []  # (file, offset, example)
     self._exhausted = False
     self._file_rng = np.random.default_rng([self.seed, 0])
     self._record_rng = np.random.default_rng([self.seed, 1])
@@ -139,19 +150,32 @@ class PretrainingDataReader:
 
   # -- the stream -----------------------------------------------------------------------
 
-  def _record_at(self, file_index: int, offset: int) -> Optional[bytes]:
-    handle = self._handles.get(file_index)
-    if handle is None:
-      self._close_unused()
-      handle = self._handles[file_index] = open(self.files[file_index], "rb")
-    if handle.tell() != offset:
-      handle.seek(offset)
-    return read_record(handle, self.files[file_index], offset, self.check_crc)
+  def _record_at(self, file_index: int, offset: int) -> np.ndarray:
+    """The example at byte `offset` of a file ([features, max_seq_length] int32)."""
+    path = self.files[file_index]
+    with open(path, "rb") as f:
+      f.seek(offset)
+      record = read_record(f, path, offset, self.check_crc)
+    if record is None:
+      raise DataError(f"{path}: the input state names a record at byte offset {offset}, "
+                      "past the file's end: the file changed; start the input stream afresh")
+    try:
+      return example_rows([(offset, record)], path, self.max_seq_length)[0][1]
+    except _PartlyDecoded as e:
+      raise e.error from None
 
-  def _close_unused(self) -> None:
-    open_slots = {s[0] for s in self._slots if s is not None}
-    for index in [i for i in self._handles if i not in open_slots]:
-      self._handles.pop(index).close()
+  def _slot_record(self, slot: List[int]) -> Optional[Tuple[int, np.ndarray]]:
+    """The next example of the current slot's file and the byte offset after it (None
+    when the file is done)."""
+    cursor = self._cursors.get(self._cycle_index)
+    if cursor is None:
+      cursor = self._cursors[self._cycle_index] = ExampleCursor(
+          self.files[slot[0]], slot[1], self.max_seq_length, self.check_crc)
+    item = cursor.next()
+    if item is None:
+      self._cursors.pop(self._cycle_index).close()
+      return None
+    return item
 
   def _next_file_index(self) -> Optional[int]:
     """The next file of `repeat().shuffle(n_files)` (None when not repeating and done)."""
@@ -172,8 +196,8 @@ class PretrainingDataReader:
                                                        self._file_buffer[index])
     return self._file_buffer.pop()
 
-  def _next_interleaved(self) -> Optional[Tuple[int, int, bytes]]:
-    """The next record of the interleave: (file, offset, record), None at the end."""
+  def _next_interleaved(self) -> Optional[Tuple[int, int, np.ndarray]]:
+    """The next example of the interleave: (file, offset, example), None at the end."""
     empty_opened = 0
     while True:
       slot = self._slots[self._cycle_index]
@@ -188,8 +212,8 @@ class PretrainingDataReader:
           self._exhausted = True
           continue
         slot = self._slots[self._cycle_index] = [file_index, 0]
-      record = self._record_at(*slot)
-      if record is None:  # this file is done: the turn passes to the next slot
+      item = self._slot_record(slot)
+      if item is None:  # this file is done: the turn passes to the next slot
         self._slots[self._cycle_index] = None
         self._cycle_index = (self._cycle_index + 1) % self.cycle_length
         empty_opened += 1
@@ -198,11 +222,11 @@ class PretrainingDataReader:
                           "rebuild the pre-training data")
         continue
       file_index, offset = slot
-      slot[1] = offset + len(record) + 16
+      slot[1], example = item
       self._cycle_index = (self._cycle_index + 1) % self.cycle_length
-      return file_index, offset, record
+      return file_index, offset, example
 
-  def _next_record(self) -> Optional[Tuple[int, int, bytes]]:
+  def _next_record(self) -> Optional[Tuple[int, int, np.ndarray]]:
     """The next record after the record shard and the record shuffle."""
     if not self.shuffle:
       return self._next_sharded()
@@ -218,7 +242,7 @@ class PretrainingDataReader:
     buffer[index], buffer[-1] = buffer[-1], buffer[index]
     return buffer.pop()
 
-  def _next_sharded(self) -> Optional[Tuple[int, int, bytes]]:
+  def _next_sharded(self) -> Optional[Tuple[int, int, np.ndarray]]:
     while True:
       item = self._next_interleaved()
       if item is None or self.record_shard is None:
@@ -238,17 +262,72 @@ class PretrainingDataReader:
       if item is None:  # drop_remainder
         raise StopIteration
       items.append(item)
-    def where(i: int) -> str:
-      return f"{self.files[items[i][0]]} (record at byte offset {items[i][1]})"
-
-    values = parse_int64_features([record for _, _, record in items], FEATURE_NAMES,
-                                  self.max_seq_length, where)
-    return {name: value.astype(np.int32) for name, value in zip(FEATURE_NAMES, values)}
+    batch = np.stack([example for _, _, example in items])
+    return {name: np.ascontiguousarray(batch[:, i]) for i, name in enumerate(FEATURE_NAMES)}
 
   def close(self) -> None:
-    for handle in self._handles.values():
-      handle.close()
-    self._handles.clear()
+    for cursor in self._cursors.values():
+      cursor.close()
+    self._cursors.clear()
+
+
+class ExampleCursor:
+  """The examples of a pre-training TFRecord file from byte `offset` on: `next()` gives
+  (the offset after the example, its features as [3, max_seq_length] int32), then None.
+  Records come `chunk` at a time (`tfrecord.RecordCursor`, CRCs checked) and each chunk is
+  decoded at once; a damaged record raises its DataError when the cursor reaches it."""
+
+  def __init__(self, path: str, offset: int, max_seq_length: int, check_crc: bool = True,
+               chunk: int = 512):
+    self.path, self.max_seq_length = path, max_seq_length
+    self._records = RecordCursor(path, offset, check_crc, chunk)
+    self._ready: Deque[Tuple[int, np.ndarray]] = collections.deque()
+    self._error: Optional[DataError] = None
+
+  def next(self) -> Optional[Tuple[int, np.ndarray]]:
+    if not self._ready:
+      if self._error is not None:
+        raise self._error
+      try:
+        self._ready.extend(example_rows(self._records.take(), self.path,
+                                        self.max_seq_length))
+      except _PartlyDecoded as e:
+        self._ready.extend(e.rows)
+        self._error = e.error
+        return self.next()
+      if not self._ready:
+        return None
+    return self._ready.popleft()
+
+  def close(self) -> None:
+    self._records.close()
+
+
+class _PartlyDecoded(Exception):
+  def __init__(self, rows: List[Tuple[int, np.ndarray]], error: DataError):
+    super().__init__(str(error))
+    self.rows, self.error = rows, error
+
+
+def example_rows(records: List[Tuple[int, bytes]], path: str, max_seq_length: int
+                 ) -> List[Tuple[int, np.ndarray]]:
+  """(the offset after each record, its features as [3, max_seq_length] int32) of
+  consecutive (offset, record) pairs of a file: decoded together when they share the
+  common layout, else one by one, raising _PartlyDecoded (the rows before it, the error)
+  at the first that is not pre-training data."""
+  after = [offset + len(record) + 16 for offset, record in records]
+  values = vectorised_int64_features([r for _, r in records], FEATURE_NAMES, max_seq_length)
+  if values is not None:
+    return list(zip(after, np.stack(values, axis=1).astype(np.int32)))
+  rows = []
+  for (offset, record), next_offset in zip(records, after):
+    try:
+      values = int64_features([record], FEATURE_NAMES, max_seq_length,
+                              lambda _: f"{path} (record at byte offset {offset})")
+    except DataError as e:
+      raise _PartlyDecoded(rows, e) from None
+    rows.append((next_offset, np.stack(values, axis=1)[0].astype(np.int32)))
+  return rows
 
 
 def _short(value: Any) -> str:

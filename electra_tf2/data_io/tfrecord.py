@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import functools
 import glob
+import mmap
+import os
 import struct
 from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
@@ -74,48 +76,102 @@ def crc32c(data: bytes) -> int:
 
 def masked_crc32c(data: bytes) -> int:
   """The CRC a TFRecord stores: crc32c rotated right by 15 bits plus 0xa282ead8."""
-  crc = crc32c(data)
-  return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
+  return _masked(crc32c(data))
 
 
 # -- records ------------------------------------------------------------------
 
 
-def read_record(f, path: str, offset: int, check_crc: bool = True) -> Optional[bytes]:
-  """The record at byte `offset` of the open binary file `f` (positioned there), or None
-  at the end of the file. A short or corrupt record is a DataError naming path and offset."""
-  header = f.read(12)
-  if not header:
+def _masked(crc: int) -> int:
+  return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
+
+
+def record_in(buffer, start: int, path: str, offset: int, crc: Optional[Callable] = None
+              ) -> Optional[bytes]:
+  """The record framed at `buffer[start:]` (file byte `offset`), None at the buffer's end;
+  both CRCs checked with `crc` (crc32c) unless it is None. A short or corrupt record is a
+  DataError naming path and offset."""
+  if start == len(buffer):
     return None
-  if len(header) < 12:
+  if start + 12 > len(buffer):
     raise DataError(f"{path}: truncated record header at byte offset {offset}: the file is "
                     "cut short; rebuild it or remove it")
-  length, length_crc = _HEADER.unpack(header)
-  if check_crc and masked_crc32c(header[:8]) != length_crc:
+  length, length_crc = _HEADER.unpack_from(buffer, start)
+  if crc is not None and _masked(crc(buffer[start:start + 8])) != length_crc:
     raise DataError(f"{path}: corrupt record at byte offset {offset} (length CRC mismatch); "
                     "rebuild the file or remove it")
-  data = f.read(length)
-  footer = f.read(4)
-  if len(data) < length or len(footer) < 4:
+  stop = start + 12 + length
+  if stop + 4 > len(buffer):
     raise DataError(f"{path}: truncated record at byte offset {offset}: the file is cut "
                     "short; rebuild it or remove it")
-  if check_crc and masked_crc32c(data) != _FOOTER.unpack(footer)[0]:
+  data = bytes(buffer[start + 12:stop])
+  if crc is not None and _masked(crc(data)) != _FOOTER.unpack_from(buffer, stop)[0]:
     raise DataError(f"{path}: corrupt record at byte offset {offset} (data CRC mismatch); "
                     "rebuild the file or remove it")
   return data
 
 
+def read_record(f, path: str, offset: int, check_crc: bool = True) -> Optional[bytes]:
+  """The record at byte `offset` of the open binary file `f` (positioned there), or None
+  at the end of the file (`record_in` on what the file holds there)."""
+  buffer = f.read(12)
+  if len(buffer) == 12:
+    buffer += f.read(_HEADER.unpack(buffer)[0] + 4)
+  return record_in(buffer, 0, path, offset, _crc32c_function() if check_crc else None)
+
+
+class RecordCursor:
+  """The records of a TFRecord file from byte `offset` on, through a memory map, `chunk`
+  at a time: `take()` gives the next [(offset, data), ...], [] at the end. Both CRCs of
+  each record are checked as its chunk is read; a damaged record raises its DataError when
+  the records before it have been taken."""
+
+  def __init__(self, path: str, offset: int = 0, check_crc: bool = True, chunk: int = 256):
+    self.path, self.chunk = path, chunk
+    self._crc = _crc32c_function() if check_crc else None
+    with open(path, "rb") as f:
+      size = os.fstat(f.fileno()).st_size
+      self._map = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size else None
+    self._scan = offset
+    self._error: Optional[DataError] = None
+
+  def take(self) -> List[Tuple[int, bytes]]:
+    if self._error is not None:
+      raise self._error
+    buffer, offset, records = self._map if self._map is not None else b"", self._scan, []
+    for _ in range(self.chunk):
+      try:
+        data = record_in(buffer, offset, self.path, offset, self._crc)
+      except DataError as e:
+        self._error = e
+        if not records:
+          raise
+        break
+      if data is None:
+        break
+      records.append((offset, data))
+      offset += len(data) + 16
+    self._scan = offset
+    return records
+
+  def close(self) -> None:
+    if self._map is not None:
+      self._map.close()
+      self._map = None
+
+
 def read_records(path: str, offset: int = 0, check_crc: bool = True
                  ) -> Iterator[Tuple[int, bytes]]:
   """(byte offset, data) of each record of a TFRecord file, from byte `offset` on."""
-  with open(path, "rb") as f:
-    f.seek(offset)
+  cursor = RecordCursor(path, offset, check_crc)
+  try:
     while True:
-      data = read_record(f, path, offset, check_crc)
-      if data is None:
+      records = cursor.take()
+      if not records:
         return
-      yield offset, data
-      offset += len(data) + 16
+      yield from records
+  finally:
+    cursor.close()
 
 
 def write_records(path: str, records: Iterable[bytes]) -> None:
@@ -201,14 +257,18 @@ def _packed_payload(serialized: bytes) -> bytes:
 
 
 def decode_varints(buffer: np.ndarray) -> np.ndarray:
-  """Every base-128 varint of a uint8 buffer (ending on a varint's last byte) as int64."""
+  """Every base-128 varint of a uint8 buffer (ending on a varint's last byte) as int64
+  (bits past the 64th of an over-long varint dropped, as protobuf drops them)."""
   ends = np.flatnonzero(buffer < 0x80)
   if not len(ends):
     return np.zeros(0, np.int64)
   starts = np.concatenate([[0], ends[:-1] + 1])
-  shift = (np.arange(len(buffer)) - np.repeat(starts, ends - starts + 1)).astype(np.uint64) * 7
-  parts = (buffer & 0x7F).astype(np.uint64) << shift
-  return np.add.reduceat(parts, starts).view(np.int64)
+  size = ends - starts + 1
+  values = (buffer[starts] & 0x7F).astype(np.uint64)
+  for k in range(1, min(int(size.max()), 10)):
+    part = (buffer[np.minimum(starts + k, ends)] & 0x7F).astype(np.uint64) << np.uint64(7 * k)
+    values |= np.where(size > k, part, np.uint64(0))
+  return values.view(np.int64)
 
 
 def parse_int64_features(records: Sequence[bytes], names: Sequence[str], length: int,

@@ -11,8 +11,10 @@ electra_tf2/training/tf_pretraining.py. The same `PretrainingConfig`, the same m
 - seeds as the TensorFlow trainer's: micro-batch i of step s draws from
   `[s, i + 65536 * seed]` (JAX's own generator: other draws than TensorFlow's,
   with the same distributions);
-- data from the pre-training TFRecords through electra_tf2/data_io (pure Python,
-  the tf.data pipeline's structure), its position saved with each checkpoint;
+- data from the pre-training TFRecords through electra_tf2/data_io (numpy, the
+  tf.data pipeline's structure), read by a worker process ahead of the step and put
+  on the devices two batches ahead; the host waits for the devices only to log and
+  save; the input position of the last batch taken is saved with each checkpoint;
 - all local devices with `keras.distribution.DataParallel`: the batch is
   sharded and the program is the single-device one, so the losses are a single
   device's;
@@ -27,7 +29,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import keras
 import numpy as np
@@ -37,6 +39,7 @@ from electra_tf2.utils import run_lock
 from electra_tf2.checkpoints import directories, portable
 from electra_tf2.pretraining import objectives, state as pretraining_state
 from electra_tf2.config.pretraining import PretrainingConfig
+from electra_tf2.data_io.background import BackgroundReader, put_ahead
 from electra_tf2.data_io.pretraining import PretrainingDataReader
 from electra_tf2.utils.errors import ElectraError
 from electra_tf2.config.hparams import ConfigError
@@ -152,22 +155,25 @@ class JaxPretrainingRun:
     return state, losses_sum, stats_sum
 
   def put(self, batch: Dict[str, np.ndarray]):
-    """The batch on the devices (sharded over them with DataParallel)."""
+    """The batch on the devices (sharded over them with DataParallel); the copy runs
+    while the host goes on."""
     if self.distribution is None:
-      return batch
+      import jax  # pylint: disable=g-import-not-at-top
+      return jax.device_put(batch)
     return {k: keras.distribution.distribute_tensor(
         v, self.distribution.get_data_layout(v.shape)) for k, v in batch.items()}
 
   # -- checkpoints ----------------------------------------------------------------
 
-  def save(self, state, step: int, reader: PretrainingDataReader) -> Optional[str]:
-    """Writes a portable checkpoint (process 0 of several hosts only)."""
+  def save(self, state, step: int, reader_state: Dict[str, Any]) -> Optional[str]:
+    """Writes a portable checkpoint (process 0 of several hosts only), with the input
+    position after the last batch taken (`PretrainingDataReader.state()`)."""
     import jax  # pylint: disable=g-import-not-at-top
     self.assign_state(state)
     if jax.process_index() != 0:
       return None
     arrays, extra = pretraining_state.arrays_of(self.model, self.optimizer, step)
-    extra.update(reader=reader.state(), backend="jax")
+    extra.update(reader=reader_state, backend="jax")
     return portable.save(self.config.model_dir, step, arrays, extra,
                          keep=self.config.keep_checkpoint_max or None)
 
@@ -233,8 +239,10 @@ def _train(config: PretrainingConfig, options: RunOptions) -> Dict[str, Any]:
   schedule = loop_lib.Schedule(start_step, config.num_train_steps, 1,
                                options.log_every or config.iterations_per_loop,
                                config.save_checkpoints_steps, config.train_batch_size)
-  result = loop_lib.run_training_loop(_loop(run, reader, progress, start_step), schedule,
-                                      progress)
+  with BackgroundReader(reader) as background:
+    result = loop_lib.run_training_loop(
+        _loop(run, put_ahead(background, run.put), reader.state(), progress, start_step),
+        schedule, progress)
   summary = loop_lib.run_summary(config, result, progress.elapsed,
                                  portable.latest(config.model_dir), backend="jax",
                                  devices=len(jax.local_devices()))
@@ -243,21 +251,25 @@ def _train(config: PretrainingConfig, options: RunOptions) -> Dict[str, Any]:
   return summary
 
 
-def _loop(run: JaxPretrainingRun, reader: PretrainingDataReader, progress: ProgressLogger,
-          start_step: int) -> loop_lib.Loop:
-  """One compiled step a chunk, its results left on the devices until a line or a save."""
-  carried = {"state": run.state(), "step": start_step}
+def _loop(run: JaxPretrainingRun, batches: Iterator[Tuple[Any, Dict[str, Any]]],
+          reader_state: Dict[str, Any], progress: ProgressLogger, start_step: int
+          ) -> loop_lib.Loop:
+  """One compiled step a chunk, its results left on the devices until a line or a save.
+  `batches` gives (a batch on the devices, the input state after it), from `reader_state`
+  on: a save records the state of the last batch taken."""
+  carried = {"state": run.state(), "step": start_step, "reader": reader_state}
 
   def run_steps(n: int):
     assert n == 1  # the schedule's steps_per_loop
+    batch, carried["reader"] = next(batches)
     carried["state"], losses, stats = run.step_function(
-        carried["state"], run.put(next(reader)), np.int32(carried["step"]))
+        carried["state"], batch, np.int32(carried["step"]))
     carried["step"] += 1
     return losses, stats
 
   return loop_lib.Loop(
       run_steps=run_steps, losses_of=lambda pending: loop_lib.mean_losses([p[0] for p in pending]),
-      save=lambda step: run.save(carried["state"], step, reader),
+      save=lambda step: run.save(carried["state"], step, carried["reader"]),
       learning_rate=run.learning_rate, where=run.config.model_dir, sync_every_chunk=False,
       on_results=lambda step, pending, losses: _write_metrics(run, progress, step, pending,
                                                               losses))

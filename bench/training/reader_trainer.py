@@ -1,0 +1,252 @@
+"""Is the JAX trainer fed at its step's speed? Its reader, its step and the trainer itself,
+one run; and the TensorFlow trainer's tf.data input at the same batch.
+
+    python -m bench.training.reader_trainer [--examples 20000] [--files 8] [--seq-len 128]
+        [--batch 128] [--reader-batches 300] [--steps 40] [--log-every 10]
+        [--hparams JSON] [--no-tf-data] [--json FILE]
+
+Writes synthetic pre-training TFRecords (ids over BERT's 30,522-word vocabulary, random
+lengths, as tests/fixtures.py; written here without TensorFlow) and times, on them:
+
+- `reader`: `PretrainingDataReader` in this process (CRCs checked, the training
+  configuration: shuffles on), sequences/s of wall time and of this process's CPU time
+  (on a host shared with other jobs the wall figure says how much CPU the process got,
+  the CPU figure what one core does);
+- `reader process`: the same reader in its worker process (`BackgroundReader`), as the
+  trainer takes its batches (wall);
+- `tf.data`: `input_pipeline.input_fn` at the same batch in a subprocess (the TensorFlow
+  trainer's input, its threads; wall), unless --no-tf-data;
+- `step`: the JAX trainer's compiled step (`JaxPretrainingRun.step_function`) on one batch
+  held on the device, --hparams over electra_small (default: one layer of width 64, no
+  dropout, a 1,000-word vocabulary: the fastest step a CPU runs, so that reading would
+  show), on TFRecords of the same layout over the step's vocabulary;
+- `trainer`: `electra pretrain --backend jax` itself (`training.jax_pretraining.train`)
+  for --steps steps: its progress lines' sequences/s after the first (compile) interval.
+
+Prints each rate and the ratios: trainer / step (the target: at least 0.95), reader /
+step (how many steps' worth the reader reads), reader / tf.data.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any, Callable, Dict, List
+
+os.environ.setdefault("KERAS_BACKEND", "jax")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import numpy as np  # noqa: E402
+
+from electra_tf2.data_io import tfrecord  # noqa: E402
+from electra_tf2.data_io.background import BackgroundReader  # noqa: E402
+from electra_tf2.data_io.pretraining import PretrainingDataReader  # noqa: E402
+
+SMALL_STEP = {"model_hparam_overrides": {"num_hidden_layers": 1, "hidden_size": 64,
+                                         "intermediate_size": 128, "num_attention_heads": 1,
+                                         "hidden_dropout_prob": 0.0,
+                                         "attention_probs_dropout_prob": 0.0},
+              "embedding_size": 32, "num_warmup_steps": 2, "vocab_size": 1000}
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+  parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+  parser.add_argument("--examples", type=int, default=20000)
+  parser.add_argument("--files", type=int, default=8)
+  parser.add_argument("--seq-len", type=int, default=128)
+  parser.add_argument("--batch", type=int, default=128)
+  parser.add_argument("--reader-batches", type=int, default=300)
+  parser.add_argument("--steps", type=int, default=40, help="the trainer's steps")
+  parser.add_argument("--log-every", type=int, default=10)
+  parser.add_argument("--hparams", default=json.dumps(SMALL_STEP),
+                      help="JSON hparams over electra_small's for the step and the trainer")
+  parser.add_argument("--no-tf-data", action="store_true")
+  parser.add_argument("--tf-data-only", default=None, help=argparse.SUPPRESS)
+  parser.add_argument("--json", default=None, help="append the result as one JSON line")
+  return parser.parse_args(argv)
+
+
+def write_data(data_dir: str, examples: int, files: int, seq_len: int, vocab: int = 30522
+               ) -> str:
+  """vocab.txt (BERT's special ids: 0 and 100-103) of `vocab` words and
+  pretrain_tfrecords/ as `electra build-data` lays them out; the TFRecords' glob pattern."""
+  rng = np.random.default_rng(0)
+  os.makedirs(os.path.join(data_dir, "pretrain_tfrecords"))
+  tokens = (["[PAD]"] + [f"[unused{i}]" for i in range(99)] + ["[UNK]", "[CLS]", "[SEP]",
+                                                               "[MASK]"])
+  tokens += [f"w{i}" for i in range(vocab - len(tokens))]
+  with open(os.path.join(data_dir, "vocab.txt"), "w", encoding="utf-8") as f:
+    f.write("\n".join(tokens) + "\n")
+  records: List[List[bytes]] = [[] for _ in range(files)]
+  for n in range(examples):
+    length = int(rng.integers(seq_len // 2, seq_len + 1))
+    split = int(rng.integers(2, length - 1))
+    ids = rng.integers(104, vocab, seq_len)
+    ids[0], ids[split], ids[length - 1] = 101, 102, 102
+    ids[length:] = 0
+    mask = (np.arange(seq_len) < length).astype(np.int64)
+    segments = ((np.arange(seq_len) > split) & (mask == 1)).astype(np.int64)
+    records[n % files].append(tfrecord.int64_example(
+        {"input_ids": ids, "input_mask": mask, "segment_ids": segments}))
+  prefix = os.path.join(data_dir, "pretrain_tfrecords", "pretrain_data.tfrecord")
+  for i, shard in enumerate(records):
+    tfrecord.write_records(f"{prefix}-{i}-of-{files}", shard)
+  return prefix + "*"
+
+
+def reader_rates(pattern: str, args) -> Dict[str, float]:
+  """The reader's sequences/s in this process (wall and CPU) and from its worker process."""
+  reader = PretrainingDataReader(pattern, args.seq_len, args.batch, seed=0)
+  for _ in range(5):
+    next(reader)
+  wall, cpu = time.perf_counter(), time.process_time()
+  for _ in range(args.reader_batches):
+    next(reader)
+  sequences = args.reader_batches * args.batch
+  rates = {"reader_wall": sequences / (time.perf_counter() - wall),
+           "reader_cpu": sequences / (time.process_time() - cpu)}
+  with BackgroundReader(reader) as background:
+    for _ in range(5):
+      next(background)
+    wall = time.perf_counter()
+    for _ in range(args.reader_batches):
+      next(background)
+    rates["reader_process"] = sequences / (time.perf_counter() - wall)
+  return rates
+
+
+def tf_data_rate(data_dir: str, args) -> float:
+  """input_fn's sequences/s (the TensorFlow trainer's input), in a subprocess."""
+  command = [sys.executable, "-m", "bench.training.reader_trainer", "--tf-data-only", data_dir,
+             "--seq-len", str(args.seq_len), "--batch", str(args.batch),
+             "--reader-batches", str(args.reader_batches)]
+  result = subprocess.run(command, capture_output=True, text=True, check=True,
+                          env=dict(os.environ, KERAS_BACKEND="tensorflow"))
+  return float(result.stdout.strip().splitlines()[-1])
+
+
+def tf_data_only(args) -> None:
+  from electra_tf2.data_io import input_pipeline  # pylint: disable=g-import-not-at-top
+  from electra_tf2.config.pretraining import resolve_pretraining_config  # pylint: disable=g-import-not-at-top
+  config = resolve_pretraining_config("electra_small", args.tf_data_only,
+                                      {"max_seq_length": args.seq_len})
+  batches = iter(input_pipeline.input_fn(config, True, args.batch))
+  for _ in range(20):  # fills the shuffle and prefetch buffers
+    next(batches)
+  start = time.perf_counter()
+  for _ in range(args.reader_batches):
+    next(batches)["input_ids"].numpy()
+  print(args.reader_batches * args.batch / (time.perf_counter() - start))
+
+
+def config_of(data_dir: str, model_dir: str, args):
+  from electra_tf2.config.pretraining import resolve_pretraining_config  # pylint: disable=g-import-not-at-top
+  hparams = dict(json.loads(args.hparams), max_seq_length=args.seq_len,
+                 train_batch_size=args.batch, num_train_steps=args.steps,
+                 save_checkpoints_steps=args.steps, iterations_per_loop=args.log_every,
+                 model_dir=model_dir)
+  return resolve_pretraining_config("electra_small", data_dir, hparams)
+
+
+def step_timer(config, pattern: str, args) -> Callable[[], float]:
+  """Times the compiled step on one batch held on the device: each call, sequences/s over
+  as many steps as the trainer's timed ones."""
+  import jax  # pylint: disable=g-import-not-at-top
+  from electra_tf2.training.jax_pretraining import JaxPretrainingRun  # pylint: disable=g-import-not-at-top
+  run = JaxPretrainingRun(config)
+  batch = run.put(next(PretrainingDataReader(pattern, args.seq_len, args.batch)))
+  carried = {"state": run.state()}
+  steps = max(args.steps - args.log_every, args.log_every)
+
+  def timed(count: int) -> float:
+    state = carried["state"]
+    start = time.perf_counter()
+    for step in range(count):
+      state, losses, _ = run.step_function(state, batch, np.int32(step))
+    jax.block_until_ready((state, losses))
+    carried["state"] = state
+    return count * args.batch / (time.perf_counter() - start)
+
+  timed(3)  # compiles
+  return lambda: timed(steps)
+
+
+def trainer_rate(config) -> float:
+  """`train`'s sequences/s: the mean of its progress lines after the first (which holds
+  the compile; the last checkpoint is written after the last line)."""
+  from electra_tf2.training.jax_pretraining import train  # pylint: disable=g-import-not-at-top
+  from electra_tf2.training.options import RunOptions  # pylint: disable=g-import-not-at-top
+  with tempfile.TemporaryFile("w+") as lines:
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(lines.fileno(), 1)  # the progress lines, wherever sys.stdout was bound
+    try:
+      train(config, RunOptions(backend="jax"))
+    finally:
+      sys.stdout.flush()
+      os.dup2(saved, 1)
+      os.close(saved)
+    lines.seek(0)
+    rates = [float(m) for m in re.findall(r"\| ([0-9.]+) seq/s", lines.read())]
+  return float(np.mean(rates[1:]))
+
+
+def measure(args) -> Dict[str, Any]:
+  with tempfile.TemporaryDirectory() as tmp:
+    data_dir = os.path.join(tmp, "data")
+    pattern = write_data(data_dir, args.examples, args.files, args.seq_len)
+    result: Dict[str, Any] = reader_rates(pattern, args)
+    if not args.no_tf_data:
+      result["tf_data"] = tf_data_rate(data_dir, args)
+    # The step's data: the same layout over the step's (smaller) vocabulary.
+    vocab = json.loads(args.hparams).get("vocab_size", 30522)
+    data_dir = os.path.join(tmp, "step_data")
+    pattern = write_data(data_dir, args.examples, args.files, args.seq_len, vocab)
+    config = config_of(data_dir, os.path.join(tmp, "model"), args)
+    step = step_timer(config, pattern, args)
+    # The step before and after the trainer: on a shared host the load drifts.
+    result["step_before"] = step()
+    result["trainer"] = trainer_rate(config)
+    result["step_after"] = step()
+    result["step"] = (result["step_before"] + result["step_after"]) / 2
+  return result
+
+
+def main(argv=None) -> None:
+  args = parse_args(argv)
+  if args.tf_data_only:
+    tf_data_only(args)
+    return
+  import jax  # pylint: disable=g-import-not-at-top
+  load = os.getloadavg()[0]
+  result = measure(args)
+  print(f"length {args.seq_len}, batch {args.batch}, {args.files} files, on "
+        f"{jax.devices()[0].platform}; load average {load:.1f} at the start, "
+        f"{os.getloadavg()[0]:.1f} at the end ({os.cpu_count()} CPUs)")
+  names = {"reader_cpu": "reader (CPU time of its process)", "reader_wall": "reader (wall)",
+           "reader_process": "reader in its worker process (wall)",
+           "tf_data": "tf.data input_fn (wall)",
+           "step_before": "step, batch on the device (before the trainer)",
+           "step_after": "step, batch on the device (after the trainer)",
+           "step": "step (mean of the two)",
+           "trainer": "trainer (electra pretrain --backend jax)"}
+  for key, name in names.items():
+    if key in result:
+      print(f"{name:45s} {result[key]:12,.0f} seq/s")
+  print(f"trainer / step: {result['trainer'] / result['step']:.3f}; reader (CPU) / step: "
+        f"{result['reader_cpu'] / result['step']:.1f}"
+        + (f"; reader (CPU) / tf.data: {result['reader_cpu'] / result['tf_data']:.2f}"
+           if "tf_data" in result else ""))
+  if args.json:
+    with open(args.json, "a", encoding="utf-8") as f:
+      f.write(json.dumps(dict(result, seq_len=args.seq_len, batch=args.batch)) + "\n")
+
+
+if __name__ == "__main__":
+  main()
