@@ -44,6 +44,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
 
+from bench.common import script_parser  # noqa: E402
+
 from electra_tf2.data_io import tfrecord  # noqa: E402
 from electra_tf2.data_io.background import BackgroundReader  # noqa: E402
 from electra_tf2.data_io.pretraining import PretrainingDataReader  # noqa: E402
@@ -56,12 +58,11 @@ SMALL_STEP = {"model_hparam_overrides": {"num_hidden_layers": 1, "hidden_size": 
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-  parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-  parser.add_argument("--examples", type=int, default=20000)
-  parser.add_argument("--files", type=int, default=8)
-  parser.add_argument("--seq-len", type=int, default=128)
-  parser.add_argument("--batch", type=int, default=128)
-  parser.add_argument("--reader-batches", type=int, default=300)
+  parser = script_parser(__doc__, whole=False)
+  sizes = {"--examples": 20000, "--files": 8, "--seq-len": 128, "--batch": 128,
+           "--reader-batches": 300}
+  for flag, default in sizes.items():
+    parser.add_argument(flag, type=int, default=default)
   parser.add_argument("--steps", type=int, default=40, help="the trainer's steps")
   parser.add_argument("--log-every", type=int, default=10)
   parser.add_argument("--hparams", default=json.dumps(SMALL_STEP),
