@@ -187,7 +187,7 @@ def checkpoint_step(path: str) -> int:
 def _tensorflow_latest(model_dir: str) -> Optional[str]:
   """The latest `ckpt-N` of `model_dir` (TensorFlow's state file where TensorFlow is loaded;
   without it, the highest step of a local directory's `.index` files), else None."""
-  if is_remote(model_dir) or "tensorflow" in sys.modules:
+  if is_remote(model_dir) or sys.modules.get("tensorflow") is not None:
     return tf_checkpoint.latest_checkpoint(model_dir)
   if not os.path.isdir(model_dir):
     return None
