@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 from typing import Callable, List, Sequence
@@ -64,7 +65,9 @@ def _parse_flags(argv: List[str]) -> List[str]:
 def run_options_from_flags():
   """The `RunOptions` that the flags of `define_run_flags` describe."""
   values = flags.FLAGS
-  backend = values["backend"].value if "backend" in values else "tensorflow"
+  backend = "tensorflow"
+  if "backend" in values:
+    backend = values["backend"].value or _default_backend()
   return options.RunOptions(
       distribution_strategy=values["distribution-strategy"].value, tpu=values.tpu,
       mixed_precision=values["mixed-precision"].value, jit_compile=values["jit-compile"].value,
@@ -85,10 +88,10 @@ def pretrain(argv: Sequence[str], prog: str) -> None:
       "Directory with pretrain_tfrecords/ and vocab.txt.",
       "A preset (electra_small, electra_base, ... : electra_tf2/config/presets) or a path to a preset "
       ".json; also names DIR/models/<model-name>.", "pretraining_defaults")
-  flags.DEFINE_enum("backend", _default_backend(), list(options.BACKENDS),
+  flags.DEFINE_enum("backend", None, list(options.BACKENDS),
                     "Keras backend: tensorflow (tf.distribute) or jax (one compiled step, no "
-                    "TensorFlow needed; docs/pretraining_jax.md). Default: KERAS_BACKEND if it "
-                    "is jax, else tensorflow.")
+                    "TensorFlow needed; docs/pretraining_jax.md). Default: jax where "
+                    "KERAS_BACKEND=jax, else tensorflow.")
 
   def main(args: List[str]) -> None:
     logging.set_verbosity(logging.WARNING)  # progress lines are printed; TF's chatter is not
@@ -114,7 +117,14 @@ def _default_backend() -> str:
 
 
 def use_backend(backend: str) -> None:
-  """Selects the Keras backend before Keras is imported; one line if it is too late."""
+  """Selects the Keras backend before Keras is imported; one line if it is too late or the
+  backend is not installed."""
+  if backend == "tensorflow":
+    errors.require_tensorflow("--backend tensorflow (tf.distribute and tf.data)")
+  elif importlib.util.find_spec(backend) is None:  # jax: the extra of the same name
+    raise errors.ElectraError(
+        f"--backend {backend} needs {backend}, which is not installed here: pip install "
+        f"'electra-tf2[{backend}]' (a GPU or TPU machine installs its own {backend} build)")
   if "keras" in sys.modules:
     import keras  # pylint: disable=g-import-not-at-top
     if keras.backend.backend() != backend:

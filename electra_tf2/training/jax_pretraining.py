@@ -208,6 +208,7 @@ def train(config: PretrainingConfig, options: RunOptions = RunOptions(backend="j
   if not config.do_train:
     raise JaxTrainingError("the JAX trainer trains (do_train); evaluate on the TensorFlow "
                            "backend (electra pretrain without --backend jax, do_eval)")
+  loop_lib.check_vocabulary(config)  # before anything is written or compiled
   with run_lock.hold(config.model_dir):
     return _train(config, options)
 
@@ -230,7 +231,8 @@ def _train(config: PretrainingConfig, options: RunOptions) -> Dict[str, Any]:
                             os.path.join(config.model_dir, "train"), config.max_seq_length)
   schedule = loop_lib.Schedule(start_step, config.num_train_steps, 1,
                                options.log_every or config.iterations_per_loop,
-                               config.save_checkpoints_steps, config.train_batch_size)
+                               config.save_checkpoints_steps, config.train_batch_size,
+                               log_first_step=True)
   result = loop_lib.run_training_loop(_loop(run, reader, progress, start_step), schedule,
                                       progress)
   summary = loop_lib.run_summary(config, result, progress.elapsed,
