@@ -30,7 +30,7 @@ from electra_tf2.checkpoints import tf_checkpoint
 from electra_tf2.utils.atomic_io import exists, is_remote, isdir
 from electra_tf2.checkpoints import directories, huggingface, keras_hub, official, portable
 from electra_tf2.config.encoder import BertConfig
-from electra_tf2.utils.errors import ElectraError
+from electra_tf2.utils.errors import ElectraError, MissingTensorFlowError
 from electra_tf2.text.description import TokenizerDescription, read_description
 
 KINDS = ("savedmodel", "keras_hub", "huggingface", "pretrained", "finetuned", "official",
@@ -143,6 +143,15 @@ def kind_of(path: str) -> str:
       f"or a SavedModel ({SAVED_MODEL_FILE})")
 
 
+def _portable(path: str, kind: str) -> bool:
+  """Whether `path` is a pre-trained directory whose checkpoint is portable (read without
+  TensorFlow); not where it holds TensorFlow checkpoints and TensorFlow is absent."""
+  try:
+    return kind == "pretrained" and portable.is_portable(directories.locate(path).checkpoint_path)
+  except MissingTensorFlowError:
+    return False
+
+
 def describe(path: str, model_name: Optional[str] = None) -> Description:
   """The `Description` of the checkpoint at `path`.
 
@@ -150,8 +159,7 @@ def describe(path: str, model_name: Optional[str] = None) -> Description:
   the number of attention heads and the lowercasing its shapes do not give.
   """
   kind = kind_of(path)
-  if kind in TENSORFLOW_KINDS and not _keras_on_tensorflow() and not (
-      kind == "pretrained" and portable.is_portable(directories.locate(path).checkpoint_path)):
+  if kind in TENSORFLOW_KINDS and not _keras_on_tensorflow() and not _portable(path, kind):
     raise _needs_tensorflow(path, KIND_NAMES[kind])
   if kind == "savedmodel":
     return Description(path, kind)

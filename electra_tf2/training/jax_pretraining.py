@@ -40,6 +40,9 @@ from electra_tf2.config.pretraining import PretrainingConfig
 from electra_tf2.data_io.pretraining import PretrainingDataReader
 from electra_tf2.utils.errors import ElectraError
 from electra_tf2.config.hparams import ConfigError
+from electra_tf2.checkpoints.directories import (PRETRAIN_CONFIG_FILE,
+                                                 read_saved_pretraining_config)
+from electra_tf2.models.model_directory import check_same_architecture
 from electra_tf2.models.pretrainer import ElectraPretrainer
 from electra_tf2.training import loop as loop_lib
 from electra_tf2.training.options import RunOptions
@@ -174,11 +177,16 @@ class JaxPretrainingRun:
   def restore(self, path: str, reader: Optional[PretrainingDataReader]) -> int:
     """Loads a portable checkpoint (weights, Adam slots, step, input position)."""
     step, extra = loop_lib.restore_portable(self.model, self.optimizer, path)
-    if reader is not None and "reader" in extra:
-      try:
-        reader.restore(extra["reader"])
-      except ElectraError as e:
-        print(f"the input stream starts afresh ({e})", flush=True)
+    if reader is None:
+      return step
+    if "reader" not in extra:
+      print(f"the input stream starts afresh ({portable.state_path(path)}, which holds the "
+            "input position, is missing or lacks it)", flush=True)
+      return step
+    try:
+      reader.restore(extra["reader"])
+    except ElectraError as e:
+      print(f"the input stream starts afresh ({e})", flush=True)
     return step
 
 
@@ -193,6 +201,9 @@ def _start(run: JaxPretrainingRun, reader: PretrainingDataReader) -> int:
         f" and no portable one: run `electra convert to-portable --model-dir "
         f"{config.model_dir}` where TensorFlow is installed, then resume on JAX")
   if latest is not None:
+    if os.path.exists(os.path.join(config.model_dir, PRETRAIN_CONFIG_FILE)):  # each size named
+      saved = read_saved_pretraining_config(config.model_dir, ("model_size",))
+      check_same_architecture(config, saved)
     step = run.restore(latest, reader)
     print(f"resumed from {latest} at step {step}", flush=True)
     return step
