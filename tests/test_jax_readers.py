@@ -107,3 +107,22 @@ def test_jax_resume_of_a_damaged_or_other_directory(dirs, tmp_path):
   message = result.stderr.strip().splitlines()[-1]
   assert "encoder hidden_size 32 there, 48 now" in message, message
   assert "encoder num_hidden_layers 1 there, 2 now" in message, message
+
+
+def test_a_portable_directory_loads_on_pytorch_as_on_tensorflow(dirs):
+  """docs/keras.md's backend table: a JAX-trained (portable) directory loads on PyTorch
+  without TensorFlow, with TensorFlow's probabilities (JAX: tests/test_jax_pretraining.py)."""
+  pytest.importorskip("torch")
+  import electra_tf2  # pylint: disable=g-import-not-at-top
+  texts = ["w1 w2 w3 w4", "w5 w6"]
+  code = ("import json, numpy as np, electra_tf2\n"
+          f"out = electra_tf2.Discriminator.from_pretrained({dirs['portable']!r}).predict("
+          f"{texts!r}, verbose=0)\n"
+          "print(json.dumps(np.asarray(out['replaced_probability']).tolist()))\n")
+  env = dict(os.environ, KERAS_BACKEND="torch", PYTHONPATH=REPO_ROOT)
+  result = subprocess.run([sys.executable, "-c", BLOCKED + code], cwd=REPO_ROOT, env=env,
+                          capture_output=True, text=True, timeout=600)
+  assert result.returncode == 0, result.stderr[-3000:]
+  on_torch = np.array(json.loads(result.stdout.strip().splitlines()[-1]))
+  on_tf = electra_tf2.Discriminator.from_pretrained(dirs["portable"]).predict(texts, verbose=0)
+  np.testing.assert_allclose(on_torch, np.asarray(on_tf["replaced_probability"]), atol=1e-6)
