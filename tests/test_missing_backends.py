@@ -24,7 +24,7 @@ ARGS = {
     "build-data": ["--corpus-dir", "CORPUS", "--vocab-file", "VOCAB", "--output-dir", "OUT"],
     "build-openwebtext-data": ["--data-dir", "OUT"],
     "default-data": ["--data-dir", "OUT"],
-    "finetune": ["--data-dir", "OUT", "--model-name", "m", "--task", "cola"],
+    "finetune": ["--data-dir", "OUT", "--model-name", "electra_small", "--task", "cola"],
     "convert": ["to-tf2", "--checkpoint", "OUT/x", "--output-dir", "OUT"],
     "export": ["--model-dir", "OUT", "--output-dir", "OUT/exported"],
     "score": ["file", "--model-dir", "OUT", "--input", "OUT/in.txt"],
@@ -74,15 +74,27 @@ def test_every_command_that_needs_tensorflow_says_so_before_writing(tmp_path):
   out = tmp_path / "out"
   (tmp_path / "corpus").mkdir()
   (tmp_path / "corpus" / "a.txt").write_text("some text\n")
-  names = sorted(set(commands.NEEDS_TENSORFLOW) | {"pretrain"})
+  names = sorted(set(commands.NEEDS_TENSORFLOW) | {"pretrain", "finetune"})
   runs = {name: [str(out) + a[3:] if a.startswith("OUT") else
                  str(tmp_path / "corpus") if a == "CORPUS" else a for a in ARGS[name]]
           for name in names}
   (tmp_path / "out").mkdir()  # finetune's and pretrain's --data-dir must exist
-  results = run_absent(runs, ["tensorflow"], {"KERAS_BACKEND": "jax"})
+  absl = ("pretrain", "finetune")  # one absl command a process (each defines its flags)
+  results = run_absent({k: v for k, v in runs.items() if k not in absl}, ["tensorflow"],
+                       {"KERAS_BACKEND": "jax"})
+  for name in absl:
+    results.update(run_absent({name: runs[name]}, ["tensorflow"], {"KERAS_BACKEND": "jax"}))
   for name in names:
     assert_one_line(*results[name], "needs TensorFlow", "pip install 'tensorflow")
   assert not os.listdir(out)  # default-data wrote its corpus there first
+  # predict: a SavedModel needs TensorFlow (a .tflite does not), said in one line.
+  (tmp_path / "saved").mkdir()
+  (tmp_path / "saved" / "saved_model.pb").write_bytes(b"")
+  predicted = run_absent({"predict": [
+      "--model", str(tmp_path / "saved"), "--input", str(tmp_path / "corpus" / "a.txt"),
+      "--output", str(out / "p.jsonl")]}, ["tensorflow"], {"KERAS_BACKEND": "jax"})
+  assert_one_line(*predicted["predict"], "a SavedModel", "needs TensorFlow")
+  assert not os.listdir(out)
   # Help still works without TensorFlow, and no other command is refused.
   help_only = run_absent({"default-data": ["--help"], "params": ["electra_small"]},
                          ["tensorflow"], {"KERAS_BACKEND": "jax"})

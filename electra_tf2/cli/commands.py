@@ -61,14 +61,14 @@ SUBCOMMANDS: Dict[str, Tuple[str, str]] = {
 }
 BEAM_MODULE = "electra_tf2.data_prep.beam_pretraining"
 # The subcommands that need TensorFlow whatever their flags, and what for; each says so in
-# one line before it writes anything where TensorFlow is absent (pretrain asks for the backend
-# its --backend names: electra_tf2/cli/training.py).
+# one line before it writes anything where TensorFlow is absent. pretrain (the backend its
+# --backend names) and finetune check after their usage and config mistakes
+# (electra_tf2/cli/training.py); predict where its model is a SavedModel.
 NEEDS_TENSORFLOW: Dict[str, str] = {
     "build-vocab": "tensorflow-text's WordPiece learner",
     "build-data": "the in-graph tokenizer and TFRecords",
     "build-openwebtext-data": "the in-graph tokenizer and TFRecords",
     "default-data": "the in-graph tokenizer and TFRecords",
-    "finetune": "tf.data and the TensorFlow training loop",
     "convert": "TensorFlow checkpoints",
     "export": "SavedModels and the TFLite converter",
     "score": "the in-graph scorer",

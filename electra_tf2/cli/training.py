@@ -102,6 +102,7 @@ def pretrain(argv: Sequence[str], prog: str) -> None:
     from electra_tf2.config.pretraining import resolve_pretraining_config
     config = resolve_pretraining_config(flags.FLAGS["model-name"].value,
                                         flags.FLAGS["data-dir"].value, flags.FLAGS.hparams)
+    require_backend(run_options.backend)
     if run_options.backend == "jax":
       from electra_tf2.training import jax_pretraining  # pylint: disable=g-import-not-at-top
       jax_pretraining.train(config, run_options)
@@ -116,15 +117,19 @@ def _default_backend() -> str:
   return "jax" if os.environ.get("KERAS_BACKEND") == "jax" else "tensorflow"
 
 
-def use_backend(backend: str) -> None:
-  """Selects the Keras backend before Keras is imported; one line if it is too late or the
-  backend is not installed."""
+def require_backend(backend: str) -> None:
+  """One line naming what to install where `backend` is not installed (checked after the
+  usage and config mistakes, before anything is written)."""
   if backend == "tensorflow":
     errors.require_tensorflow("--backend tensorflow (tf.distribute and tf.data)")
   elif importlib.util.find_spec(backend) is None:  # jax: the extra of the same name
     raise errors.ElectraError(
         f"--backend {backend} needs {backend}, which is not installed here: pip install "
         f"'electra-tf2[{backend}]' (a GPU or TPU machine installs its own {backend} build)")
+
+
+def use_backend(backend: str) -> None:
+  """Selects the Keras backend before Keras is imported; one line if it is too late."""
   if "keras" in sys.modules:
     import keras  # pylint: disable=g-import-not-at-top
     if keras.backend.backend() != backend:
@@ -152,6 +157,7 @@ def finetune(argv: Sequence[str], prog: str) -> None:
     config = config_lib.resolve_finetuning_config(
         flags.FLAGS["model-name"].value, flags.FLAGS["data-dir"].value, flags.FLAGS.hparams,
         flags.FLAGS.task)
+    errors.require_tensorflow("electra finetune (tf.data and the TensorFlow training loop)")
     from electra_tf2.training import finetuning as runner  # pylint: disable=g-import-not-at-top
     runner.run_finetuning(config, run_options_from_flags())
   run(main, argv, prog, usage)
