@@ -111,3 +111,31 @@ def noisy_pretrainer(hparams: Dict[str, Any], seed: int, scale: float):
   for variable in model.trainable_variables:
     variable.assign(variable.numpy() + rng.normal(0, scale, variable.shape).astype(np.float32))
   return model
+
+
+# A pre-training run of a tiny encoder: its hparams, and its model directory in both formats.
+TINY_PRETRAINING = {"vocab_size": 64, "max_seq_length": 32, "train_batch_size": 8,
+                    "num_train_steps": 2, "embedding_size": 16,
+                    "model_hparam_overrides": {"hidden_size": 32, "num_hidden_layers": 1,
+                                               "num_attention_heads": 2, "intermediate_size": 64}}
+
+
+def write_trained_model_dirs(root: str) -> Dict[str, str]:
+  """A 2-step TensorFlow run of TINY_PRETRAINING on tiny data, and the same directory with
+  only its portable checkpoint (as a JAX run leaves it): {"data", "tensorflow", "portable"}."""
+  import shutil  # pylint: disable=g-import-not-at-top
+  from electra_tf2.config.pretraining import resolve_pretraining_config
+  from electra_tf2.conversion import convert
+  from electra_tf2.training import tf_pretraining
+  data = write_pretraining_data(os.path.join(root, "data"), num_examples=16, vocab_size=64,
+                                bert_ids=False)
+  dirs = {"data": data, "tensorflow": os.path.join(root, "tensorflow"),
+          "portable": os.path.join(root, "portable")}
+  tf_pretraining.run_pretraining(resolve_pretraining_config(
+      "electra_small", data, dict(TINY_PRETRAINING, model_dir=dirs["tensorflow"])))
+  shutil.copytree(dirs["tensorflow"], dirs["portable"])
+  convert.write_portable_checkpoint(dirs["portable"])
+  for name in os.listdir(dirs["portable"]):
+    if name == "checkpoint" or name.startswith("ckpt-"):
+      os.remove(os.path.join(dirs["portable"], name))
+  return dirs

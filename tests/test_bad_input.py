@@ -336,3 +336,96 @@ def test_score_refuses_an_input_without_text_in_one_line(tmp_path, capsys, conte
       assert run() == 2
       assert capsys.readouterr().err == (f"error: --input {path} is empty: give one text (or "
                                          "JSON object) per line\n")
+
+
+# ---------------------------------------------------------------------------
+# Damaged checkpoints, both formats, on every command that reads one
+# ---------------------------------------------------------------------------
+
+# (directory, file) of each format: the portable checkpoint and its sidecar, the TensorFlow
+# checkpoint's data, index and state file.
+CHECKPOINT_FILES = [("portable", "portable-2.npz"), ("portable", "portable-2.json"),
+                    ("tensorflow", "ckpt-2.data-00000-of-00001"), ("tensorflow", "ckpt-2.index"),
+                    ("tensorflow", "checkpoint")]
+
+
+@pytest.fixture(scope="module")
+def trained_dirs(tmp_path_factory):
+  from tests.fixtures import write_trained_model_dirs
+  return write_trained_model_dirs(str(tmp_path_factory.mktemp("trained")))
+
+
+def damage(path: str, how: str, where: float) -> None:
+  """Truncates `path` at fraction `where` of its size, flips a bit of the byte there, or
+  deletes it."""
+  if how == "delete":
+    os.remove(path)
+    return
+  with open(path, "rb") as f:
+    content = bytearray(f.read())
+  at = min(int(where * len(content)), len(content) - 1)
+  if how == "truncate":
+    del content[at:]
+  else:
+    content[at] ^= 0x10
+  with open(path, "wb") as f:
+    f.write(bytes(content))
+
+
+def checkpoint_readers(model_dir: str, data_dir: str, out: str):
+  """Every command that reads `model_dir`'s checkpoint: name -> a call returning the exit
+  code (from_pretrained's ElectraError reported as a command reports it)."""
+  from electra_tf2.cli import score as cli
+  from electra_tf2.config.pretraining import resolve_pretraining_config
+  from electra_tf2.conversion import hf_export
+  from electra_tf2.models.discriminator import Discriminator
+  from electra_tf2.training import tf_pretraining
+  from electra_tf2.utils.errors import run_command
+  from tests.fixtures import TINY_PRETRAINING
+  texts = os.path.join(out, "texts.txt")
+  with open(texts, "w", encoding="utf-8") as f:
+    f.write("w1 w2 w3\n")
+  resume = dict(TINY_PRETRAINING, model_dir=model_dir, num_train_steps=3)
+  return {
+      "from_pretrained": lambda: run_command(
+          lambda _: Discriminator.from_pretrained(model_dir) and 0),
+      "hf-export": lambda: hf_export.main(["--model-dir", model_dir, "--output-dir",
+                                           os.path.join(out, "hf")]),
+      "score": lambda: cli.main(["file", "--model-dir", model_dir, "--input", texts,
+                                 "--output", os.path.join(out, "scores.jsonl")]),
+      "pretrain (resume)": lambda: run_command(lambda _: tf_pretraining.run_pretraining(
+          resolve_pretraining_config("electra_small", data_dir, resume)) and 0)}
+
+
+@settings(max_examples=16, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(file=st.sampled_from(CHECKPOINT_FILES), how=st.sampled_from(["truncate", "flip", "delete"]),
+       where=st.floats(0, 1), reader=st.sampled_from(["from_pretrained", "hf-export", "score",
+                                                      "pretrain (resume)"]))
+@example(file=CHECKPOINT_FILES[0], how="truncate", where=0.5, reader="score")  # BadZipFile
+@example(file=CHECKPOINT_FILES[0], how="flip", where=0.5, reader="from_pretrained")  # bad CRC
+@example(file=CHECKPOINT_FILES[0], how="truncate", where=0.5, reader="hf-export")
+@example(file=CHECKPOINT_FILES[1], how="truncate", where=0.5, reader="pretrain (resume)")
+@example(file=CHECKPOINT_FILES[2], how="flip", where=0.5, reader="score")
+@example(file=CHECKPOINT_FILES[3], how="truncate", where=0.3, reader="from_pretrained")
+def test_a_damaged_checkpoint_is_read_or_refused_naming_the_file(trained_dirs, tmp_path, capsys,
+                                                                 file, how, where, reader):
+  """Every reader of a checkpoint either reads it (the damage missed what it reads, or the
+  file is not needed: a missing sidecar) or exits 2 with one line naming the file."""
+  import shutil
+  import tempfile
+  kind, name = file
+  work = tempfile.mkdtemp(dir=tmp_path)
+  model_dir = shutil.copytree(trained_dirs[kind], os.path.join(work, kind))
+  damage(os.path.join(model_dir, name), how, where)
+  capsys.readouterr()
+  code = checkpoint_readers(model_dir, trained_dirs["data"], work)[reader]()
+  err = capsys.readouterr().err
+  lines = [line for line in err.splitlines() if line.startswith("error: ") or "Traceback" in line]
+  assert code in (0, 2), (reader, err[-3000:])
+  if code == 2:
+    assert len(lines) == 1 and "Traceback" not in err, (reader, err[-3000:])
+    assert any(part in lines[0] for part in (name, "ckpt-2", "checkpoint")), lines[0]
+  if (kind, how) == ("portable", "delete") or name == "checkpoint":
+    return  # the weights are whole: read (a resume says the input stream starts afresh)
+  assert code == 2 or how == "flip", (reader, err[-3000:])  # a truncated file is refused

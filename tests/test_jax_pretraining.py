@@ -85,6 +85,7 @@ def test_trains_without_tensorflow_and_reports(reference):
   steps = [line for line in stdout.splitlines() if line.startswith("step ")]
   assert len(steps) == 12 and steps[-1].startswith("step 12/12 (100.0%)")
   assert "seq/s" in steps[-1] and "ETA" in steps[-1]
+  assert "compiling included" in steps[0] and "compiling" not in " ".join(steps[1:])
   assert [portable.step_of(p) for p in portable.all_checkpoints(model_dir)] == [4, 8, 12]
   rows = metrics(model_dir)
   assert [r["step"] for r in rows] == list(range(1, 13))

@@ -116,3 +116,27 @@ def test_a_config_that_does_not_fit_is_one_short_line(saved, tmp_path):
   assert "TextClassifier" in message and "embedding_size" in message
   assert len(message) < 300 and "\n" not in message
   assert "smith" not in message
+
+
+@pytest.mark.slow
+def test_a_file_compiled_with_xla_loads_quietly_on_pytorch(tmp_path):
+  """A `.keras` file compiled with jit_compile=True (another backend's XLA) compiles eagerly
+  on PyTorch, Keras' torch default: torch.compile of these models recompiles on layer
+  attributes, with pages of torch._dynamo warnings."""
+  pytest.importorskip("torch")
+  model = tiny("TextClassifier")
+  model.compile(optimizer="adam", loss="sparse_categorical_crossentropy", jit_compile=True)
+  model.fit(model.featurize(TEXTS), np.array([0, 2]), epochs=1, verbose=0)
+  path = str(tmp_path / "xla.keras")
+  model.save(path)
+  with zipfile.ZipFile(path) as f:
+    assert json.loads(f.read("config.json"))["compile_config"]["jit_compile"] is True
+  code = ("import electra_tf2, keras\n"
+          f"model = keras.models.load_model({path!r})\n"
+          "print('jit_compile', model.jit_compile)\n"
+          f"model.predict({TEXTS!r}, verbose=0)\n")
+  result = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, KERAS_BACKEND="torch"),
+                          capture_output=True, text=True, timeout=600, cwd=os.path.dirname(HERE))
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert "jit_compile False" in result.stdout.splitlines()
+  assert "torch._dynamo" not in result.stderr and "recompile" not in result.stderr, result.stderr

@@ -14,6 +14,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import zipfile
+import zlib
 from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
@@ -32,6 +34,11 @@ class PortableCheckpointError(ElectraError, ValueError):
 def path_for(model_dir: str, step: int) -> str:
   """`model_dir/portable-<step>.npz`."""
   return os.path.join(model_dir, f"{PREFIX}{step}.npz")
+
+
+def state_path(path: str) -> str:
+  """The `.json` beside the `.npz` at `path`: what else a resumed run needs."""
+  return path[:-len(".npz")] + ".json"
 
 
 def is_portable(path: Optional[str]) -> bool:
@@ -63,14 +70,14 @@ def save(model_dir: str, step: int, arrays: Dict[str, np.ndarray], state: Dict[s
   of a lower step than a checkpoint already there included). Returns the `.npz`."""
   os.makedirs(model_dir, exist_ok=True)
   path = path_for(model_dir, step)
-  write_json_atomic(path[:-len(".npz")] + ".json", dict(state, global_step=step))
+  write_json_atomic(state_path(path), dict(state, global_step=step))
   with atomic_path(path) as tmp:
     with open(tmp, "wb") as f:
       np.savez(f, **arrays)
   if keep:
     others = [p for p in all_checkpoints(model_dir) if p != path]
     for old in others[:max(0, len(others) - (keep - 1))]:
-      for name in (old, old[:-len(".npz")] + ".json"):
+      for name in (old, state_path(old)):
         if os.path.exists(name):
           os.remove(name)
   return path
@@ -78,15 +85,30 @@ def save(model_dir: str, step: int, arrays: Dict[str, np.ndarray], state: Dict[s
 
 def load(path: str) -> Tuple[Dict[str, np.ndarray], Dict[str, Any]]:
   """(arrays by name, state) of a portable checkpoint; one line if it cannot be read."""
+  return _read(path, _read_arrays), _read(state_path(path), _read_state)
+
+
+def _read(path: str, read):
+  """`read(path)`; a damaged file (truncated, bit-flipped, not what it should be) in one line."""
   try:
-    with np.load(path, allow_pickle=False) as data:
-      arrays = {name: data[name] for name in data.files}
-    state_path = path[:-len(".npz")] + ".json"
-    state = {}
-    if os.path.exists(state_path):
-      with open(state_path, encoding="utf-8") as f:
-        state = json.load(f)
-  except (OSError, ValueError, KeyError) as e:
-    raise PortableCheckpointError(f"{path} cannot be read ({str(e).splitlines()[0]}): resume "
-                                  "from an earlier checkpoint or delete it") from None
-  return arrays, state
+    return read(path)
+  except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, zlib.error) as e:
+    reason = (str(e).splitlines() or [""])[0] or type(e).__name__
+    raise PortableCheckpointError(f"{path} cannot be read ({reason}): resume from an earlier "
+                                  "checkpoint or delete it") from None
+
+
+def _read_arrays(path: str) -> Dict[str, np.ndarray]:
+  with np.load(path, allow_pickle=False) as data:
+    return {name: data[name] for name in data.files}
+
+
+def _read_state(path: str) -> Dict[str, Any]:
+  """The `.json` state ({} where it is missing: the weights are whole without it)."""
+  if not os.path.exists(path):
+    return {}
+  with open(path, encoding="utf-8") as f:
+    state = json.load(f)
+  if not isinstance(state, dict):
+    raise ValueError(f"a JSON object expected, got {type(state).__name__}")
+  return state

@@ -35,7 +35,7 @@ def latest_checkpoint(model_dir: str, strict: bool = True) -> Optional[str]:
   state file moved with its directory (an absolute path from another machine)
   is followed to the checkpoint of the same name in `model_dir`.
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  tf = import_tensorflow(f"reading the TensorFlow checkpoints of {model_dir}")
   try:
     state = tf.train.get_checkpoint_state(model_dir)
   except ValueError as e:  # an empty or garbled state file

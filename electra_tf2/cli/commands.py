@@ -22,6 +22,7 @@ rule of electra_tf2/utils/errors.py: 0 done, 2 a usage or input error in one lin
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 import sys
@@ -59,6 +60,19 @@ SUBCOMMANDS: Dict[str, Tuple[str, str]] = {
     "flops": ("electra_tf2.pretraining.flops", "pre-training FLOPs, counted as the paper"),
 }
 BEAM_MODULE = "electra_tf2.data_prep.beam_pretraining"
+# The subcommands that need TensorFlow whatever their flags, and what for; each says so in
+# one line before it writes anything where TensorFlow is absent. pretrain (the backend its
+# --backend names) and finetune check after their usage and config mistakes
+# (electra_tf2/cli/training.py); predict where its model is a SavedModel.
+NEEDS_TENSORFLOW: Dict[str, str] = {
+    "build-vocab": "tensorflow-text's WordPiece learner",
+    "build-data": "the in-graph tokenizer and TFRecords",
+    "build-openwebtext-data": "the in-graph tokenizer and TFRecords",
+    "default-data": "the in-graph tokenizer and TFRecords",
+    "convert": "TensorFlow checkpoints",
+    "export": "SavedModels and the TFLite converter",
+    "score": "the in-graph scorer",
+}
 
 
 def _usage() -> str:
@@ -72,6 +86,11 @@ def _usage() -> str:
 def subcommand_main(name: str, argv: Sequence[str]) -> Callable[[], int]:
   """The function that runs subcommand `name` on `argv` and returns its exit code."""
   prog = f"electra {name}"
+  if name in NEEDS_TENSORFLOW and not set(argv) & {"-h", "--help"}:
+    try:
+      errors.require_tensorflow(f"{prog} ({NEEDS_TENSORFLOW[name]})")
+    except errors.MissingTensorFlowError as missing:
+      return functools.partial(errors.report, missing)
   if name in ("pretrain", "finetune"):
     from electra_tf2.cli import training as cli  # pylint: disable=g-import-not-at-top
     command = cli.pretrain if name == "pretrain" else cli.finetune

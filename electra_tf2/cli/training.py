@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 from typing import Callable, List, Sequence
@@ -64,7 +65,9 @@ def _parse_flags(argv: List[str]) -> List[str]:
 def run_options_from_flags():
   """The `RunOptions` that the flags of `define_run_flags` describe."""
   values = flags.FLAGS
-  backend = values["backend"].value if "backend" in values else "tensorflow"
+  backend = "tensorflow"
+  if "backend" in values:
+    backend = values["backend"].value or _default_backend()
   return options.RunOptions(
       distribution_strategy=values["distribution-strategy"].value, tpu=values.tpu,
       mixed_precision=values["mixed-precision"].value, jit_compile=values["jit-compile"].value,
@@ -85,10 +88,10 @@ def pretrain(argv: Sequence[str], prog: str) -> None:
       "Directory with pretrain_tfrecords/ and vocab.txt.",
       "A preset (electra_small, electra_base, ... : electra_tf2/config/presets) or a path to a preset "
       ".json; also names DIR/models/<model-name>.", "pretraining_defaults")
-  flags.DEFINE_enum("backend", _default_backend(), list(options.BACKENDS),
+  flags.DEFINE_enum("backend", None, list(options.BACKENDS),
                     "Keras backend: tensorflow (tf.distribute) or jax (one compiled step, no "
-                    "TensorFlow needed; docs/pretraining_jax.md). Default: KERAS_BACKEND if it "
-                    "is jax, else tensorflow.")
+                    "TensorFlow needed; docs/pretraining_jax.md). Default: jax where "
+                    "KERAS_BACKEND=jax, else tensorflow.")
 
   def main(args: List[str]) -> None:
     logging.set_verbosity(logging.WARNING)  # progress lines are printed; TF's chatter is not
@@ -99,6 +102,7 @@ def pretrain(argv: Sequence[str], prog: str) -> None:
     from electra_tf2.config.pretraining import resolve_pretraining_config
     config = resolve_pretraining_config(flags.FLAGS["model-name"].value,
                                         flags.FLAGS["data-dir"].value, flags.FLAGS.hparams)
+    require_backend(run_options.backend)
     if run_options.backend == "jax":
       from electra_tf2.training import jax_pretraining  # pylint: disable=g-import-not-at-top
       jax_pretraining.train(config, run_options)
@@ -111,6 +115,17 @@ def pretrain(argv: Sequence[str], prog: str) -> None:
 
 def _default_backend() -> str:
   return "jax" if os.environ.get("KERAS_BACKEND") == "jax" else "tensorflow"
+
+
+def require_backend(backend: str) -> None:
+  """One line naming what to install where `backend` is not installed (checked after the
+  usage and config mistakes, before anything is written)."""
+  if backend == "tensorflow":
+    errors.require_tensorflow("--backend tensorflow (tf.distribute and tf.data)")
+  elif importlib.util.find_spec(backend) is None:  # jax: the extra of the same name
+    raise errors.ElectraError(
+        f"--backend {backend} needs {backend}, which is not installed here: pip install "
+        f"'electra-tf2[{backend}]' (a GPU or TPU machine installs its own {backend} build)")
 
 
 def use_backend(backend: str) -> None:
@@ -142,6 +157,7 @@ def finetune(argv: Sequence[str], prog: str) -> None:
     config = config_lib.resolve_finetuning_config(
         flags.FLAGS["model-name"].value, flags.FLAGS["data-dir"].value, flags.FLAGS.hparams,
         flags.FLAGS.task)
+    errors.require_tensorflow("electra finetune (tf.data and the TensorFlow training loop)")
     from electra_tf2.training import finetuning as runner  # pylint: disable=g-import-not-at-top
     runner.run_finetuning(config, run_options_from_flags())
   run(main, argv, prog, usage)

@@ -364,8 +364,14 @@ class TextModel(keras.Model):
 
   def compile_from_config(self, config: Dict[str, Any]) -> None:
     """Compiles as saved in a .keras file; an AdamWeightDecay gets back the official
-    variable names its weight-decay and layer-wise rules read (not part of its config)."""
-    self.compile(**keras.saving.deserialize_keras_object(config))
+    variable names its weight-decay and layer-wise rules read (not part of its config).
+    On PyTorch a saved `jit_compile` (another backend's XLA) becomes Keras' torch default,
+    eager: torch.compile of these models recompiles on layer attributes, with pages of
+    torch._dynamo warnings."""
+    config = keras.saving.deserialize_keras_object(config)
+    if keras.backend.backend() == "torch" and config.get("jit_compile") not in (None, "auto"):
+      config = dict(config, jit_compile="auto")
+    self.compile(**config)
     if isinstance(self.optimizer, optimization.AdamWeightDecay):
       self.optimizer.variable_name_fn = variable_names.official_name_fn(self.variable_map())
     self.optimizer.build(self.trainable_variables)

@@ -32,7 +32,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from electra_tf2.utils import predictions
+from electra_tf2.utils import errors, predictions
 from electra_tf2.utils.errors import ElectraError, command
 
 INPUT_FORMATS = ("auto", "text", "jsonl")
@@ -80,6 +80,7 @@ def load_runner(path: str, signature: Optional[str] = None, num_threads: Optiona
       raise PredictError(f"--signature {signature}: a .tflite has serving_default only")
     model = LiteRTModel(path, num_threads=num_threads)
     return model.run_batch, model.input_names
+  errors.require_tensorflow(f"{path} (a SavedModel: a .tflite runs without TensorFlow)")
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   import tensorflow_text  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
   function = tf.saved_model.load(path).signatures.get(signature or "serving_default")

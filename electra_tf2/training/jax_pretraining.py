@@ -43,6 +43,9 @@ from electra_tf2.data_io.background import BackgroundReader, put_ahead
 from electra_tf2.data_io.pretraining import PretrainingDataReader
 from electra_tf2.utils.errors import ElectraError
 from electra_tf2.config.hparams import ConfigError
+from electra_tf2.checkpoints.directories import (PRETRAIN_CONFIG_FILE,
+                                                 read_saved_pretraining_config)
+from electra_tf2.models.model_directory import check_same_architecture
 from electra_tf2.models.pretrainer import ElectraPretrainer
 from electra_tf2.training import loop as loop_lib
 from electra_tf2.training.options import RunOptions
@@ -180,11 +183,16 @@ class JaxPretrainingRun:
   def restore(self, path: str, reader: Optional[PretrainingDataReader]) -> int:
     """Loads a portable checkpoint (weights, Adam slots, step, input position)."""
     step, extra = loop_lib.restore_portable(self.model, self.optimizer, path)
-    if reader is not None and "reader" in extra:
-      try:
-        reader.restore(extra["reader"])
-      except ElectraError as e:
-        print(f"the input stream starts afresh ({e})", flush=True)
+    if reader is None:
+      return step
+    if "reader" not in extra:
+      print(f"the input stream starts afresh ({portable.state_path(path)}, which holds the "
+            "input position, is missing or lacks it)", flush=True)
+      return step
+    try:
+      reader.restore(extra["reader"])
+    except ElectraError as e:
+      print(f"the input stream starts afresh ({e})", flush=True)
     return step
 
 
@@ -200,6 +208,9 @@ def _start(run: JaxPretrainingRun, reader: PretrainingDataReader) -> int:
         f"{newest.step}{older}): run `electra convert to-portable --model-dir "
         f"{config.model_dir}` where TensorFlow is installed, then resume on JAX")
   if newest is not None:
+    if os.path.exists(os.path.join(config.model_dir, PRETRAIN_CONFIG_FILE)):  # each size named
+      saved = read_saved_pretraining_config(config.model_dir, ("model_size",))
+      check_same_architecture(config, saved)
     newest.announce()
     step = run.restore(newest.path, reader)
     print(f"resumed from {newest.path} at step {step}", flush=True)
@@ -216,6 +227,7 @@ def train(config: PretrainingConfig, options: RunOptions = RunOptions(backend="j
   if not config.do_train:
     raise JaxTrainingError("the JAX trainer trains (do_train); evaluate on the TensorFlow "
                            "backend (electra pretrain without --backend jax, do_eval)")
+  loop_lib.check_vocabulary(config)  # before anything is written or compiled
   with run_lock.hold(config.model_dir):
     return _train(config, options)
 
@@ -238,7 +250,8 @@ def _train(config: PretrainingConfig, options: RunOptions) -> Dict[str, Any]:
                             os.path.join(config.model_dir, "train"), config.max_seq_length)
   schedule = loop_lib.Schedule(start_step, config.num_train_steps, 1,
                                options.log_every or config.iterations_per_loop,
-                               config.save_checkpoints_steps, config.train_batch_size)
+                               config.save_checkpoints_steps, config.train_batch_size,
+                               log_first_step=True)
   with BackgroundReader(reader) as background:
     result = loop_lib.run_training_loop(
         _loop(run, put_ahead(background, run.put), reader.state(), progress, start_step),

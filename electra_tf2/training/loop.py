@@ -32,6 +32,7 @@ from electra_tf2.config.hparams import ConfigError
 from electra_tf2.config.pretraining import PretrainingConfig
 from electra_tf2.models.model_directory import write_tokenizer_description
 from electra_tf2.pretraining import state as pretraining_state
+from electra_tf2.text import vocab as vocab_lib
 from electra_tf2.training.options import StopRequested
 from electra_tf2.training.progress import ProgressLogger
 from electra_tf2.utils.atomic_io import makedirs, write_json_atomic
@@ -86,16 +87,20 @@ class Loop:
 class Schedule:
   """When a run steps, logs and saves: from `start_step` to `num_steps`, chunks of at most
   `steps_per_loop` steps, a progress line every `log_every` steps and a checkpoint every
-  `save_every` (and at the end, and on a stop signal)."""
+  `save_every` (and at the end, and on a stop signal); with `log_first_step`, a line after
+  the run's first step too (a compiled step's: how long compiling took)."""
   start_step: int
   num_steps: int
   steps_per_loop: int
   log_every: int
   save_every: int
   batch_size: int  # sequences per step, for throughput
+  log_first_step: bool = False
 
   def chunk(self, step: int) -> int:
     """The steps of the chunk that starts at `step`: up to the next line or save."""
+    if self.log_first_step and step == self.start_step:
+      return 1
     next_save = (step // self.save_every + 1) * self.save_every
     next_log = (step // self.log_every + 1) * self.log_every
     return min(self.steps_per_loop, next_save - step, next_log - step, self.num_steps - step)
@@ -130,7 +135,8 @@ def run_training_loop(loop: Loop, schedule: Schedule, progress: ProgressLogger) 
       pending.append(loop.run_steps(n))
       step += n
       stopping = stop.requested  # read once: a signal between two reads would skip the save
-      due_log = step % schedule.log_every == 0 or step == schedule.num_steps
+      first = schedule.log_first_step and step - n == schedule.start_step
+      due_log = first or step % schedule.log_every == 0 or step == schedule.num_steps
       due_save = step % schedule.save_every == 0 or step == schedule.num_steps or stopping
       if loop.sync_every_chunk or due_log or due_save:
         losses = loop.losses_of(pending)
@@ -140,7 +146,8 @@ def run_training_loop(loop: Loop, schedule: Schedule, progress: ProgressLogger) 
           loop.on_results(step, pending, losses)
         pending = []
         if due_log:
-          throughput = progress.log(step, losses, loop.learning_rate(step), schedule.batch_size)
+          throughput = progress.log(step, losses, loop.learning_rate(step), schedule.batch_size,
+                                    first_step=first)
           if loop.on_log is not None:
             loop.on_log(step)
       if due_save:
@@ -208,6 +215,17 @@ def start_from_init_checkpoint(model, init_checkpoint: str) -> str:
   arrays, _ = portable.load(init)
   pretraining_state.assign(model, arrays, where=init)
   return init
+
+
+def check_vocabulary(config: PretrainingConfig) -> None:
+  """The vocabulary has `vocab_size` tokens and the special-token ids the config was
+  resolved with (one line if not: before any model is built or data read)."""
+  if config.vocab_file is None:
+    return
+  vocab = vocab_lib.load_vocab(config.vocab_file, expected_size=config.vocab_size)
+  if vocab_lib.special_token_ids(vocab) != config.special_ids:
+    raise ConfigError(f"{config.vocab_file} has other special-token ids than the config was "
+                      f"resolved with ({config.special_ids}); resolve the config again")
 
 
 def write_run_files(config: PretrainingConfig) -> None:

@@ -56,16 +56,19 @@ class ProgressLogger:
     self._start_step = start_step
     self._last_time = self._start_time
     self._last_step = start_step
+    self._rate_from = (self._start_time, start_step)  # where the ETA's speed is measured from
 
   def log(self, step: int, scalars: Mapping[str, float], learning_rate: float,
-          sequences_per_step: int) -> Dict[str, float]:
-    """Logs one interval ending at `step`; returns the throughput figures."""
+          sequences_per_step: int, first_step: bool = False) -> Dict[str, float]:
+    """Logs one interval ending at `step`; returns the throughput figures. `first_step`:
+    the run's first step, which compiled the step; the line says how long that took, and
+    the ETAs after it leave the compilation out."""
     now = time.time()
     interval_steps = max(step - self._last_step, 1)
     interval_time = max(now - self._last_time, 1e-9)
     seq_per_sec = interval_steps * sequences_per_step / interval_time
-    run_steps = max(step - self._start_step, 1)
-    steps_per_sec = run_steps / max(now - self._start_time, 1e-9)
+    run_steps = max(step - self._rate_from[1], 1)
+    steps_per_sec = run_steps / max(now - self._rate_from[0], 1e-9)
     eta = (self.total_steps - step) / steps_per_sec
     throughput = {"sequences_per_sec": seq_per_sec,
                   "tokens_per_sec": seq_per_sec * self.sequence_length}
@@ -73,10 +76,13 @@ class ProgressLogger:
     print(f"step {step}/{self.total_steps} ({100.0 * step / self.total_steps:.1f}%) | {losses} | "
           f"lr {learning_rate:.2e} | {seq_per_sec:.1f} seq/s "
           f"{throughput['tokens_per_sec']:.0f} tok/s | "
-          f"elapsed {secs_to_str(now - self._start_time)} ETA {secs_to_str(eta)}",
+          f"elapsed {secs_to_str(now - self._start_time)} ETA {secs_to_str(eta)}"
+          + (f" | first step {interval_time:.1f}s, compiling included" if first_step else ""),
           file=self.stream, flush=True)
     self.write_summaries(step, {**scalars, "learning_rate": learning_rate, **throughput})
     self._last_time, self._last_step = now, step
+    if first_step:
+      self._rate_from = (now, step)
     return throughput
 
   def write_summaries(self, step: int, scalars: Mapping[str, float], prefix: str = "") -> None:

@@ -36,7 +36,6 @@ from electra_tf2.networks import variable_names
 from electra_tf2.conversion import convert
 from electra_tf2.data_io import input_pipeline, tfrecord
 from electra_tf2.pretraining import objectives
-from electra_tf2.text import vocab as vocab_lib
 from electra_tf2.text import description as tokenizer_description
 from electra_tf2.utils.atomic_io import is_remote, write_json_atomic, write_text_atomic
 from electra_tf2.checkpoints import directories
@@ -457,11 +456,7 @@ def validate_inputs(config: PretrainingConfig) -> None:
   """Fails before any heavy work on a missing data dir, vocab or mismatched TFRecords."""
   if config.data_dir is not None and not os.path.isdir(config.data_dir):
     raise input_pipeline.DataError(f"--data-dir {config.data_dir} does not exist")
-  if config.vocab_file is not None:
-    vocab = vocab_lib.load_vocab(config.vocab_file, expected_size=config.vocab_size)
-    if vocab_lib.special_token_ids(vocab) != config.special_ids:
-      raise ConfigError(f"{config.vocab_file} has other special-token ids than the config was "
-                        f"resolved with ({config.special_ids}); resolve the config again")
+  loop_lib.check_vocabulary(config)
   files = input_pipeline.check_tfrecords(config.pretrain_tfrecords or "", config.max_seq_length)
   for data_dir in sorted({os.path.dirname(f) for f in files}):
     data_tokenizer = tokenizer_description.read_description(data_dir, config.vocab_file,

@@ -17,6 +17,7 @@ finetune), which print such errors as `error: <message>` and exit:
 from __future__ import annotations
 
 import functools
+import importlib.util
 import sys
 from typing import Callable, Optional, Sequence
 
@@ -75,14 +76,28 @@ class MissingTensorFlowError(ElectraError, ImportError):
   """A feature that needs TensorFlow, used where it is not installed."""
 
 
+_INSTALL_TENSORFLOW = ("pip install 'tensorflow>=2.20,<2.21' 'tensorflow-text>=2.20,<2.21' "
+                       "(bash scripts/setup.sh installs the whole pinned set)")
+
+
+def missing_tensorflow(what: str) -> MissingTensorFlowError:
+  """The one-line error for `what`, which needs TensorFlow where it is not installed."""
+  return MissingTensorFlowError(
+      f"{what} needs TensorFlow, which is not installed here: {_INSTALL_TENSORFLOW}")
+
+
+def require_tensorflow(what: str) -> None:
+  """Raises `missing_tensorflow(what)` where TensorFlow or tensorflow-text cannot be found,
+  without importing either (a command checks this before it writes anything)."""
+  if any(importlib.util.find_spec(name) is None for name in ("tensorflow", "tensorflow_text")):
+    raise missing_tensorflow(what)
+
+
 def import_tensorflow(what: str):
   """The `tensorflow` module, imported where `what` needs it (a JAX or PyTorch machine may
   lack it); one line naming the install where it is absent."""
   try:
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
   except ImportError:
-    raise MissingTensorFlowError(
-        f"{what} needs TensorFlow, which is not installed here: pip install "
-        "'tensorflow>=2.20,<2.21' 'tensorflow-text>=2.20,<2.21' (bash scripts/setup.sh "
-        "installs the whole pinned set)") from None
+    raise missing_tensorflow(what) from None
   return tf
