@@ -109,10 +109,11 @@ def test_tensorflow_resumes_from_a_newer_portable_checkpoint(jax_went_on, capsys
 
 
 class _StubRun:
-  """What jax_pretraining._start reads of a run: its config, and restore."""
+  """What jax_pretraining._start reads of a run: its config (the directory's own, so that
+  the shape check passes), and restore."""
 
   def __init__(self, model_dir):
-    self.config = type("Config", (), {"model_dir": model_dir, "init_checkpoint": None})()
+    self.config = directories.load_pretraining_config(model_dir).replace(model_dir=model_dir)
     self.restored = []
 
   def restore(self, path, reader):

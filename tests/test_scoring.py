@@ -326,7 +326,7 @@ def run(args, capsys=None):
     code = scoring_cli.main(args + (["--quiet"] if args[0] != "show" else []))
     out, err = capsys.readouterr()
   else:
-    result = subprocess.run([sys.executable, "-m", "electra_tf2.scoring"] + args,
+    result = subprocess.run([sys.executable, "-m", "electra_tf2", "score"] + args,
                             capture_output=True, text=True, cwd=REPO_ROOT, timeout=300,
                             env=dict(os.environ, PYTHONPATH=REPO_ROOT))
     code, out, err = result.returncode, result.stdout, result.stderr

@@ -20,7 +20,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 from electra_tf2.utils import predictions
 from electra_tf2.utils.errors import command
 from electra_tf2.scoring.graph import SENTENCE_SCORES, ScoringError
-from electra_tf2.scoring.render import render
+from electra_tf2.scoring.terminal import render
 from electra_tf2.scoring.scorer import DEFAULT_RANK_SCORE, TextScorer, rank_order
 
 def _lines(path: str) -> Iterator[Tuple[int, str, int]]:

@@ -3,15 +3,15 @@
 - `graph`: the in-graph scoring that the SavedModel's `score` signature and
   `TextScorer` share (windows, token logits, sentence scores);
 - `scorer`: `TextScorer`, the Python API on raw texts;
-- `render`: a scored sentence in the terminal.
+- `terminal`: `render`, a scored sentence in the terminal.
 
 `electra score` is cli/score.py. The names below are imported on first use, so that
-importing `electra_tf2.scoring.render` loads no TensorFlow (the scorer needs it).
+importing `electra_tf2.scoring.terminal` loads no TensorFlow (the scorer needs it).
 """
 
 import importlib
 
-_EXPORTS = {"SENTENCE_SCORES": "graph", "ScoringError": "graph", "render": "render",
+_EXPORTS = {"SENTENCE_SCORES": "graph", "ScoringError": "graph", "render": "terminal",
             **{name: "scorer" for name in ("DEFAULT_RANK_SCORE", "SentenceScore", "TextScorer",
                                            "WordScore", "rank_order", "word_spans")}}
 __all__ = sorted(_EXPORTS)
