@@ -20,7 +20,7 @@ class RunOptions:
   """Command-line choices that are not hyperparameters of the model.
 
   backend: the Keras backend of pre-training ("tensorflow": tf.distribute, the default;
-  "jax": electra_tf2/jax_training, one compiled step, no TensorFlow needed).
+  "jax": electra_tf2/training/jax_pretraining.py, one compiled step, no TensorFlow needed).
 
   >>> RunOptions(mixed_precision="mixed_bfloat16", jit_compile=True).distribution_strategy
   'auto'
