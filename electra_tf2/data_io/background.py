@@ -36,17 +36,20 @@ from electra_tf2.data_io.pretraining import Batch, PretrainingDataReader
 from electra_tf2.data_io.tfrecord import DataError
 
 _WORKER = ("import pickle, sys; header = pickle.load(sys.stdin.buffer); "
-           "sys.path[:] = header['sys_path']; "
            "from electra_tf2.data_io.background import _serve; _serve(header)")
+# The folder holding this electra_tf2, first on the worker's path: it runs the same package.
+_PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 class BackgroundReader:
   """`reader`'s batches, from a copy of it in a worker process (see the module doc)."""
 
   def __init__(self, reader: PretrainingDataReader, depth: int = 4):
+    path = os.pathsep.join(p for p in (_PACKAGE_ROOT, os.environ.get("PYTHONPATH")) if p)
     self._process = subprocess.Popen([sys.executable, "-c", _WORKER], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE)
-    pickle.dump({"sys_path": list(sys.path), "arguments": reader.arguments,
+                                     stdout=subprocess.PIPE,
+                                     env=dict(os.environ, PYTHONPATH=path))
+    pickle.dump({"arguments": reader.arguments,
                  "state": reader.state(), "depth": depth}, self._process.stdin)
     self._process.stdin.close()
 
