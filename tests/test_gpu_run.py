@@ -182,7 +182,15 @@ def test_levers_change_one_thing_each_against_a_baseline_of_the_same_call(tmp_pa
   items = {i.key: i for i in gpu_suite.jax_items(gpu_suite.JAX_GPU, 989.4)
            if i.key.startswith("lever/")}
   assert list(items) == ["lever/baseline", "lever/no_triton_gemm", "lever/no_dropout",
-                         "lever/philox_dropout"]
+                         "lever/philox_dropout", "lever/base_baseline",
+                         "lever/base_cudnn_attention", "lever/base_no_command_buffer",
+                         "lever/base_cudnn_layer_norm", "lever/base_cublaslt",
+                         "lever/base_cudnn_gemm_fusion"]
+  cudnn = items["lever/base_cudnn_attention"]
+  assert cudnn.command[-2:] == ["--attention", "cudnn_dropout"]
+  assert cudnn.env == items["lever/base_no_command_buffer"].env == {
+      "XLA_FLAGS": "--xla_gpu_enable_command_buffer="}
+  assert cudnn.command[cudnn.command.index("--model-name") + 1] == "electra_base"
   assert items["lever/philox_dropout"].command[-2:] == ["--dropout-bits", "philox"]
   assert "--dropout-bits" not in items["lever/baseline"].command
   hparams = {k: json.loads(i.command[i.command.index("--hparams") + 1]) for k, i in items.items()}
@@ -199,8 +207,16 @@ def test_levers_change_one_thing_each_against_a_baseline_of_the_same_call(tmp_pa
              for name, sps in (("baseline", 2000.0), ("no_dropout", 2500.0))]
   path = tmp_path / "results.jsonl"
   path.write_text("".join(json.dumps(r) + "\n" for r in records))
+  base = {**row, "model": "electra_base", "batch": 512}
+  records += [{"key": f"lever/{name}", "status": "ok",
+               "data": [{**base, "seq_per_s": sps, "step_seconds": 512 / sps}]}
+              for name, sps in (("base_baseline", 3000.0), ("base_cudnn_attention", 3300.0))]
+  path = tmp_path / "results.jsonl"
+  path.write_text("".join(json.dumps(r) + "\n" for r in records))
   text = gpu_report.write(str(tmp_path), [str(path)])
   assert "| no_dropout | 1024 | 2500.0 | 409.60 | 1.25 |" in text
+  # The base levers against their own baseline (hand-computed 3300 / 3000 = 1.10).
+  assert "| base_cudnn_attention | 512 | 3300.0 | 155.15 | 1.10 |" in text
   env = gpu_suite.child_env(dry=True, backend="jax")
   assert (env["KERAS_BACKEND"], env["ELECTRA_BLOCK_TENSORFLOW"], env["JAX_PLATFORMS"]) == (
       "jax", "1", "cpu")
@@ -572,3 +588,77 @@ def test_a_failed_trainer_returns_nothing_even_over_an_earlier_checkpoint(tmp_pa
     assert language_gpu.pretrain(args) == exit_code
     assert f"error: the trainer ended with exit code {code}" in capsys.readouterr().out
   assert not (tmp_path / "out").exists()
+
+
+def test_cudnn_attention_lever_hands_the_kernel_the_layout_scale_and_key_lengths():
+  """bench/gpu/jax_pretrain_step.py's cudnn_attention, with cuDNN's kernel replaced by a
+  stand-in (jnp attention over [batch, seq, heads, size] masking keys at and past
+  kv_seqlen, queries all kept): the encoder's output is the official attention's, so the
+  lever passes q, k, v in BTNH, 1/sqrt(head size), the real keys' count and the layer's
+  dropout rate (0 at inference) as cuDNN expects them."""
+  import jax.numpy as jnp  # pylint: disable=g-import-not-at-top
+  from jax._src.cudnn import fused_attention_stablehlo as fused  # pylint: disable=g-import-not-at-top
+
+  from bench.gpu import jax_pretrain_step  # pylint: disable=g-import-not-at-top
+  from electra_tf2.layers.transformer import TransformerLayer, attention_bias  # pylint: disable=g-import-not-at-top
+  calls = []
+
+  def stand_in(q, k, v, q_seqlen, kv_seqlen, scale, mask_type, dropout_rate, seed):
+    calls.append((np.asarray(q_seqlen).tolist(), np.asarray(kv_seqlen).tolist(), scale,
+                  mask_type, dropout_rate, seed))
+    scores = jnp.einsum("bqhd,bkhd->bhqk", q, k) * scale
+    keys = jnp.arange(k.shape[1])[None, :] < kv_seqlen[:, None]
+    scores = jnp.where(keys[:, None, None, :], scores, -1e9)
+    return jnp.einsum("bhqk,bkhd->bqhd", jax_softmax(scores), v)
+
+  def jax_softmax(x):
+    x = x - x.max(-1, keepdims=True)
+    return jnp.exp(x) / jnp.exp(x).sum(-1, keepdims=True)
+  layer = TransformerLayer(64, 4, 128, attention_probs_dropout_prob=0.1)
+  hidden = np.random.default_rng(0).normal(size=(3, 16, 64)).astype(np.float32)
+  mask = (np.arange(16)[None, :] < np.array([[16], [9], [5]])).astype(np.int32)
+  bias = attention_bias(mask, "bidirectional", "float32")
+  want = np.asarray(layer(hidden, bias))
+  original = fused.dot_product_attention
+  fused.dot_product_attention = stand_in
+  try:
+    with jax_pretrain_step.cudnn_attention():
+      got = np.asarray(layer(hidden, bias))
+  finally:
+    fused.dot_product_attention = original
+  np.testing.assert_allclose(got, want, atol=2e-5)
+  assert calls == [([16, 16, 16], [16, 9, 5], 0.25, fused.MaskType.PADDING, 0.0, 0)]
+  assert TransformerLayer._attention.__name__ == "_attention"  # pylint: disable=protected-access
+
+
+def test_cudnn_dropout_check_tells_fresh_masks_from_repeated_ones():
+  """bench/gpu/cudnn_dropout.py's summary on kernels simulated in numpy: one that drops
+  with a fresh coin per call (keep 0.9, kept scaled by 1/0.9) and one that repeats its
+  mask. The keep rate, the scale and the differing shares are the simulated ones
+  (hand-computed: independent masks differ at 2 * 0.1 * 0.9 = 18% of positions)."""
+  from bench.gpu import cudnn_dropout  # pylint: disable=g-import-not-at-top
+  q, k, _, upstream = cudnn_dropout.inputs(8, 4)
+  want = cudnn_dropout.probabilities(q, k)
+  rng = np.random.default_rng(1)
+
+  def draw():
+    return np.where(rng.random(want.shape) < 0.9, want / 0.9, 0.0)
+  first, second, site_b = draw(), draw(), draw()
+  grad_v = np.einsum("bqhk,bqhd->bkhd", first, upstream)
+
+  class Jax:  # what summary reads of jax
+    __version__ = "sim"
+
+    @staticmethod
+    def devices():
+      return [type("Device", (), {"device_kind": "numpy"})()]
+  fresh = cudnn_dropout.summary(0.1, want, first, second, first, site_b, first, grad_v,
+                                upstream, want, Jax)
+  assert abs(fresh["keep_rate"] - 0.9) < 0.01 and abs(fresh["scale"] - 1 / 0.9) < 1e-9
+  assert abs(fresh["calls_differ"] - 0.18) < 0.01 and fresh["backward_error"] < 1e-12
+  assert cudnn_dropout.verdict(fresh)[-1] == "verdict: the masks change from step to step"
+  same = cudnn_dropout.summary(0.1, want, first, first, first, first, first, grad_v * 1.5,
+                               upstream, want, Jax)
+  assert same["calls_differ"] == 0.0 and same["sites_differ"] == 0.0
+  assert abs(same["backward_error"] - 0.5) < 1e-9  # (1.5 e - e) / e
+  assert cudnn_dropout.verdict(same)[-1] == "verdict: the masks do NOT change from step to step"

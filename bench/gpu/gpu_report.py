@@ -215,17 +215,42 @@ def jax_profiles(prof: List[Dict[str, Any]]) -> List[str]:
 
 
 def levers(results: Results) -> List[str]:
-  """The bf16 step re-measured with one change each, against the baseline of the call."""
+  """The bf16 step re-measured with one change each, against the baseline of its model in
+  the call (`lever/baseline`; `lever/base_baseline` for the `base_` levers)."""
   found = {r["key"].split("/", 1)[1]: r for r in rows(results, "lever")}
-  if not found:
-    return []
-  base = found.get("baseline")
-  lines = [[name, str(r["batch"]), fmt(r["seq_per_s"]), fmt(r["step_seconds"] * 1e3, ".2f"),
-            fmt(r["seq_per_s"] / base["seq_per_s"], ".2f") if base else "-"]
-           for name, r in found.items()]
-  r = next(iter(found.values()))
-  return ([f"## Levers ({model_label(r)}, length {r['seq_len']}, bf16)", ""]
-          + table(["lever", "batch", "seq/s", "step ms", "x baseline"], lines) + [""])
+  out: List[str] = []
+  def prefix_of(name: str) -> str:
+    return "base_" if name.startswith("base_") else ""
+  for prefix in sorted({prefix_of(name) for name in found}):
+    group = {n: r for n, r in found.items() if prefix_of(n) == prefix}
+    base = group.get(prefix + "baseline")
+    lines = [[name, str(r["batch"]), fmt(r["seq_per_s"]), fmt(r["step_seconds"] * 1e3, ".2f"),
+              fmt(r["seq_per_s"] / base["seq_per_s"], ".2f") if base else "-"]
+             for name, r in group.items()]
+    r = next(iter(group.values()))
+    out += ([f"## Levers ({model_label(r)}, length {r['seq_len']}, bf16)", ""]
+            + table(["lever", "batch", "seq/s", "step ms", "x baseline"], lines) + [""])
+  return out
+
+
+def trainer(results: Results) -> List[str]:
+  """bench/training/reader_trainer.py: the reader, the step and the trainer, one run each."""
+  found = rows(results, "trainer")
+  lines = [[f"{r.get('hparams') or 'electra_small'}", str(r["seq_len"]), str(r["batch"]),
+            fmt(r["reader_cpu"], ".0f"), fmt(r["reader_process"], ".0f"),
+            fmt(r["step"], ".0f"), fmt(r["trainer"], ".0f"),
+            fmt(r["trainer"] / r["step"], ".3f")] for r in found]
+  return (["## The trainer against its step (bench/training/reader_trainer.py), seq/s", ""]
+          + table(["electra_small +", "length", "batch", "reader (CPU)",
+                   "reader process", "step", "trainer", "trainer / step"], lines)
+          + [""]) if found else []
+
+
+def cudnn_dropout(results: Results) -> List[str]:
+  """bench/gpu/cudnn_dropout.py's verdict lines."""
+  found = rows(results, "cudnn")
+  return (["## cuDNN's fused attention dropout (bench/gpu/cudnn_dropout.py)", "", "```"]
+          + found[0]["verdict"] + ["```", ""]) if found else []
 
 
 def embedding_gradients(results: Results) -> List[str]:
@@ -422,7 +447,7 @@ def write(out_dir: str, paths: List[str]) -> str:
   text = "\n".join(["# GPU run", ""] + machine(results) + pretraining(results)
                    + jax_throughput(results) + embedding_gradients(results)
                    + attention_ways(results) + profile(results)
-                   + levers(results)
+                   + levers(results) + cudnn_dropout(results) + trainer(results)
                    + finetuning(results)
                    + numerics(results, out_dir) + projection(results) + study(results)
                    + language(results) + feed(results)

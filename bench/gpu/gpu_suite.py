@@ -115,6 +115,10 @@ class JaxSizes:
   attention: List[tuple]  # the attention block alone (key, batch, length, heads, head size)
   language: Dict[str, Any]  # the language study's pre-training (bench/studies/language_gpu.py)
   feed: Dict[str, Any]  # the trainer's feed against its step (bench/training/jax_feed.py)
+  # the trainer itself against its step and reader (bench/training/reader_trainer.py):
+  # (key, hparams, length, batch, steps, log every)
+  trainer: List[tuple] = dataclasses.field(default_factory=list)
+  base_levers: tuple = ()  # (model, hparams, length, batch): the step with BASE_LEVERS
 
 
 JAX_GPU = JaxSizes(
@@ -134,7 +138,10 @@ JAX_GPU = JaxSizes(
     attention=[("base512", 512, 128, 12, 64), ("small1024", 1024, 128, 4, 64)],
     language={"steps": 10000, "flags": [], "min_seconds": 150, "later": 250},
     feed={"hparams": {"vocab_size": 8000}, "seq_len": 64, "batch": 128, "seconds": 10,
-          "trainer_steps": 2000})
+          "trainer_steps": 2000},
+    trainer=[("small128", {}, 128, 128, 1500, 250),
+             ("small64", {"vocab_size": 8000}, 64, 128, 2000, 250)],
+    base_levers=("electra_base", {}, 128, 512))
 DRY_JAX_MODEL = {"debug": True, "vocab_size": 1100}
 JAX_DRY = JaxSizes(
     throughput=[("base128", "electra_base", DRY_JAX_MODEL, 32, 4),
@@ -152,7 +159,9 @@ JAX_DRY = JaxSizes(
     attention=[("small4", 4, 32, 2, 8)],
     language={"steps": 4, "flags": ["--dry"], "min_seconds": 30, "later": 60},
     feed={"hparams": {"debug": True, "vocab_size": 8000}, "seq_len": 64, "batch": 4,
-          "seconds": 1, "trainer_steps": 4})
+          "seconds": 1, "trainer_steps": 4},
+    trainer=[("small128", DRY_JAX_MODEL, 32, 4, 4, 2)],
+    base_levers=("electra_base", DRY_JAX_MODEL, 32, 4))
 
 
 # What the JAX step's bf16 throughput is re-measured with, one at a time, against the
@@ -163,6 +172,18 @@ LEVERS = (  # (name, environment, hparams, flags of bench/gpu/jax_pretrain_step.
     ("no_dropout", {}, {"model_hparam_overrides": {"hidden_dropout_prob": 0.0,
                                                    "attention_probs_dropout_prob": 0.0}}, ()),
     ("philox_dropout", {}, {}, ("--dropout-bits", "philox")),
+)
+NO_COMMAND_BUFFER = {"XLA_FLAGS": "--xla_gpu_enable_command_buffer="}
+# Issue 59 items 2 and 4 on electra_base (the step against transformers'): cuDNN's fused
+# attention with its dropout (command buffers off: inside one that kernel stopped XLA),
+# its baseline with command buffers off too, and XLA's flags one at a time.
+BASE_LEVERS = (
+    ("base_baseline", {}, {}, ()),
+    ("base_cudnn_attention", NO_COMMAND_BUFFER, {}, ("--attention", "cudnn_dropout")),
+    ("base_no_command_buffer", NO_COMMAND_BUFFER, {}, ()),
+    ("base_cudnn_layer_norm", {"XLA_FLAGS": "--xla_gpu_enable_cudnn_layer_norm=true"}, {}, ()),
+    ("base_cublaslt", {"XLA_FLAGS": "--xla_gpu_enable_cublaslt=true"}, {}, ()),
+    ("base_cudnn_gemm_fusion", {"XLA_FLAGS": "--xla_gpu_cudnn_gemm_fusion_level=2"}, {}, ()),
 )
 
 
@@ -299,13 +320,8 @@ def jax_items(sizes: JaxSizes, peak: Optional[float], out: str = "gpu_out") -> L
       "--mixed-precision", "mixed_bfloat16", "--profile", 3, "--profile-dir",
       os.path.join(out, "traces", key), *peak_flags), keep_output=True)
       for key, model, hparams, length, batch in sizes.profiles]
-  model, base_hparams, length, batch = sizes.levers
-  levers = [Item(f"lever/{name}", python(
-      "bench.gpu.jax_pretrain_step", "--model-name", model,
-      "--hparams", json.dumps({**base_hparams, **hparams}), "--seq-len", length,
-      "--batch-sizes", batch, "--steps", sizes.steps, "--rounds", sizes.rounds,
-      "--mixed-precision", "mixed_bfloat16", *peak_flags, *flags), env=env)
-      for name, env, hparams, flags in LEVERS]
+  levers = lever_items(sizes, sizes.levers, LEVERS, peak_flags)
+  levers += lever_items(sizes, sizes.base_levers, BASE_LEVERS, peak_flags)
   embgrad = [Item(f"embgrad/{key}", python(
       "bench.gpu.embedding_grad", "--batch", batch, "--seq-len", length, "--width", width),
       keep_output=True, min_seconds=30) for key, batch, length, width in sizes.embgrad]
@@ -313,11 +329,38 @@ def jax_items(sizes: JaxSizes, peak: Optional[float], out: str = "gpu_out") -> L
       "bench.gpu.attention_ways", "--batch", batch, "--seq-len", length, "--heads", heads,
       "--head-size", size), keep_output=True, min_seconds=30)
       for key, batch, length, heads, size in sizes.attention]
+  cudnn_dropout = Item("cudnn/dropout_masks", python("bench.gpu.cudnn_dropout"),
+                       keep_output=True, min_seconds=30, env=NO_COMMAND_BUFFER)
   early = [i for t in sizes.throughput for i in throughput(*t, sizes.precisions)]
   late = [i for t in sizes.late for i in throughput(*t, sizes.precisions[:1])]
   return ([Item("env", python("bench.gpu.gpu_env", "--backend", "jax"), min_seconds=10)]
           + early + numerics + [projection] + profiles + levers + embgrad + attention + late
-          + list(language_items(sizes.language, out)) + [feed_item(sizes.feed)])
+          + list(language_items(sizes.language, out)) + [feed_item(sizes.feed)]
+          + list(trainer_items(sizes.trainer)) + [cudnn_dropout])
+
+
+def lever_items(sizes: JaxSizes, shape: tuple, levers: tuple, peak_flags: List
+                ) -> List[Item]:
+  """The bf16 step at `shape` (model, hparams, length, batch) with each of `levers`."""
+  if not shape:
+    return []
+  model, base_hparams, length, batch = shape
+  return [Item(f"lever/{name}", python(
+      "bench.gpu.jax_pretrain_step", "--model-name", model,
+      "--hparams", json.dumps({**base_hparams, **hparams}), "--seq-len", length,
+      "--batch-sizes", batch, "--steps", sizes.steps, "--rounds", sizes.rounds,
+      "--mixed-precision", "mixed_bfloat16", *peak_flags, *flags), env=env)
+      for name, env, hparams, flags in levers]
+
+
+def trainer_items(trainers: List[tuple]) -> Iterator[Item]:
+  """`electra pretrain --backend jax` itself against its step and its reader, bf16, on
+  synthetic TFRecords it writes (no data carried)."""
+  for key, hparams, length, batch, steps, every in trainers:
+    yield Item(f"trainer/{key}", python(
+        "bench.training.reader_trainer", "--hparams", json.dumps(hparams), "--seq-len", length,
+        "--batch", batch, "--steps", steps, "--log-every", every, "--no-tf-data",
+        "--mixed-precision", "mixed_bfloat16"), keep_output=True, min_seconds=90)
 
 
 LANGUAGE_HINT = ("run `python -m bench.studies.language_gpu carry` before the call and carry "
@@ -486,6 +529,9 @@ def child_env(dry: bool, backend: str = "tensorflow") -> Dict[str, str]:
     env["CUDA_VISIBLE_DEVICES"] = ""
   if backend == "jax":
     env.update(KERAS_BACKEND="jax", ELECTRA_BLOCK_TENSORFLOW="1", USE_TF="0")
+    if not dry:  # one compilation cache for the call: the trainer items compile twice
+      env.update(JAX_COMPILATION_CACHE_DIR=os.path.join(tempfile.gettempdir(), "jax_cache"),
+                 JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="1")
     if dry:
       env["JAX_PLATFORMS"] = "cpu"
   return env

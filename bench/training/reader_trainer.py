@@ -67,6 +67,9 @@ def parse_args(argv=None) -> argparse.Namespace:
   parser.add_argument("--log-every", type=int, default=10)
   parser.add_argument("--hparams", default=json.dumps(SMALL_STEP),
                       help="JSON hparams over electra_small's for the step and the trainer")
+  parser.add_argument("--mixed-precision", default="float32",
+                      choices=("float32", "mixed_bfloat16"),
+                      help="the step's and the trainer's precision (a GPU: mixed_bfloat16)")
   parser.add_argument("--no-tf-data", action="store_true")
   parser.add_argument("--tf-data-only", default=None, help=argparse.SUPPRESS)
   parser.add_argument("--json", default=None, help="append the result as one JSON line")
@@ -160,7 +163,7 @@ def step_timer(config, pattern: str, args) -> Callable[[], float]:
   as many steps as the trainer's timed ones."""
   import jax  # pylint: disable=g-import-not-at-top
   from electra_tf2.training.jax_pretraining import JaxPretrainingRun  # pylint: disable=g-import-not-at-top
-  run = JaxPretrainingRun(config)
+  run = JaxPretrainingRun(config, run_options(args))
   batch = run.put(next(PretrainingDataReader(pattern, args.seq_len, args.batch)))
   carried = {"state": run.state()}
   steps = max(args.steps - args.log_every, args.log_every)
@@ -178,17 +181,21 @@ def step_timer(config, pattern: str, args) -> Callable[[], float]:
   return lambda: timed(steps)
 
 
-def trainer_rate(config) -> float:
+def run_options(args):
+  from electra_tf2.training.options import RunOptions  # pylint: disable=g-import-not-at-top
+  return RunOptions(backend="jax", mixed_precision=args.mixed_precision)
+
+
+def trainer_rate(config, args) -> float:
   """`train`'s sequences/s: the mean of its progress lines after the first (which holds
   the compile; the last checkpoint is written after the last line)."""
   from electra_tf2.training.jax_pretraining import train  # pylint: disable=g-import-not-at-top
-  from electra_tf2.training.options import RunOptions  # pylint: disable=g-import-not-at-top
   with tempfile.TemporaryFile("w+") as lines:
     sys.stdout.flush()
     saved = os.dup(1)
     os.dup2(lines.fileno(), 1)  # the progress lines, wherever sys.stdout was bound
     try:
-      train(config, RunOptions(backend="jax"))
+      train(config, run_options(args))
     finally:
       sys.stdout.flush()
       os.dup2(saved, 1)
@@ -207,13 +214,14 @@ def measure(args) -> Dict[str, Any]:
       result["tf_data"] = tf_data_rate(data_dir, args)
     # The step's data: the same layout over the step's (smaller) vocabulary.
     vocab = json.loads(args.hparams).get("vocab_size", 30522)
-    data_dir = os.path.join(tmp, "step_data")
-    pattern = write_data(data_dir, args.examples, args.files, args.seq_len, vocab)
+    if vocab != 30522:
+      data_dir = os.path.join(tmp, "step_data")
+      pattern = write_data(data_dir, args.examples, args.files, args.seq_len, vocab)
     config = config_of(data_dir, os.path.join(tmp, "model"), args)
     step = step_timer(config, pattern, args)
     # The step before and after the trainer: on a shared host the load drifts.
     result["step_before"] = step()
-    result["trainer"] = trainer_rate(config)
+    result["trainer"] = trainer_rate(config, args)
     result["step_after"] = step()
     result["step"] = (result["step_before"] + result["step_after"]) / 2
   return result
@@ -246,7 +254,10 @@ def main(argv=None) -> None:
            if "tf_data" in result else ""))
   if args.json:
     with open(args.json, "a", encoding="utf-8") as f:
-      f.write(json.dumps(dict(result, seq_len=args.seq_len, batch=args.batch)) + "\n")
+      f.write(json.dumps(dict(result, seq_len=args.seq_len, batch=args.batch,
+                              hparams=json.loads(args.hparams), steps=args.steps,
+                              precision=args.mixed_precision,
+                              device=str(jax.devices()[0].device_kind))) + "\n")
 
 
 if __name__ == "__main__":

@@ -132,7 +132,6 @@ class TransformerLayer(keras.layers.Layer):
     (masked out by `bias` as before: the same values for every real token).
     """
     heads, head_size = self.num_attention_heads, self.head_size
-    dtype = self.compute_dtype
     if token_index is None:
       batch, seq_len = ops.shape(hidden)[0], ops.shape(hidden)[1]
       x = ops.reshape(hidden, (-1, self.hidden_size))  # [tokens, hidden]
@@ -144,19 +143,8 @@ class TransformerLayer(keras.layers.Layer):
     if token_index is not None:
       qkv = ops.scatter(ops.expand_dims(token_index, 1), qkv,
                         (batch * seq_len, 3 * self.hidden_size))
-    qkv = ops.transpose(ops.reshape(qkv, (batch, seq_len, 3, heads, head_size)),
-                        (2, 0, 3, 1, 4))
-    # [3, batch, heads, seq_len, head_size]; unstack, not qkv[i]: the gradient
-    # of three slices is three full-size zero-padded tensors and a sum; that of
-    # unstack is one stack.
-    q, k, v = ops.unstack(qkv, num=3, axis=0)
-
-    scores = backend_ops.matmul_transpose_b(q * ops.cast(1.0 / math.sqrt(head_size), dtype), k)
-    scores = ops.cast(scores, "float32") + ops.cast(bias, "float32")
-    probs = ops.cast(ops.softmax(scores, axis=-1), dtype)
-    probs = self.attention_dropout(probs, training=training)
-    context = ops.transpose(ops.matmul(probs, v), (0, 2, 1, 3))  # [batch, seq, heads, size]
-    context = ops.reshape(context, (-1, self.hidden_size))
+    qkv = ops.reshape(qkv, (batch, seq_len, 3, heads, head_size))
+    context = ops.reshape(self._attention(qkv, bias, training), (-1, self.hidden_size))
     if token_index is not None:
       context = ops.take(context, token_index, axis=0)
 
@@ -169,6 +157,24 @@ class TransformerLayer(keras.layers.Layer):
     if token_index is not None:
       return output
     return ops.reshape(output, (batch, seq_len, self.hidden_size))
+
+  def _attention(self, qkv, bias, training: bool):
+    """Scaled dot-product attention with its dropout (model/modeling.py:652-780).
+
+    qkv: `[batch, seq_len, 3, heads, head_size]`; bias: from `attention_bias`.
+    Returns the context `[batch, seq_len, heads, head_size]`.
+    """
+    dtype = self.compute_dtype
+    # [3, batch, heads, seq_len, head_size]; unstack, not qkv[i]: the gradient
+    # of three slices is three full-size zero-padded tensors and a sum; that of
+    # unstack is one stack.
+    q, k, v = ops.unstack(ops.transpose(qkv, (2, 0, 3, 1, 4)), num=3, axis=0)
+    scores = backend_ops.matmul_transpose_b(
+        q * ops.cast(1.0 / math.sqrt(self.head_size), dtype), k)
+    scores = ops.cast(scores, "float32") + ops.cast(bias, "float32")
+    probs = ops.cast(ops.softmax(scores, axis=-1), dtype)
+    probs = self.attention_dropout(probs, training=training)
+    return ops.transpose(ops.matmul(probs, v), (0, 2, 1, 3))
 
   def get_config(self) -> Dict[str, Any]:
     config = super().get_config()

@@ -281,19 +281,27 @@ def _loop(run: JaxPretrainingRun, batches: Iterator[Tuple[Any, Dict[str, Any]]],
     return losses, stats
 
   return loop_lib.Loop(
-      run_steps=run_steps, losses_of=lambda pending: loop_lib.mean_losses([p[0] for p in pending]),
+      run_steps=run_steps, losses_of=lambda pending: loop_lib.mean_losses(
+          _fetch([p[0] for p in pending])),
       save=lambda step: run.save(carried["state"], step, carried["reader"]),
       learning_rate=run.learning_rate, where=run.config.model_dir, sync_every_chunk=False,
       on_results=lambda step, pending, losses: _write_metrics(run, progress, step, pending,
                                                               losses))
 
 
+def _fetch(results: List[Dict[str, Any]]) -> List[Dict[str, np.ndarray]]:
+  """The steps' results from the devices in one transfer (`jax.device_get` of the whole
+  list), not one per value: the device waits while the host reads them."""
+  import jax  # pylint: disable=g-import-not-at-top
+  return jax.device_get(results)
+
+
 def _write_metrics(run: JaxPretrainingRun, progress: ProgressLogger, step: int, pending: List,
                    losses: Dict[str, float]) -> None:
   """The training metrics of the pending steps to `train_metrics.jsonl` and TensorBoard."""
   metrics = objectives.MetricAccumulator()
-  for _, stats in pending:
-    metrics.update({k: np.asarray(v) for k, v in stats.items()})
+  for stats in _fetch([p[1] for p in pending]):
+    metrics.update(stats)
   results = metrics.result()
   progress.write_summaries(step, results, prefix="train_metrics/")
   line = json.dumps({"step": step, **losses, **{f"train_metrics/{k}": v
