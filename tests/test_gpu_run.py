@@ -161,8 +161,14 @@ def test_jax_items_pair_each_of_our_rows_with_the_transformers_step():
   keys = [i.key for i in items]
   assert keys[:5] == ["env", "throughput/base128/bf16/jax", "throughput/base128/bf16/hf",
                       "throughput/base128/f32/jax", "throughput/base128/f32/hf"]
-  assert keys[-5:] == ["throughput/base512/bf16/jax", "throughput/base512/bf16/hf",
-                      "language/wordpiece", "language/sentencepiece", "feed/language64"]
+  assert keys[-8:] == ["throughput/base512/bf16/jax", "throughput/base512/bf16/hf",
+                      "language/wordpiece", "language/sentencepiece", "feed/language64",
+                      "trainer/small128", "trainer/small64", "cudnn/dropout_masks"]
+  trainer = {i.key: i for i in items}["trainer/small64"]
+  assert trainer.command[2] == "bench.training.reader_trainer" and trainer.command[-2:] == [
+      "--mixed-precision", "mixed_bfloat16"]
+  assert json.loads(trainer.command[trainer.command.index("--hparams") + 1]) == {
+      "vocab_size": 8000}
   by_key = {i.key: i.command for i in items}
   hf = by_key["throughput/small128/f32/hf"]
   assert hf[1:3] == ["-m", "bench.gpu.hf_rtd_step"] and "--jit-compile" in hf

@@ -20,10 +20,15 @@ lengths, as tests/fixtures.py; written here without TensorFlow) and times, on th
   held on the device, --hparams over electra_small (default: one layer of width 64, no
   dropout, a 1,000-word vocabulary: the fastest step a CPU runs, so that reading would
   show), on TFRecords of the same layout over the step's vocabulary;
+- `feed`: the same compiled step fed as the trainer feeds it (the reader's worker
+  process, each batch put on the device two steps ahead) with no progress lines, metrics
+  or checkpoints: the feed alone;
 - `trainer`: `electra pretrain --backend jax` itself (`training.jax_pretraining.train`)
-  for --steps steps: its progress lines' sequences/s after the first (compile) interval.
+  for --steps steps: its progress lines' sequences/s after the first (compile) interval,
+  each line's printed (a stall in one interval shows).
 
-Prints each rate and the ratios: trainer / step (the target: at least 0.95), reader /
+Prints each rate and the ratios: feed / step and trainer / step (the target: at least
+0.95; feed below it: the feed; trainer below feed: the trainer's logging), reader /
 step (how many steps' worth the reader reads), reader / tf.data.
 """
 
@@ -158,27 +163,37 @@ def config_of(data_dir: str, model_dir: str, args):
   return resolve_pretraining_config("electra_small", data_dir, hparams)
 
 
-def step_timer(config, pattern: str, args) -> Callable[[], float]:
-  """Times the compiled step on one batch held on the device: each call, sequences/s over
-  as many steps as the trainer's timed ones."""
+def step_timers(config, pattern: str, args) -> Dict[str, Callable[[], float]]:
+  """Timers of the compiled step, each call sequences/s over as many steps as the
+  trainer's timed ones: `step`, on one batch held on the device; `feed`, fed as the
+  trainer feeds it (`BackgroundReader`, `put_ahead`) but with no progress lines, metrics
+  or checkpoints (the host waits for the devices at the end only)."""
   import jax  # pylint: disable=g-import-not-at-top
+  from electra_tf2.data_io.background import put_ahead  # pylint: disable=g-import-not-at-top
   from electra_tf2.training.jax_pretraining import JaxPretrainingRun  # pylint: disable=g-import-not-at-top
   run = JaxPretrainingRun(config, run_options(args))
-  batch = run.put(next(PretrainingDataReader(pattern, args.seq_len, args.batch)))
+  reader = PretrainingDataReader(pattern, args.seq_len, args.batch, seed=0)
+  batch = run.put(next(reader))
   carried = {"state": run.state()}
   steps = max(args.steps - args.log_every, args.log_every)
 
-  def timed(count: int) -> float:
+  def timed(count: int, next_batch: Callable[[], Any]) -> float:
     state = carried["state"]
     start = time.perf_counter()
     for step in range(count):
-      state, losses, _ = run.step_function(state, batch, np.int32(step))
+      state, losses, _ = run.step_function(state, next_batch(), np.int32(step))
     jax.block_until_ready((state, losses))
     carried["state"] = state
     return count * args.batch / (time.perf_counter() - start)
 
-  timed(3)  # compiles
-  return lambda: timed(steps)
+  def fed() -> float:
+    with BackgroundReader(reader) as background:
+      batches = put_ahead(background, run.put)
+      timed(5, lambda: next(batches)[0])  # the worker starts, its queue fills
+      return timed(steps, lambda: next(batches)[0])
+
+  timed(3, lambda: batch)  # compiles
+  return {"step": lambda: timed(steps, lambda: batch), "feed": fed}
 
 
 def run_options(args):
@@ -186,9 +201,9 @@ def run_options(args):
   return RunOptions(backend="jax", mixed_precision=args.mixed_precision)
 
 
-def trainer_rate(config, args) -> float:
-  """`train`'s sequences/s: the mean of its progress lines after the first (which holds
-  the compile; the last checkpoint is written after the last line)."""
+def trainer_rates(config, args) -> List[float]:
+  """`train`'s sequences/s of each progress line after the first (which holds the
+  compile; the last checkpoint is written after the last line)."""
   from electra_tf2.training.jax_pretraining import train  # pylint: disable=g-import-not-at-top
   with tempfile.TemporaryFile("w+") as lines:
     sys.stdout.flush()
@@ -202,7 +217,7 @@ def trainer_rate(config, args) -> float:
       os.close(saved)
     lines.seek(0)
     rates = [float(m) for m in re.findall(r"\| ([0-9.]+) seq/s", lines.read())]
-  return float(np.mean(rates[1:]))
+  return rates[1:]
 
 
 def measure(args) -> Dict[str, Any]:
@@ -218,11 +233,13 @@ def measure(args) -> Dict[str, Any]:
       data_dir = os.path.join(tmp, "step_data")
       pattern = write_data(data_dir, args.examples, args.files, args.seq_len, vocab)
     config = config_of(data_dir, os.path.join(tmp, "model"), args)
-    step = step_timer(config, pattern, args)
+    timers = step_timers(config, pattern, args)
     # The step before and after the trainer: on a shared host the load drifts.
-    result["step_before"] = step()
-    result["trainer"] = trainer_rate(config, args)
-    result["step_after"] = step()
+    result["step_before"] = timers["step"]()
+    result["feed"] = timers["feed"]()
+    result["trainer_lines"] = trainer_rates(config, args)
+    result["trainer"] = float(np.mean(result["trainer_lines"]))
+    result["step_after"] = timers["step"]()
     result["step"] = (result["step_before"] + result["step_after"]) / 2
   return result
 
@@ -244,11 +261,14 @@ def main(argv=None) -> None:
            "step_before": "step, batch on the device (before the trainer)",
            "step_after": "step, batch on the device (after the trainer)",
            "step": "step (mean of the two)",
+           "feed": "step fed as the trainer feeds it, no logs",
            "trainer": "trainer (electra pretrain --backend jax)"}
   for key, name in names.items():
     if key in result:
       print(f"{name:45s} {result[key]:12,.0f} seq/s")
-  print(f"trainer / step: {result['trainer'] / result['step']:.3f}; reader (CPU) / step: "
+  print("trainer's progress lines: " + ", ".join(f"{r:,.0f}" for r in result["trainer_lines"]))
+  print(f"feed / step: {result['feed'] / result['step']:.3f}; "
+        f"trainer / step: {result['trainer'] / result['step']:.3f}; reader (CPU) / step: "
         f"{result['reader_cpu'] / result['step']:.1f}"
         + (f"; reader (CPU) / tf.data: {result['reader_cpu'] / result['tf_data']:.2f}"
            if "tf_data" in result else ""))
