@@ -49,6 +49,9 @@ def test_the_hook_catches_a_tensorflow_import():
       "sst"], 2, "error: --data-dir {data}/missing does not exist"),
     (["finetune", "--data-dir", "{data}", "--model-name", "electra_small", "--task", "sst",
       "--hparams", "{data}/missing.json"], 2, "error: cannot read config file {data}/missing"),
+    (["pretrain", "--data-dir", "{data}", "--model-name", "electra_small", "--backend",
+      "tensorflow", "--attention-kernel", "cudnn"],
+     2, "error: --attention-kernel cudnn runs on the JAX trainer only: add --backend jax"),
     (["pretrain", "--data-dir", "{data}", "--model-name", "electra_small", "--bogus"],
      2, "error: Unknown command line flag 'bogus'"),
 ])

@@ -176,7 +176,10 @@ def test_jax_items_pair_each_of_our_rows_with_the_transformers_step():
   assert by_key["numerics/bf16_xla_seed0"][
       by_key["numerics/bf16_xla_seed0"].index("--train-steps") + 1] == "300"
   assert [i.key for i in gpu_suite.selected(items, ["numerics"])] == [
-      "numerics/f32_seed0", "numerics/bf16_xla_seed0", "numerics/f32_seed1"]
+      "numerics/f32_seed0", "numerics/bf16_xla_seed0", "numerics/f32_seed1",
+      "numerics/bf16_cudnn_seed0"]
+  assert by_key["numerics/bf16_cudnn_seed0"][-2:] == ["--attention-kernel", "cudnn"]
+  assert by_key["numerics/bf16_xla_seed0"][-2:] == ["--attention-kernel", "official"]
   # The selection's order is the run order: the profile first when it is named first.
   assert [i.key for i in gpu_suite.selected(items, ["profile", "env", "profile:base512"])] == [
       "profile/small1024/bf16", "profile/small128/bf16", "profile/base512/bf16", "env"]
@@ -189,11 +192,13 @@ def test_levers_change_one_thing_each_against_a_baseline_of_the_same_call(tmp_pa
            if i.key.startswith("lever/")}
   assert list(items) == ["lever/baseline", "lever/no_triton_gemm", "lever/no_dropout",
                          "lever/philox_dropout", "lever/base_baseline",
-                         "lever/base_cudnn_attention", "lever/base_no_command_buffer",
+                         "lever/base_cudnn_attention", "lever/base_cudnn_command_buffer",
+                         "lever/base_no_command_buffer",
                          "lever/base_cudnn_layer_norm", "lever/base_cublaslt",
                          "lever/base_cudnn_gemm_fusion"]
   cudnn = items["lever/base_cudnn_attention"]
-  assert cudnn.command[-2:] == ["--attention", "cudnn_dropout"]
+  assert cudnn.command[-2:] == ["--attention-kernel", "cudnn"]
+  assert items["lever/base_cudnn_command_buffer"].env == {}
   assert cudnn.env == items["lever/base_no_command_buffer"].env == {
       "XLA_FLAGS": "--xla_gpu_enable_command_buffer="}
   assert cudnn.command[cudnn.command.index("--model-name") + 1] == "electra_base"
@@ -594,47 +599,6 @@ def test_a_failed_trainer_returns_nothing_even_over_an_earlier_checkpoint(tmp_pa
     assert language_gpu.pretrain(args) == exit_code
     assert f"error: the trainer ended with exit code {code}" in capsys.readouterr().out
   assert not (tmp_path / "out").exists()
-
-
-def test_cudnn_attention_lever_hands_the_kernel_the_layout_scale_and_key_lengths():
-  """bench/gpu/jax_pretrain_step.py's cudnn_attention, with cuDNN's kernel replaced by a
-  stand-in (jnp attention over [batch, seq, heads, size] masking keys at and past
-  kv_seqlen, queries all kept): the encoder's output is the official attention's, so the
-  lever passes q, k, v in BTNH, 1/sqrt(head size), the real keys' count and the layer's
-  dropout rate (0 at inference) as cuDNN expects them."""
-  import jax.numpy as jnp  # pylint: disable=g-import-not-at-top
-  from jax._src.cudnn import fused_attention_stablehlo as fused  # pylint: disable=g-import-not-at-top
-
-  from bench.gpu import jax_pretrain_step  # pylint: disable=g-import-not-at-top
-  from electra_tf2.layers.transformer import TransformerLayer, attention_bias  # pylint: disable=g-import-not-at-top
-  calls = []
-
-  def stand_in(q, k, v, q_seqlen, kv_seqlen, scale, mask_type, dropout_rate, seed):
-    calls.append((np.asarray(q_seqlen).tolist(), np.asarray(kv_seqlen).tolist(), scale,
-                  mask_type, dropout_rate, seed))
-    scores = jnp.einsum("bqhd,bkhd->bhqk", q, k) * scale
-    keys = jnp.arange(k.shape[1])[None, :] < kv_seqlen[:, None]
-    scores = jnp.where(keys[:, None, None, :], scores, -1e9)
-    return jnp.einsum("bhqk,bkhd->bqhd", jax_softmax(scores), v)
-
-  def jax_softmax(x):
-    x = x - x.max(-1, keepdims=True)
-    return jnp.exp(x) / jnp.exp(x).sum(-1, keepdims=True)
-  layer = TransformerLayer(64, 4, 128, attention_probs_dropout_prob=0.1)
-  hidden = np.random.default_rng(0).normal(size=(3, 16, 64)).astype(np.float32)
-  mask = (np.arange(16)[None, :] < np.array([[16], [9], [5]])).astype(np.int32)
-  bias = attention_bias(mask, "bidirectional", "float32")
-  want = np.asarray(layer(hidden, bias))
-  original = fused.dot_product_attention
-  fused.dot_product_attention = stand_in
-  try:
-    with jax_pretrain_step.cudnn_attention():
-      got = np.asarray(layer(hidden, bias))
-  finally:
-    fused.dot_product_attention = original
-  np.testing.assert_allclose(got, want, atol=2e-5)
-  assert calls == [([16, 16, 16], [16, 9, 5], 0.25, fused.MaskType.PADDING, 0.0, 0)]
-  assert TransformerLayer._attention.__name__ == "_attention"  # pylint: disable=protected-access
 
 
 def test_cudnn_dropout_check_tells_fresh_masks_from_repeated_ones():

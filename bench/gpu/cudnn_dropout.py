@@ -1,8 +1,8 @@
 """Does cuDNN's fused attention draw the official attention dropout? A check on a GPU.
 
-    python -m bench.gpu.cudnn_dropout [--batch 8] [--heads 4] [--rate 0.1] [--json FILE]
+    python -m bench.gpu.cudnn_dropout [--batch 64] [--heads 4] [--rate 0.1] [--json FILE]
 
-The lever `bench/gpu/jax_pretrain_step.py --attention cudnn_dropout` runs the attention
+`--attention-kernel cudnn` (electra_tf2/layers/fused_attention.py) runs the attention
 through JAX's private `fused_attention_stablehlo.dot_product_attention(..., dropout_rate,
 seed)`, whose seed is a Python int fixed when the step compiles. The official attention
 (model/modeling.py:652-780) drops each probability with its own coin every step, keeping
@@ -17,6 +17,7 @@ float64 softmax of the same bfloat16 q and k:
   dropped in the next (or the reverse), same inputs: 0 means every step drops the same
   positions; independent masks give 2 rate (1 - rate);
 - `sites differ`: the same between two calls inside one compiled program (two layers);
+  `seeds differ`: the same with seeds 0 and 1 at the two sites;
 - `backward agrees`: the gradient with respect to v equals the forward's dropped
   probabilities times the upstream (the backward pass drew the forward's mask): its
   largest relative error;
@@ -95,6 +96,7 @@ def summary(rate, want, first, second, site_a, site_b, out, grad_v, upstream, cl
   expected = np.einsum("bqhk,bqhd->bkhd", out, upstream)
   return {
       "rate": rate, "keep_rate": float(kept.mean()), "official_keep_rate": 1 - rate,
+      "keep_rate_sd": float(np.sqrt(rate * (1 - rate) / kept.size)),
       "scale": float(np.median(first[kept] / want[kept])), "official_scale": 1 / (1 - rate),
       "calls_differ": float(((first != 0) != (second != 0)).mean()),
       "sites_differ": float(((site_a != 0) != (site_b != 0)).mean()),
@@ -106,7 +108,8 @@ def summary(rate, want, first, second, site_a, site_b, out, grad_v, upstream, cl
 
 def verdict(r: Dict[str, Any]) -> List[str]:
   """One line per property: what the kernel gave, what the official semantics give."""
-  lines = [f"keep rate        {r['keep_rate']:.4f}   official {r['official_keep_rate']:.4f}",
+  lines = [f"keep rate        {r['keep_rate']:.4f}   official {r['official_keep_rate']:.4f} "
+           f"(one standard deviation {r['keep_rate_sd']:.5f})",
            f"scale            {r['scale']:.4f}   official {r['official_scale']:.4f}",
            f"calls differ     {r['calls_differ']:.4f}   independent masks "
            f"{r['independent_differ']:.4f}, the same masks 0",
@@ -124,7 +127,7 @@ def verdict(r: Dict[str, Any]) -> List[str]:
 
 def main(argv: Optional[List[str]] = None) -> Dict[str, Any]:
   parser = common.script_parser(__doc__, whole=False)
-  parser.add_argument("--batch", type=int, default=8)
+  parser.add_argument("--batch", type=int, default=64)
   parser.add_argument("--heads", type=int, default=4)
   parser.add_argument("--rate", type=float, default=0.1)
   parser.add_argument("--json", default=None, help="append the result as one JSON line")

@@ -339,17 +339,21 @@ def numerics(results: Results, out_dir: str) -> List[str]:
   out += table(["run", "precision", "seed", *LOSSES, "seconds"], lines) + [""]
   pairs = {"precision gap (bf16 + XLA vs float32, seed 0)": ("bf16_xla_seed0", "f32_seed0"),
            "seed spread (float32, seed 1 vs seed 0)": ("f32_seed1", "f32_seed0"),
-           "seed spread (bf16 + XLA, seed 1 vs seed 0)": ("bf16_xla_seed1", "bf16_xla_seed0")}
+           "seed spread (bf16 + XLA, seed 1 vs seed 0)": ("bf16_xla_seed1", "bf16_xla_seed0"),
+           "cuDNN attention gap (bf16, cudnn vs official kernel, seed 0)": (
+               "bf16_cudnn_seed0", "bf16_xla_seed0")}
   gaps = {name: {k: curve_gap(runs[a], runs[b], k) for k in LOSSES}
           for name, (a, b) in pairs.items() if a in runs and b in runs}
   for name, by_loss in gaps.items():
     out.append(f"- {name}, mean |difference| over the logged steps: "
                + ", ".join(f"{k} {v:.4f}" for k, v in by_loss.items()))
   gap, spread = (gaps.get(list(pairs)[i]) for i in (0, 1))
-  if gap and spread:
-    within = [k for k in LOSSES if gap[k] <= spread[k]]
-    out.append(f"- bf16 + XLA is within the float32 seed-to-seed spread on "
-               f"{len(within)} of {len(LOSSES)} losses ({', '.join(within) or 'none'})")
+  for label, gap in (("bf16 + XLA", gap), ("the cuDNN attention kernel",
+                                            gaps.get(list(pairs)[3]))):
+    if gap and spread:
+      within = [k for k in LOSSES if gap[k] <= spread[k]]
+      out.append(f"- {label} is within the float32 seed-to-seed spread on "
+                 f"{len(within)} of {len(LOSSES)} losses ({', '.join(within) or 'none'})")
   out.append("- curves: numerics.png" if plot_curves(runs, os.path.join(out_dir, "numerics.png"))
              else "- numerics.png not drawn: this Python has no matplotlib")
   return out + [""]

@@ -179,7 +179,8 @@ NO_COMMAND_BUFFER = {"XLA_FLAGS": "--xla_gpu_enable_command_buffer="}
 # its baseline with command buffers off too, and XLA's flags one at a time.
 BASE_LEVERS = (
     ("base_baseline", {}, {}, ()),
-    ("base_cudnn_attention", NO_COMMAND_BUFFER, {}, ("--attention", "cudnn_dropout")),
+    ("base_cudnn_attention", NO_COMMAND_BUFFER, {}, ("--attention-kernel", "cudnn")),
+    ("base_cudnn_command_buffer", {}, {}, ("--attention-kernel", "cudnn")),
     ("base_no_command_buffer", NO_COMMAND_BUFFER, {}, ()),
     ("base_cudnn_layer_norm", {"XLA_FLAGS": "--xla_gpu_enable_cudnn_layer_norm=true"}, {}, ()),
     ("base_cublaslt", {"XLA_FLAGS": "--xla_gpu_enable_cublaslt=true"}, {}, ()),
@@ -305,10 +306,12 @@ def jax_items(sizes: JaxSizes, peak: Optional[float], out: str = "gpu_out") -> L
   numerics = [Item(f"numerics/{name}", python(
       "bench.gpu.jax_pretrain_step", "--model-name", n["model"], "--hparams", json.dumps(n["hparams"]),
       "--seq-len", n["seq_len"], "--batch-sizes", n["batch"], "--train-steps", n["steps"],
-      "--log-every", n["log_every"], "--seed", seed, "--mixed-precision", precision))
-      for name, precision, seed in (("f32_seed0", "float32", 0),
-                                    ("bf16_xla_seed0", "mixed_bfloat16", 0),
-                                    ("f32_seed1", "float32", 1))]
+      "--log-every", n["log_every"], "--seed", seed, "--mixed-precision", precision,
+      "--attention-kernel", kernel), env=NO_COMMAND_BUFFER if kernel == "cudnn" else {})
+      for name, precision, seed, kernel in (("f32_seed0", "float32", 0, "official"),
+                                            ("bf16_xla_seed0", "mixed_bfloat16", 0, "official"),
+                                            ("f32_seed1", "float32", 1, "official"),
+                                            ("bf16_cudnn_seed0", "mixed_bfloat16", 0, "cudnn"))]
   projection = Item("projection/paper-small", python(
       "bench.gpu.jax_pretrain_step", "--model-name", p["model"], "--hparams", json.dumps(p["hparams"]),
       "--seq-len", p["seq_len"], "--batch-sizes", p["batch"], "--steps", sizes.steps,

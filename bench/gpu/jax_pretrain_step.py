@@ -67,10 +67,9 @@ def parse_args(argv=None) -> argparse.Namespace:
   parser.add_argument("--dropout-bits", choices=("threefry", "philox"), default="threefry",
                       help="the random bits of the dropout masks: Keras's (threefry) or, a "
                            "lever, XLA's Philox generator (philox_dropout)")
-  parser.add_argument("--attention", choices=("official", "cudnn_dropout"),
-                      default="official",
-                      help="the attention core: the official ops (TransformerLayer) or, a "
-                           "lever, cuDNN's fused kernel with its dropout (cudnn_attention)")
+  parser.add_argument("--attention-kernel", choices=("official", "cudnn"), default="official",
+                      help="RunOptions.attention_kernel: cudnn runs the attention and its "
+                           "dropout in cuDNN's fused kernel (bf16 on a GPU)")
   args = parser.parse_args(argv)
   if args.mixed_precision not in ("float32", "mixed_bfloat16"):
     parser.error(f"--mixed-precision {args.mixed_precision}: the JAX trainer takes float32 "
@@ -100,7 +99,8 @@ class Bench:
     self.args, self.batch = args, batch
     self.config = make_config(args, batch)
     self.run = JaxPretrainingRun(self.config, RunOptions(
-        backend="jax", mixed_precision=args.mixed_precision))
+        backend="jax", mixed_precision=args.mixed_precision,
+        attention_kernel=args.attention_kernel))
     self.state = self.run.state()
     self.features = self.put(common.fake_pretraining_batch(
         batch, args.seq_len, self.config.vocab_size, args.seed))
@@ -247,35 +247,6 @@ def philox_dropout():
     jax_random.dropout = original
 
 
-@contextlib.contextmanager
-def cudnn_attention():
-  """A lever, not the library's path: `TransformerLayer._attention` by cuDNN's fused kernel
-  with the attention dropout drawn inside it (JAX's private `fused_attention_stablehlo`;
-  its seed is a Python int fixed when the step compiles: whether the masks still change
-  from step to step, and their keep rate and scaling, is bench/gpu/cudnn_dropout.py's
-  check). The padded keys are masked by their count (the -10000 bias's keys: ELECTRA's
-  inputs are right-padded); every query attends, as under the official bias. bfloat16
-  only (cuDNN's kernel takes no float32)."""
-  import jax.numpy as jnp  # pylint: disable=g-import-not-at-top
-  from jax._src.cudnn import fused_attention_stablehlo as fused  # pylint: disable=g-import-not-at-top
-  from electra_tf2.layers.transformer import TransformerLayer  # pylint: disable=g-import-not-at-top
-  original = TransformerLayer._attention  # pylint: disable=protected-access
-
-  def attention(self, qkv, bias, training):
-    batch, seq_len = qkv.shape[0], qkv.shape[1]
-    keys = jnp.sum(bias[:, 0, 0, :] == 0, axis=-1).astype(jnp.int32)  # [batch]
-    return fused.dot_product_attention(
-        qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2],
-        q_seqlen=jnp.full((batch,), seq_len, jnp.int32), kv_seqlen=keys,
-        scale=1.0 / self.head_size ** 0.5, mask_type=fused.MaskType.PADDING,
-        dropout_rate=self.attention_probs_dropout_prob if training else 0.0, seed=0)
-  TransformerLayer._attention = attention  # pylint: disable=protected-access
-  try:
-    yield
-  finally:
-    TransformerLayer._attention = original  # pylint: disable=protected-access
-
-
 def make_config(args: argparse.Namespace, batch: int):
   from electra_tf2.config.pretraining import resolve_pretraining_config
   overrides = {"max_seq_length": args.seq_len, "train_batch_size": batch, "seed": args.seed}
@@ -328,7 +299,7 @@ def throughput_row(args: argparse.Namespace, bench: Bench) -> Dict[str, Any]:
          "tflops": flops / best / 1e12, "peak_tflops": args.peak_tflops,
          "mfu": flops / best / (args.peak_tflops * 1e12) if args.peak_tflops else None,
          "steps": args.steps, "rounds": args.rounds, "dropout_bits": args.dropout_bits,
-         "attention": args.attention,
+         "attention_kernel": args.attention_kernel,
          **environment()}
   if args.split:
     row.update(bench.split_seconds(args.rounds, args.steps))
@@ -382,11 +353,7 @@ def train_curve(args: argparse.Namespace) -> Dict[str, Any]:
 def main(argv: Optional[List[str]] = None) -> List[Dict[str, Any]]:
   args = parse_args(argv)
   os.environ.setdefault("KERAS_BACKEND", "jax")
-  with contextlib.ExitStack() as levers:
-    if args.dropout_bits == "philox":
-      levers.enter_context(philox_dropout())
-    if args.attention == "cudnn_dropout":
-      levers.enter_context(cudnn_attention())
+  with philox_dropout() if args.dropout_bits == "philox" else contextlib.nullcontext():
     return measure(args)
 
 

@@ -68,10 +68,14 @@ def run_options_from_flags():
   backend = "tensorflow"
   if "backend" in values:
     backend = values["backend"].value or _default_backend()
+  kernel = values["attention-kernel"].value if "attention-kernel" in values else "official"
+  if kernel != "official" and backend != "jax":
+    raise errors.ElectraError(f"--attention-kernel {kernel} runs on the JAX trainer only: add "
+                              "--backend jax, or leave the flag out")
   return options.RunOptions(
       distribution_strategy=values["distribution-strategy"].value, tpu=values.tpu,
       mixed_precision=values["mixed-precision"].value, jit_compile=values["jit-compile"].value,
-      log_every=values["log-every"].value, backend=backend)
+      log_every=values["log-every"].value, backend=backend, attention_kernel=kernel)
 
 
 _TASK_HELP = ("Task name(s), comma-separated (cola, sst, mrpc, sts, qqp, mnli, qnli, rte, wnli, "
@@ -92,6 +96,10 @@ def pretrain(argv: Sequence[str], prog: str) -> None:
                     "Keras backend: tensorflow (tf.distribute) or jax (one compiled step, no "
                     "TensorFlow needed; docs/pretraining_jax.md). Default: jax where "
                     "KERAS_BACKEND=jax, else tensorflow.")
+  flags.DEFINE_enum("attention-kernel", "official", list(options.ATTENTION_KERNELS),
+                    "With --backend jax on a GPU: cudnn runs the attention and its dropout in "
+                    "cuDNN's fused kernel (bfloat16; other dropout masks, so a resume is not "
+                    "bit-identical: electra_tf2/layers/fused_attention.py).")
 
   def main(args: List[str]) -> None:
     logging.set_verbosity(logging.WARNING)  # progress lines are printed; TF's chatter is not

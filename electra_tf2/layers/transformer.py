@@ -16,6 +16,7 @@ from keras import ops
 
 from electra_tf2.utils import backend_ops
 from electra_tf2.layers import initializers
+from electra_tf2.layers.fused_attention import cudnn_attention
 from electra_tf2.layers.activations import get_activation
 from electra_tf2.layers.layer_norm import LayerNorm
 
@@ -48,6 +49,9 @@ class TransformerLayer(keras.layers.Layer):
   """Self-attention + feed-forward: `[batch, seq_len, hidden]` -> same shape.
 
   hidden_act: the feed-forward activation by official name (`get_activation`).
+
+  `cudnn_seed`, None unless a run sets it (not part of the config): an int runs the
+  attention by cuDNN's fused kernel with that dropout seed (layers/fused_attention.py).
   """
 
   def __init__(self, hidden_size: int, num_attention_heads: int, intermediate_size: int,
@@ -65,6 +69,7 @@ class TransformerLayer(keras.layers.Layer):
     self.attention_probs_dropout_prob = attention_probs_dropout_prob
     self.initializer_range = initializer_range
     self.hidden_act = hidden_act
+    self.cudnn_seed: Optional[int] = None
 
     def dense(units: int, name: str, activation=None) -> keras.layers.Dense:
       return keras.layers.Dense(
@@ -164,6 +169,9 @@ class TransformerLayer(keras.layers.Layer):
     qkv: `[batch, seq_len, 3, heads, head_size]`; bias: from `attention_bias`.
     Returns the context `[batch, seq_len, heads, head_size]`.
     """
+    if self.cudnn_seed is not None:
+      rate = self.attention_probs_dropout_prob if training else 0.0
+      return cudnn_attention(qkv, bias, rate, self.cudnn_seed)
     dtype = self.compute_dtype
     # [3, batch, heads, seq_len, head_size]; unstack, not qkv[i]: the gradient
     # of three slices is three full-size zero-padded tensors and a sum; that of

@@ -21,7 +21,10 @@ electra_tf2/training/tf_pretraining.py. The same `PretrainingConfig`, the same m
 - portable checkpoints (electra_tf2/checkpoints/portable.py) that every
   TensorFlow tool reads; resume after SIGTERM or kill -9 continues bit for bit;
 - progress lines, `train_metrics.jsonl` and TensorBoard event files
-  (electra_tf2/training/summaries.py).
+  (electra_tf2/training/summaries.py);
+- `--attention-kernel cudnn` (an NVIDIA GPU, bfloat16): each layer's attention and its
+  dropout in cuDNN's fused kernel (electra_tf2/layers/fused_attention.py: other masks,
+  so that option's resume is not bit-identical).
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from electra_tf2.pretraining import objectives, state as pretraining_state
 from electra_tf2.config.pretraining import PretrainingConfig
 from electra_tf2.data_io.background import BackgroundReader, put_ahead
 from electra_tf2.data_io.pretraining import PretrainingDataReader
+from electra_tf2.layers.transformer import TransformerLayer
 from electra_tf2.utils.errors import ElectraError
 from electra_tf2.config.hparams import ConfigError
 from electra_tf2.checkpoints.directories import (PRETRAIN_CONFIG_FILE,
@@ -77,6 +81,8 @@ class JaxPretrainingRun:
     if options.mixed_precision not in ("float32", "mixed_bfloat16"):
       raise JaxTrainingError(f"--mixed-precision {options.mixed_precision}: the JAX trainer "
                              "takes float32 or mixed_bfloat16 (bfloat16 needs no loss scaling)")
+    if options.attention_kernel == "cudnn":
+      check_cudnn_attention(options)
     devices = jax.local_devices()
     # The micro-batch of all devices: the sharded batch runs as one program.
     self.micro_batch = len(devices) * loop_lib.micro_batch_size(
@@ -93,6 +99,8 @@ class JaxPretrainingRun:
         self.optimizer.build(self.model.trainable_variables)
     finally:
       keras.mixed_precision.set_global_policy(previous)
+    if options.attention_kernel == "cudnn":
+      use_cudnn_attention(self.model)
     # Where each carried value lives (replicated over the devices under DataParallel). The
     # step's new state is pinned to the same places: left to the compiler, its output
     # shardings differ from the variables', and the second step compiles the program again.
@@ -194,6 +202,28 @@ class JaxPretrainingRun:
     except ElectraError as e:
       print(f"the input stream starts afresh ({e})", flush=True)
     return step
+
+
+def check_cudnn_attention(options: RunOptions) -> None:
+  """One line where `--attention-kernel cudnn` cannot run: no GPU, or not bfloat16."""
+  import jax  # pylint: disable=g-import-not-at-top
+  if jax.default_backend() != "gpu":
+    raise JaxTrainingError(f"--attention-kernel cudnn needs an NVIDIA GPU, but JAX runs on "
+                           f"{jax.default_backend()}: leave the flag out")
+  if options.mixed_precision != "mixed_bfloat16":
+    raise JaxTrainingError(f"--attention-kernel cudnn runs in bfloat16: add --mixed-precision "
+                           f"mixed_bfloat16 (not {options.mixed_precision})")
+
+
+def use_cudnn_attention(model: keras.Model) -> int:
+  """Runs every `TransformerLayer` of `model` by cuDNN's fused attention, each layer with
+  its own dropout seed (0, 1, ... in layer order: one seed at two layers would drop the
+  same positions in both); the number of layers."""
+  layers = [layer for layer in model._flatten_layers()  # pylint: disable=protected-access
+            if isinstance(layer, TransformerLayer)]
+  for seed, layer in enumerate(layers):
+    layer.cudnn_seed = seed
+  return len(layers)
 
 
 def _start(run: JaxPretrainingRun, reader: PretrainingDataReader) -> int:

@@ -13,6 +13,7 @@ from typing import Optional
 STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker_mirrored", "tpu")
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 BACKENDS = ("tensorflow", "jax")
+ATTENTION_KERNELS = ("official", "cudnn")
 
 
 @dataclasses.dataclass
@@ -21,6 +22,8 @@ class RunOptions:
 
   backend: the Keras backend of pre-training ("tensorflow": tf.distribute, the default;
   "jax": electra_tf2/training/jax_pretraining.py, one compiled step, no TensorFlow needed).
+  attention_kernel: "official" (the model's ops) or "cudnn" (JAX on a GPU, bfloat16: the
+  attention and its dropout in cuDNN's fused kernel, electra_tf2/layers/fused_attention.py).
 
   >>> RunOptions(mixed_precision="mixed_bfloat16", jit_compile=True).distribution_strategy
   'auto'
@@ -31,6 +34,7 @@ class RunOptions:
   jit_compile: bool = False
   log_every: Optional[int] = None  # steps between progress lines; default iterations_per_loop
   backend: str = "tensorflow"
+  attention_kernel: str = "official"
 
 
 class StopRequested:
