@@ -632,3 +632,16 @@ def test_cudnn_dropout_check_tells_fresh_masks_from_repeated_ones():
   assert same["calls_differ"] == 0.0 and same["sites_differ"] == 0.0
   assert abs(same["backward_error"] - 0.5) < 1e-9  # (1.5 e - e) / e
   assert cudnn_dropout.verdict(same)[-1] == "verdict: the masks do NOT change from step to step"
+
+
+def test_report_splits_the_trainer_from_its_feed(tmp_path):
+  """gpu_report's trainer table: feed / step and trainer / step (hand-computed 0.900 and
+  0.750) and each progress line's rate."""
+  record = {"key": "trainer/small128", "status": "ok", "data": [{
+      "hparams": {}, "seq_len": 128, "batch": 128, "reader_cpu": 100000.0,
+      "reader_process": 60000.0, "step": 8000.0, "feed": 7200.0, "trainer": 6000.0,
+      "trainer_lines": [5000.0, 7000.0]}]}
+  path = tmp_path / "results.jsonl"
+  path.write_text(json.dumps(record) + "\n")
+  text = gpu_report.write(str(tmp_path), [str(path)])
+  assert "| {} | 128 | 128 | 100000 | 60000 | 8000 | 7200 | 6000 | 0.900 | 0.750 | 5000, 7000 |" in text
