@@ -5,8 +5,9 @@ sets up; bench/gpu/cudnn_dropout.py checks the kernel itself on a GPU."""
 import numpy as np
 import pytest
 
-jnp = pytest.importorskip("jax.numpy")
+pytest.importorskip("jax")
 # pylint: disable=g-import-not-at-top,wrong-import-position
+import jax.numpy as jnp
 from jax._src.cudnn import fused_attention_stablehlo as fused
 
 from electra_tf2.config.pretraining import resolve_pretraining_config
