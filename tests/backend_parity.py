@@ -34,12 +34,13 @@ OUTPUTS = ("total_loss", "mlm_loss", "disc_loss", "cloze_loss", "mlm_per_example
 SEED = np.array([4, 2], np.int32)
 
 
-def model_for(objective: str) -> ElectraPretrainer:
-  """A tiny pre-trainer without dropout (dropout draws from Keras' own streams)."""
+def model_for(objective: str, **hparams) -> ElectraPretrainer:
+  """A tiny pre-trainer without dropout (dropout draws from Keras' own streams); `hparams`
+  over the objective's."""
   overrides = {"hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0}
   config = resolve_pretraining_config("electra_small", None, dict(
       debug=True, vocab_size=1000, max_seq_length=16, model_hparam_overrides=overrides,
-      **OBJECTIVES[objective]))
+      **OBJECTIVES[objective], **hparams))
   return ElectraPretrainer.from_pretraining_config(config)
 
 

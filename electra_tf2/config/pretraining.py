@@ -34,7 +34,9 @@ ENCODER_HPARAMS = ("model_size", "model_hparam_overrides", "debug", "vocab_size"
                    "embedding_size")
 # Hparams added after model directories were first saved: a saved config without one
 # means its default (the PretrainingConfig field's).
-ADDED_HPARAMS = ("init_checkpoint",)
+ADDED_HPARAMS = ("init_checkpoint", "vocab_pad_multiple")
+# vocab_pad_multiple: off, or the multiples whose output matmul fills tensor-core tiles.
+VOCAB_PAD_MULTIPLES = (1, 64, 128)
 _DERIVED = {"max_predictions_per_seq":
                 "derived as int((mask_prob + 0.005) * max_seq_length); "
                 "set mask_prob or max_seq_length instead"}
@@ -60,6 +62,7 @@ class ObjectiveConfig:
   disc_weight: float = 50.0
   temperature: float = 1.0
   disallow_correct: bool = False
+  vocab_pad_multiple: int = 1
 
   @property
   def has_discriminator(self) -> bool:
@@ -140,7 +143,9 @@ class PretrainingConfig(ResolvedConfig):
   bert_config: BertConfig
   generator_bert_config: Optional[BertConfig]
   special_ids: vocab_lib.SpecialTokenIds
-  init_checkpoint: Optional[str] = None  # port; last, with a default: older saved configs lack it
+  # port; last, with defaults: older saved configs lack them
+  init_checkpoint: Optional[str] = None
+  vocab_pad_multiple: int = 1
 
   @property
   def uses_generator_encoder(self) -> bool:
@@ -282,6 +287,9 @@ def _check_consistency(values: Mapping[str, Any]) -> None:
     raise ConfigError(f"num_warmup_steps must be >= 0, got {values['num_warmup_steps']}")
   check_optimizer_hparams(values)
   check_seed(values["seed"])
+  if values["vocab_pad_multiple"] not in VOCAB_PAD_MULTIPLES:
+    raise ConfigError(f"vocab_pad_multiple must be 1 (off), 64 or 128, got "
+                      f"{values['vocab_pad_multiple']}")
   for key in ("train_batch_size", "eval_batch_size", "max_seq_length", "num_train_steps",
               "gradient_accumulation_steps", "iterations_per_loop", "save_checkpoints_steps",
               "num_eval_steps"):

@@ -132,10 +132,12 @@ class ElectraPretrainer(keras.Model):
     if objective.two_tower_generator:
       self.cloze_head = MaskedLMHead(self.generator_ltr.embedding_size, bert.vocab_size,
                                      bert.initializer_range, bert.hidden_act,
+                                     objective.vocab_pad_multiple,
                                      name="cloze_predictions", dtype=self.dtype_policy)
     elif not objective.uniform_generator:
       self.mlm_head = MaskedLMHead((self.generator or self.discriminator).embedding_size,
                                    bert.vocab_size, bert.initializer_range, bert.hidden_act,
+                                   objective.vocab_pad_multiple,
                                    name="generator_predictions", dtype=self.dtype_policy)
     if self.has_discriminator:
       self.discriminator_head = DiscriminatorHead(
