@@ -193,7 +193,7 @@ def test_levers_change_one_thing_each_against_a_baseline_of_the_same_call(tmp_pa
   assert list(items) == ["lever/baseline", "lever/no_triton_gemm", "lever/no_dropout",
                          "lever/philox_dropout", "lever/base_baseline",
                          "lever/base_cudnn_attention", "lever/base_cudnn_command_buffer",
-                         "lever/base_no_command_buffer",
+                         "lever/base_vocab_pad_64", "lever/base_no_command_buffer",
                          "lever/base_cudnn_layer_norm", "lever/base_cublaslt",
                          "lever/base_cudnn_gemm_fusion"]
   cudnn = items["lever/base_cudnn_attention"]
@@ -202,6 +202,8 @@ def test_levers_change_one_thing_each_against_a_baseline_of_the_same_call(tmp_pa
   assert cudnn.env == items["lever/base_no_command_buffer"].env == {
       "XLA_FLAGS": "--xla_gpu_enable_command_buffer="}
   assert cudnn.command[cudnn.command.index("--model-name") + 1] == "electra_base"
+  pad = items["lever/base_vocab_pad_64"].command
+  assert json.loads(pad[pad.index("--hparams") + 1]) == {"vocab_pad_multiple": 64}
   assert items["lever/philox_dropout"].command[-2:] == ["--dropout-bits", "philox"]
   assert "--dropout-bits" not in items["lever/baseline"].command
   hparams = {k: json.loads(i.command[i.command.index("--hparams") + 1]) for k, i in items.items()}

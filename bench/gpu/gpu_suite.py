@@ -174,13 +174,15 @@ LEVERS = (  # (name, environment, hparams, flags of bench/gpu/jax_pretrain_step.
     ("philox_dropout", {}, {}, ("--dropout-bits", "philox")),
 )
 NO_COMMAND_BUFFER = {"XLA_FLAGS": "--xla_gpu_enable_command_buffer="}
-# Issue 59 items 2 and 4 on electra_base (the step against transformers'): cuDNN's fused
-# attention with its dropout (command buffers off: inside one that kernel stopped XLA),
-# its baseline with command buffers off too, and XLA's flags one at a time.
+# Issue 59 items 2-4 on electra_base (the step against transformers'): cuDNN's fused
+# attention with its dropout (command buffers off: inside one that kernel stopped XLA, and
+# on), the vocabulary padded to 64, the baseline with command buffers off, and XLA's flags
+# one at a time.
 BASE_LEVERS = (
     ("base_baseline", {}, {}, ()),
     ("base_cudnn_attention", NO_COMMAND_BUFFER, {}, ("--attention-kernel", "cudnn")),
     ("base_cudnn_command_buffer", {}, {}, ("--attention-kernel", "cudnn")),
+    ("base_vocab_pad_64", {}, {"vocab_pad_multiple": 64}, ()),
     ("base_no_command_buffer", NO_COMMAND_BUFFER, {}, ()),
     ("base_cudnn_layer_norm", {"XLA_FLAGS": "--xla_gpu_enable_cudnn_layer_norm=true"}, {}, ()),
     ("base_cublaslt", {"XLA_FLAGS": "--xla_gpu_enable_cublaslt=true"}, {}, ()),
