@@ -52,8 +52,9 @@ def shared_data_path(*parts: str) -> str:
 # --no-loadscope-reorder`: xdist hands each worker whole files in collection order, so these
 # start first and the short files fill in at the end, instead of a long file starting last.
 LONGEST_FIRST = ("test_question_answerer.py", "test_faults.py", "test_export.py",
-                 "test_jax_pretraining.py", "test_xla_default_level.py", "test_pretraining.py",
-                 "test_litert.py", "test_finetune_e2e.py", "test_pretraining_distributed.py",
+                 "test_jax_pretraining.py", "test_jax_multihost.py",
+                 "test_xla_default_level.py", "test_pretraining.py", "test_litert.py",
+                 "test_finetune_e2e.py", "test_pretraining_distributed.py",
                  "test_keras_models.py", "test_backends.py", "test_languages.py",
                  "test_litert_tokenizer.py", "test_keras_backends.py")
 

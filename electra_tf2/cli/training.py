@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import sys
-from typing import Callable, List, Sequence
+from typing import Callable, List, Optional, Sequence
 
 from absl import app, flags, logging
 
@@ -75,7 +76,56 @@ def run_options_from_flags():
   return options.RunOptions(
       distribution_strategy=values["distribution-strategy"].value, tpu=values.tpu,
       mixed_precision=values["mixed-precision"].value, jit_compile=values["jit-compile"].value,
-      log_every=values["log-every"].value, backend=backend, attention_kernel=kernel)
+      log_every=values["log-every"].value, backend=backend, attention_kernel=kernel,
+      cluster=cluster_from_flags(backend))
+
+
+# The flags that name the processes of a JAX run over several hosts (`electra pretrain`).
+CLUSTER_FLAGS = ("coordinator-address", "num-processes", "process-id")
+
+
+def define_cluster_flags() -> None:
+  """--distributed, --coordinator-address, --num-processes and --process-id (--backend jax)."""
+  flags.DEFINE_enum("distributed", None, ["auto"],
+                    "auto: join the processes of a run over several hosts as JAX detects them "
+                    "(SLURM, Open MPI, TPU pods: jax.distributed.initialize()); --backend jax.")
+  flags.DEFINE_string("coordinator-address", None,
+                      "HOST:PORT of process 0 (a free port there), the same on every process "
+                      "of a run over several hosts; --backend jax (docs/pretraining_jax.md).")
+  flags.DEFINE_integer("num-processes", None, "Processes of the run (one per host, or per GPU); "
+                       "--backend jax.", lower_bound=1)
+  flags.DEFINE_integer("process-id", None, "This process's index, 0 to --num-processes - 1; "
+                       "--backend jax.", lower_bound=0)
+
+
+def cluster_from_flags(backend: str) -> Optional[options.Cluster]:
+  """The processes the flags of `define_cluster_flags` name (None: one process); one line
+  for flags that cannot go together."""
+  values = flags.FLAGS
+  if "distributed" not in values:
+    return None
+  given = [name for name in CLUSTER_FLAGS if values[name].value is not None]
+  auto = values.distributed == "auto"
+  if not given and not auto:
+    return None
+  named = f"--{given[0]}" if given else "--distributed auto"
+  if backend != "jax":
+    raise CommandLineError(f"{named}: a run over several processes is --backend jax's; the "
+                           "TensorFlow trainer spans hosts with --distribution-strategy "
+                           "multi_worker_mirrored and TF_CONFIG")
+  missing = [f"--{name}" for name in CLUSTER_FLAGS if name not in given]
+  if missing and not auto:
+    raise CommandLineError(f"{named} needs {' and '.join(missing)} too (every process the same "
+                           "--coordinator-address and --num-processes, its own --process-id), "
+                           "or --distributed auto to let JAX detect the cluster")
+  count, index = values["num-processes"].value, values["process-id"].value
+  if count is not None and index is not None and index >= count:
+    raise CommandLineError(f"--process-id {index} must be below --num-processes {count}")
+  address = values["coordinator-address"].value
+  if address is not None and not re.fullmatch(r"[^\s:]+:\d+|\[[0-9a-fA-F:]+\]:\d+", address):
+    raise CommandLineError(f"--coordinator-address {address}: give HOST:PORT (process 0's "
+                           "host and a free port there)")
+  return options.Cluster(address, count, index, auto)
 
 
 _TASK_HELP = ("Task name(s), comma-separated (cola, sst, mrpc, sts, qqp, mnli, qnli, rte, wnli, "
@@ -100,6 +150,7 @@ def pretrain(argv: Sequence[str], prog: str) -> None:
                     "With --backend jax on a GPU: cudnn runs the attention and its dropout in "
                     "cuDNN's fused kernel (bfloat16; other dropout masks, so a resume is not "
                     "bit-identical: electra_tf2/layers/fused_attention.py).")
+  define_cluster_flags()
 
   def main(args: List[str]) -> None:
     logging.set_verbosity(logging.WARNING)  # progress lines are printed; TF's chatter is not

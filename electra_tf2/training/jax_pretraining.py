@@ -15,9 +15,11 @@ electra_tf2/training/tf_pretraining.py. The same `PretrainingConfig`, the same m
   tf.data pipeline's structure), read by a worker process ahead of the step and put
   on the devices two batches ahead; the host waits for the devices only to log and
   save; the input position of the last batch taken is saved with each checkpoint;
-- all local devices with `keras.distribution.DataParallel`: the batch is
-  sharded and the program is the single-device one, so the losses are a single
-  device's;
+- all devices with `keras.distribution.DataParallel`: the batch is sharded and the
+  program is the single-device one, so the losses are a single device's;
+- several processes (hosts: electra_tf2/training/multihost.py): each reads its shard and
+  puts its rows of the global batch on its devices; process 0 writes the files, its
+  checkpoints holding every process's input position;
 - portable checkpoints (electra_tf2/checkpoints/portable.py) that every
   TensorFlow tool reads; resume after SIGTERM or kill -9 continues bit for bit;
 - progress lines, `train_metrics.jsonl` and TensorBoard event files
@@ -29,6 +31,7 @@ electra_tf2/training/tf_pretraining.py. The same `PretrainingConfig`, the same m
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -51,7 +54,7 @@ from electra_tf2.checkpoints.directories import (PRETRAIN_CONFIG_FILE,
                                                  read_saved_pretraining_config)
 from electra_tf2.models.model_directory import check_same_architecture
 from electra_tf2.models.pretrainer import ElectraPretrainer
-from electra_tf2.training import loop as loop_lib
+from electra_tf2.training import loop as loop_lib, multihost
 from electra_tf2.training.options import RunOptions
 from electra_tf2.training.progress import ProgressLogger
 
@@ -83,7 +86,7 @@ class JaxPretrainingRun:
                              "takes float32 or mixed_bfloat16 (bfloat16 needs no loss scaling)")
     if options.attention_kernel == "cudnn":
       check_cudnn_attention(options)
-    devices = jax.local_devices()
+    devices = jax.devices()  # every process's
     # The micro-batch of all devices: the sharded batch runs as one program.
     self.micro_batch = len(devices) * loop_lib.micro_batch_size(
         config.train_batch_size, len(devices), self.accumulation, "train_batch_size")
@@ -166,39 +169,49 @@ class JaxPretrainingRun:
     return state, losses_sum, stats_sum
 
   def put(self, batch: Dict[str, np.ndarray]):
-    """The batch on the devices (sharded over them with DataParallel); the copy runs
+    """This process's rows of the global batch (`[global / processes, len]` each) on its
+    devices, as the global batch sharded over every device with DataParallel (in the order
+    of the devices: process 0's rows first where its devices come first); the copy runs
     while the host goes on."""
+    import jax  # pylint: disable=g-import-not-at-top
     if self.distribution is None:
-      import jax  # pylint: disable=g-import-not-at-top
       return jax.device_put(batch)
-    return {k: keras.distribution.distribute_tensor(
-        v, self.distribution.get_data_layout(v.shape)) for k, v in batch.items()}
+    return {k: jax.make_array_from_process_local_data(
+        self.distribution.get_data_layout(v.shape).backend_layout, v) for k, v in batch.items()}
 
   # -- checkpoints ----------------------------------------------------------------
 
   def save(self, state, step: int, reader_state: Dict[str, Any]) -> Optional[str]:
-    """Writes a portable checkpoint (process 0 of several hosts only), with the input
-    position after the last batch taken (`PretrainingDataReader.state()`)."""
+    """Writes a portable checkpoint with the input position after the last batch taken
+    (`PretrainingDataReader.state()`): process 0's as `reader`; with several processes,
+    every one's as `readers` (by process index; gathered, so every process calls this),
+    and process 0 writes."""
     import jax  # pylint: disable=g-import-not-at-top
     self.assign_state(state)
+    readers = multihost.gather_json(reader_state) if jax.process_count() > 1 else None
     if jax.process_index() != 0:
       return None
     arrays, extra = pretraining_state.arrays_of(self.model, self.optimizer, step)
     extra.update(reader=reader_state, backend="jax")
+    if readers is not None:
+      extra.update(readers=readers)
     return portable.save(self.config.model_dir, step, arrays, extra,
                          keep=self.config.keep_checkpoint_max or None)
 
   def restore(self, path: str, reader: Optional[PretrainingDataReader]) -> int:
-    """Loads a portable checkpoint (weights, Adam slots, step, input position)."""
+    """Loads a portable checkpoint (weights, Adam slots, step, this process's input
+    position)."""
+    import jax  # pylint: disable=g-import-not-at-top
     step, extra = loop_lib.restore_portable(self.model, self.optimizer, path)
     if reader is None:
       return step
-    if "reader" not in extra:
-      print(f"the input stream starts afresh ({portable.state_path(path)}, which holds the "
-            "input position, is missing or lacks it)", flush=True)
+    own, afresh = multihost.own_reader_state(extra, jax.process_index(), jax.process_count(),
+                                             portable.state_path(path))
+    if own is None:
+      print(afresh, flush=True)
       return step
     try:
-      reader.restore(extra["reader"])
+      reader.restore(own)
     except ElectraError as e:
       print(f"the input stream starts afresh ({e})", flush=True)
     return step
@@ -257,27 +270,33 @@ def train(config: PretrainingConfig, options: RunOptions = RunOptions(backend="j
   if not config.do_train:
     raise JaxTrainingError("the JAX trainer trains (do_train); evaluate on the TensorFlow "
                            "backend (electra pretrain without --backend jax, do_eval)")
+  multihost.initialize(options.cluster)  # before JAX computes anything
   loop_lib.check_vocabulary(config)  # before anything is written or compiled
-  with run_lock.hold(config.model_dir):
-    return _train(config, options)
+  import jax  # pylint: disable=g-import-not-at-top
+  with multihost.failing_together(config.model_dir):
+    # Process 0 writes the directory (a lock held by every process would refuse the others).
+    with (run_lock.hold(config.model_dir) if jax.process_index() == 0
+          else contextlib.nullcontext()):
+      return _train(config, options)
 
 
 def _train(config: PretrainingConfig, options: RunOptions) -> Dict[str, Any]:
   import jax  # pylint: disable=g-import-not-at-top
   start_time = time.time()
-  hosts = jax.process_count()
+  hosts, chief = jax.process_count(), jax.process_index() == 0
   if config.train_batch_size % hosts:
     raise ConfigError(f"train_batch_size {config.train_batch_size} does not split over {hosts} "
                       "hosts")
   reader = PretrainingDataReader(config.pretrain_tfrecords, config.max_seq_length,
                                  config.train_batch_size // hosts, seed=config.seed,
-                                 process_index=jax.process_index(),
-                                 process_count=jax.process_count())
+                                 process_index=jax.process_index(), process_count=hosts)
   run = JaxPretrainingRun(config, options)
   start_step = _start(run, reader)
-  loop_lib.write_run_files(config)
+  if chief:  # process 0 writes the files; every process prints its progress lines
+    loop_lib.write_run_files(config)
   progress = ProgressLogger(config.num_train_steps, start_step,
-                            os.path.join(config.model_dir, "train"), config.max_seq_length)
+                            os.path.join(config.model_dir, "train") if chief else None,
+                            config.max_seq_length)
   schedule = loop_lib.Schedule(start_step, config.num_train_steps, 1,
                                options.log_every or config.iterations_per_loop,
                                config.save_checkpoints_steps, config.train_batch_size,
@@ -288,8 +307,9 @@ def _train(config: PretrainingConfig, options: RunOptions) -> Dict[str, Any]:
         schedule, progress)
   summary = loop_lib.run_summary(config, result, progress.elapsed,
                                  portable.latest(config.model_dir), backend="jax",
-                                 devices=len(jax.local_devices()))
-  loop_lib.write_summary(config, summary)
+                                 devices=len(jax.devices()), processes=hosts)
+  if chief:
+    loop_lib.write_summary(config, summary)
   print(f"done in {time.time() - start_time:.1f}s", flush=True)
   return summary
 
@@ -299,7 +319,9 @@ def _loop(run: JaxPretrainingRun, batches: Iterator[Tuple[Any, Dict[str, Any]]],
           ) -> loop_lib.Loop:
   """One compiled step a chunk, its results left on the devices until a line or a save.
   `batches` gives (a batch on the devices, the input state after it), from `reader_state`
-  on: a save records the state of the last batch taken."""
+  on: a save records the state of the last batch taken. Several processes stop at a step
+  they agree on, and process 0 writes the metrics."""
+  import jax  # pylint: disable=g-import-not-at-top
   carried = {"state": run.state(), "step": start_step, "reader": reader_state}
 
   def run_steps(n: int):
@@ -315,8 +337,10 @@ def _loop(run: JaxPretrainingRun, batches: Iterator[Tuple[Any, Dict[str, Any]]],
           _fetch([p[0] for p in pending])),
       save=lambda step: run.save(carried["state"], step, carried["reader"]),
       learning_rate=run.learning_rate, where=run.config.model_dir, sync_every_chunk=False,
-      on_results=lambda step, pending, losses: _write_metrics(run, progress, step, pending,
-                                                              losses))
+      on_results=(lambda step, pending, losses: _write_metrics(run, progress, step, pending,
+                                                               losses))
+      if jax.process_index() == 0 else None,
+      stop_requested=multihost.stop_agreed if jax.process_count() > 1 else None)
 
 
 def _fetch(results: List[Dict[str, Any]]) -> List[Dict[str, np.ndarray]]:

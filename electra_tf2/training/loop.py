@@ -18,6 +18,7 @@ Model Garden's task + Orbit split is the model; docs/design.md has the notes.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import os
@@ -72,6 +73,9 @@ class Loop:
     loops that end synchronised anyway), else only when a line or a save is due.
   on_results: sees `(step, chunk results, their mean losses)` after each read (metrics).
   on_log: called after each progress line with the step.
+  stop_requested: whether to save and stop after `step` (called after every chunk), where
+    the processes of a run must agree on the step (several JAX hosts: multihost.py);
+    None: SIGTERM/SIGINT to this process (`StopRequested`).
   """
   run_steps: Callable[[int], Any]
   losses_of: Callable[[List[Any]], Dict[str, float]]
@@ -81,6 +85,7 @@ class Loop:
   sync_every_chunk: bool = True
   on_results: Optional[Callable[[int, List[Any], Dict[str, float]], None]] = None
   on_log: Optional[Callable[[int], None]] = None
+  stop_requested: Optional[Callable[[int], bool]] = None
 
 
 @dataclasses.dataclass
@@ -129,12 +134,14 @@ def run_training_loop(loop: Loop, schedule: Schedule, progress: ProgressLogger) 
   throughput: Dict[str, float] = {}
   pending: List[Any] = []  # the chunks' results since the last read
   stopped_early = False
-  with StopRequested() as stop:
+  signals = StopRequested() if loop.stop_requested is None else contextlib.nullcontext()
+  with signals as stop:
     while step < schedule.num_steps:
       n = schedule.chunk(step)
       pending.append(loop.run_steps(n))
       step += n
-      stopping = stop.requested  # read once: a signal between two reads would skip the save
+      # Read once: a signal between two reads would skip the save.
+      stopping = stop.requested if stop is not None else loop.stop_requested(step)
       first = schedule.log_first_step and step - n == schedule.start_step
       due_log = first or step % schedule.log_every == 0 or step == schedule.num_steps
       due_save = step % schedule.save_every == 0 or step == schedule.num_steps or stopping

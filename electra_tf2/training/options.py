@@ -17,6 +17,20 @@ ATTENTION_KERNELS = ("official", "cudnn")
 
 
 @dataclasses.dataclass
+class Cluster:
+  """The JAX processes (hosts) of one run, as `jax.distributed.initialize` names them.
+
+  coordinator_address: `HOST:PORT` of process 0's coordination service.
+  num_processes, process_id: the number of processes and this one's index.
+  auto: JAX's own cluster detection (SLURM, Open MPI, TPU pods) fills in what is not given.
+  """
+  coordinator_address: Optional[str] = None
+  num_processes: Optional[int] = None
+  process_id: Optional[int] = None
+  auto: bool = False
+
+
+@dataclasses.dataclass
 class RunOptions:
   """Command-line choices that are not hyperparameters of the model.
 
@@ -24,6 +38,8 @@ class RunOptions:
   "jax": electra_tf2/training/jax_pretraining.py, one compiled step, no TensorFlow needed).
   attention_kernel: "official" (the model's ops) or "cudnn" (JAX on a GPU, bfloat16: the
   attention and its dropout in cuDNN's fused kernel, electra_tf2/layers/fused_attention.py).
+  cluster: the processes of a JAX run over several hosts (electra_tf2/training/multihost.py);
+  None: one process.
 
   >>> RunOptions(mixed_precision="mixed_bfloat16", jit_compile=True).distribution_strategy
   'auto'
@@ -35,6 +51,7 @@ class RunOptions:
   log_every: Optional[int] = None  # steps between progress lines; default iterations_per_loop
   backend: str = "tensorflow"
   attention_kernel: str = "official"
+  cluster: Optional[Cluster] = None
 
 
 class StopRequested:
