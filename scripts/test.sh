@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Sets up .venv with the test dependencies and runs the whole test suite (pytest-xdist: a
-# worker per core and one more, up to 4), then (with no arguments) the install check: the wheel in a
+# worker per core, up to 4), then (with no arguments) the install check: the wheel in a
 # fresh environment, used from outside the checkout (scripts/check_install.sh, run beside
 # the set-up and the suite). Arguments go to pytest (one process) and skip the install check,
 # e.g. `bash scripts/test.sh -m "not slow" tests/test_config.py`.
@@ -20,12 +20,9 @@ setsid bash scripts/check_install.sh "$work" > "$work/check.log" 2>&1 &  # its o
 check=$!
 trap 'kill -- -"$check" 2>/dev/null || true; wait "$check" 2>/dev/null || true; rm -rf "$work"' EXIT
 bash scripts/setup.sh test
-# A worker per core and one more (CI's 2 cores: 3; at most 4): many tests wait on their
-# subprocesses (signals, checkpoints, a dead process's roll call), and a third worker fills
-# those waits. Each test file on one worker, the longest files first (tests/conftest.py
-# LONGEST_FIRST).
-workers=$(( $(nproc) + 1 )); [ "$workers" -le 4 ] || workers=4
-.venv/bin/python -m pytest -q --durations=15 -n "$workers" --dist loadfile \
+# Two workers (CI has 2 cores; more where there are more, up to 4), each test file on one,
+# the longest files first (tests/conftest.py LONGEST_FIRST).
+.venv/bin/python -m pytest -q --durations=15 -n auto --maxprocesses 4 --dist loadfile \
   --no-loadscope-reorder
 status=0
 wait "$check" || status=$?
