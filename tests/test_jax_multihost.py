@@ -31,7 +31,8 @@ import pytest
 from electra_tf2.checkpoints import portable
 from electra_tf2.training import multihost
 from tests.conftest import REPO_ROOT
-from tests.test_jax_pretraining import HPARAMS, command, jax_env, metrics, train
+from tests.test_jax_pretraining import (HPARAMS, accents_kept_data, command, jax_env, metrics,
+                                        train)
 from tests.test_pretraining import tiny_data
 
 # Saves every 3 steps: a SIGTERM after step 2 stops at 3 or 4, and a kill two steps after the
@@ -164,12 +165,8 @@ def launch(directory, name: str, data: str, model_dir: str, cache: str, slurm: b
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
   """(the tiny data set, a compilation cache): two TFRecord files, one for each process."""
-  from electra_tf2.text import description  # pylint: disable=g-import-not-at-top
   root = tmp_path_factory.mktemp("multihost")
-  data_dir = tiny_data(root)
-  kept = description.describe_vocab(os.path.join(data_dir, "vocab.txt"), strip_accents=False)
-  description.write_description(os.path.join(data_dir, "pretrain_tfrecords"), kept)
-  return data_dir, str(root / "jax_cache")
+  return accents_kept_data(root), str(root / "jax_cache")
 
 
 @pytest.fixture(scope="module")

@@ -64,16 +64,22 @@ def metrics(model_dir: str) -> list:
     return [json.loads(line) for line in f]
 
 
+def accents_kept_data(root) -> str:
+  """tiny_data's directory under `root`, described as TFRecords built keeping accents
+  (`electra build-data --no-strip-accents`), which the run's tokenizer description must
+  follow rather than do_lower_case's default rule."""
+  from electra_tf2.text import description  # pylint: disable=g-import-not-at-top
+  data = tiny_data(root)
+  kept = description.describe_vocab(os.path.join(data, "vocab.txt"), strip_accents=False)
+  description.write_description(os.path.join(data, "pretrain_tfrecords"), kept)
+  return data
+
+
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory):
   """An uninterrupted 12-step JAX run: (data dir, model dir, stdout, compilation cache)."""
-  from electra_tf2.text import description  # pylint: disable=g-import-not-at-top
   root = tmp_path_factory.mktemp("jax")
-  data = tiny_data(root)
-  # TFRecords built keeping accents (`electra build-data --no-strip-accents`), which the
-  # run's tokenizer description must follow rather than do_lower_case's default rule.
-  kept = description.describe_vocab(os.path.join(data, "vocab.txt"), strip_accents=False)
-  description.write_description(os.path.join(data, "pretrain_tfrecords"), kept)
+  data = accents_kept_data(root)
   cache = str(root / "jax_cache")
   model_dir = str(root / "whole")
   return data, model_dir, train(data, model_dir, cache), cache

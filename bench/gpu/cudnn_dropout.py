@@ -84,12 +84,13 @@ def measure(args: argparse.Namespace) -> Dict[str, Any]:
                  jax.jit(with_grad)(*device, jnp.asarray(upstream)))
   clean = np.asarray(jax.jit(lambda q, k, v: attend(q, k, v, 0.0))(*device), np.float64)
   result = summary(args.rate, want, first, second, site_a, site_b, out, grad_v, upstream,
-                   clean, jax)
+                   clean)
+  result.update(device=str(jax.devices()[0].device_kind), jax=jax.__version__)
   result["seeds_differ"] = float(((site_a != 0) != (seed_b != 0)).mean())
   return result
 
 
-def summary(rate, want, first, second, site_a, site_b, out, grad_v, upstream, clean, jax
+def summary(rate, want, first, second, site_a, site_b, out, grad_v, upstream, clean
             ) -> Dict[str, Any]:
   kept = first != 0
   # d sum(out * u) / d v[b, k, h, :] = sum_q dropped[b, q, h, k] u[b, q, h, :]
@@ -102,8 +103,7 @@ def summary(rate, want, first, second, site_a, site_b, out, grad_v, upstream, cl
       "sites_differ": float(((site_a != 0) != (site_b != 0)).mean()),
       "independent_differ": 2 * rate * (1 - rate),
       "backward_error": float(np.abs(grad_v - expected).max() / np.abs(expected).max()),
-      "no_dropout_error": float(np.abs(clean - want).max()),
-      "device": str(jax.devices()[0].device_kind), "jax": jax.__version__}
+      "no_dropout_error": float(np.abs(clean - want).max())}
 
 
 def verdict(r: Dict[str, Any]) -> List[str]:
