@@ -189,7 +189,10 @@ def test_saved_model_cli_runs_both_signatures(exported):
 
 def test_encoder_export(exported):
   model = exported["model"]
-  path = export.serving_module(model, "encoder").save(str(exported["root"] / "encoder"))
+  module = export.serving_module(model, "encoder")
+  path = module.save(str(exported["root"] / "encoder"))
+  # Saving traced the function once (for its signature), not once more in its save context.
+  assert module.token_ids.experimental_get_tracing_count() == 1
   loaded = tf.saved_model.load(path)
   assert sorted(loaded.signatures) == ["serving_default", "token_ids"]
   ids, mask, segments = padded([([101, 7592, 2088, 102], [0] * 4), ([101, 2023, 102], [0] * 3)])
@@ -201,6 +204,8 @@ def test_encoder_export(exported):
   np.testing.assert_allclose(out["sequence_output"].numpy()[mask == 1],
                              sequence.numpy()[mask == 1], atol=1e-5)
   np.testing.assert_allclose(out["pooled_output"].numpy(), sequence.numpy()[:, 0], atol=1e-5)
+  attribute = loaded.token_ids(tf.constant(ids), tf.constant(mask), tf.constant(segments))
+  np.testing.assert_array_equal(attribute["pooled_output"], out["pooled_output"])
   # exporting again (a trailing slash, as shells complete it) replaces the SavedModel whole
   before = sorted(os.listdir(exported["root"]))
   export.serving_module(model, "encoder").save(path + os.sep)

@@ -635,9 +635,12 @@ def test_report_splits_the_trainer_from_its_feed(tmp_path):
   record = {"key": "trainer/small128", "status": "ok", "data": [{
       "hparams": {}, "seq_len": 128, "batch": 128, "reader_cpu": 100000.0,
       "reader_process": 60000.0, "step": 8000.0, "feed": 7200.0, "trainer": 6000.0,
-      "trainer_lines": [5000.0, 7000.0]}]}
+      "trainer_lines": [5000.0, 7000.0],
+      "host_ms": {"feed": {"read_ms": 2.5, "call_ms": 14.0, "call_cpu_ms": 1.25}}}]}
   path = tmp_path / "results.jsonl"
   path.write_text(json.dumps(record) + "\n")
   text = gpu_report.write(str(tmp_path), [str(path)])
   assert ("| electra_small | 128 | 128 | 100000 | 60000 | 8000 | 7200 | 6000 | 0.900 | 0.750 | "
           "5000, 7000 |") in text
+  assert "| electra_small | 128 | feed | 2.500 | 14.000 | 1.250 |" in text
+

@@ -1,12 +1,13 @@
 """The JAX trainer's run comparisons at XLA's default optimisation level.
 
 tests/conftest.py lowers XLA's optimisation level for the whole suite (the same programs,
-compiled in less time); the JAX tests that compare runs (tests/test_jax_pretraining.py:
-bit-identical resume, two devices; tests/test_backend_parity.py: parity) run once more here
-at the level users' programs compile at. In a file of its own, so that pytest-xdist runs it
-beside tests/test_jax_pretraining.py.
+compiled in less time); the JAX trainer's run comparisons run here at the level users'
+programs compile at: a resume bit for bit (tests/test_jax_pretraining.py resumes after
+SIGTERM and kill -9 at the lowered level) and two devices against one (here only). In a
+file of its own, so that pytest-xdist runs it beside tests/test_jax_pretraining.py.
 """
 
+import json
 import os
 import shutil
 
@@ -33,6 +34,12 @@ def test_resume_and_two_devices_agree_at_xla_default_level(tmp_path):
   assert "resumed from" in train(data, parts, cache, xla_default=True, **short)
   assert_same_checkpoint(whole, parts)
   train(data, sharded, cache, devices=2, xla_default=True, **short)
+  summary = json.load(open(os.path.join(sharded, "pretrain_summary.json")))
+  assert summary["devices"] == 2
+  # The step compiles once per device count (the cache holds the single-device program,
+  # which the resumed run found there, and this one): the carried state keeps its
+  # shardings from step to step.
+  assert len([n for n in os.listdir(cache) if n.startswith("jit__train_step-")]) == 2
   for one, two in zip(metrics(whole), metrics(sharded)):
     for key in ("total_loss", "mlm_loss", "disc_loss"):
       assert two[key] == pytest.approx(one[key], rel=1e-5), (one["step"], key)

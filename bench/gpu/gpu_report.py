@@ -245,7 +245,19 @@ def trainer(results: Results) -> List[str]:
   return (["## The trainer against its step (bench/training/reader_trainer.py), seq/s", ""]
           + table(["electra_small +", "length", "batch", "reader (CPU)", "reader process",
                    "step", "feed (no logs)", "trainer", "feed / step", "trainer / step",
-                   "trainer's lines"], lines) + [""]) if found else []
+                   "trainer's lines"], lines) + [""] + host_times(found)) if found else []
+
+
+def host_times(found: List[Dict[str, Any]]) -> List[str]:
+  """reader_trainer's host time a step: a call's wall far above its CPU time waited for
+  the devices; near it, the host's own work set the pace."""
+  lines = [[f"{r.get('hparams') or 'electra_small'}", str(r["seq_len"]), key,
+            fmt(split["read_ms"], ".3f"), fmt(split["call_ms"], ".3f"),
+            fmt(split["call_cpu_ms"], ".3f")]
+           for r in found for key, split in r.get("host_ms", {}).items()]
+  return (["The host's time a step, ms", ""]
+          + table(["electra_small +", "length", "run", "taking the batch", "in the call",
+                   "of it CPU"], lines) + [""]) if lines else []
 
 
 def cudnn_dropout(results: Results) -> List[str]:

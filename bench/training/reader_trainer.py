@@ -23,6 +23,13 @@ lengths, as tests/fixtures.py; written here without TensorFlow) and times, on th
 - `feed`: the same compiled step fed as the trainer feeds it (the reader's worker
   process, each batch put on the device two steps ahead) with no progress lines, metrics
   or checkpoints: the feed alone;
+- `no-op`: a compiled program that hands the step's state back unchanged (donated):
+  what passing the state (1,256 arrays for electra_small) costs the host a call;
+- the host's time a step of `step`, `feed` and `no-op`, in ms: taking the batch, in the
+  call (wall) and this thread's CPU time in the call. A call's wall far above its CPU
+  time waited for the devices (their queue full, or the program waiting on the host);
+  near it, the host's own work (then the host, not the device, sets the pace where
+  taking + call CPU reaches the step's time);
 - `trainer`: `electra pretrain --backend jax` itself (`training.jax_pretraining.train`)
   for --steps steps: its progress lines' sequences/s after the first (compile) interval,
   each line's printed (a stall in one interval shows).
@@ -163,11 +170,14 @@ def config_of(data_dir: str, model_dir: str, args):
   return resolve_pretraining_config("electra_small", data_dir, hparams)
 
 
-def step_timers(config, pattern: str, args) -> Dict[str, Callable[[], float]]:
+def step_timers(config, pattern: str, args) -> Dict[str, Callable[[], Dict[str, float]]]:
   """Timers of the compiled step, each call sequences/s over as many steps as the
-  trainer's timed ones: `step`, on one batch held on the device; `feed`, fed as the
-  trainer feeds it (`BackgroundReader`, `put_ahead`) but with no progress lines, metrics
-  or checkpoints (the host waits for the devices at the end only)."""
+  trainer's timed ones, with the host's time a step (ms: taking the batch, in the call,
+  this thread's CPU time in the call): `step`, on one
+  batch held on the device; `feed`, fed as the trainer feeds it (`BackgroundReader`,
+  `put_ahead`) but with no progress lines, metrics or checkpoints (the host waits for the
+  devices at the end only); `no-op`, a compiled program that hands the step's state back
+  unchanged (donated, as the step's): what passing the state costs the host a call."""
   import jax  # pylint: disable=g-import-not-at-top
   from electra_tf2.data_io.background import put_ahead  # pylint: disable=g-import-not-at-top
   from electra_tf2.training.jax_pretraining import JaxPretrainingRun  # pylint: disable=g-import-not-at-top
@@ -176,24 +186,36 @@ def step_timers(config, pattern: str, args) -> Dict[str, Callable[[], float]]:
   batch = run.put(next(reader))
   carried = {"state": run.state()}
   steps = max(args.steps - args.log_every, args.log_every)
+  no_op = jax.jit(lambda state, batch, step: (state, {}, {}), donate_argnums=(0,))
 
-  def timed(count: int, next_batch: Callable[[], Any]) -> float:
-    state = carried["state"]
+  def timed(count: int, next_batch: Callable[[], Any], function=run.step_function
+            ) -> Dict[str, float]:
+    state, read, call, call_cpu = carried["state"], 0.0, 0.0, 0.0
     start = time.perf_counter()
     for step in range(count):
-      state, losses, _ = run.step_function(state, next_batch(), np.int32(step))
+      taking = time.perf_counter()
+      item = next_batch()
+      calling, cpu = time.perf_counter(), time.thread_time()
+      state, losses, _ = function(state, item, np.int32(step))
+      read += calling - taking
+      call += time.perf_counter() - calling
+      call_cpu += time.thread_time() - cpu
     jax.block_until_ready((state, losses))
     carried["state"] = state
-    return count * args.batch / (time.perf_counter() - start)
+    return {"rate": count * args.batch / (time.perf_counter() - start),
+            "read_ms": 1e3 * read / count, "call_ms": 1e3 * call / count,
+            "call_cpu_ms": 1e3 * call_cpu / count}
 
-  def fed() -> float:
+  def fed() -> Dict[str, float]:
     with BackgroundReader(reader) as background:
       batches = put_ahead(background, run.put)
       timed(5, lambda: next(batches)[0])  # the worker starts, its queue fills
       return timed(steps, lambda: next(batches)[0])
 
   timed(3, lambda: batch)  # compiles
-  return {"step": lambda: timed(steps, lambda: batch), "feed": fed}
+  timed(3, lambda: batch, no_op)
+  return {"step": lambda: timed(steps, lambda: batch), "feed": fed,
+          "no-op": lambda: timed(steps, lambda: batch, no_op)}
 
 
 def run_options(args):
@@ -235,11 +257,13 @@ def measure(args) -> Dict[str, Any]:
     config = config_of(data_dir, os.path.join(tmp, "model"), args)
     timers = step_timers(config, pattern, args)
     # The step before and after the trainer: on a shared host the load drifts.
-    result["step_before"] = timers["step"]()
-    result["feed"] = timers["feed"]()
+    host = {"step": timers["step"](), "feed": timers["feed"](), "no-op": timers["no-op"]()}
+    result["step_before"], result["feed"] = host["step"]["rate"], host["feed"]["rate"]
+    result["host_ms"] = {k: {n: v for n, v in r.items() if n != "rate"}
+                         for k, r in host.items()}
     result["trainer_lines"] = trainer_rates(config, args)
     result["trainer"] = float(np.mean(result["trainer_lines"]))
-    result["step_after"] = timers["step"]()
+    result["step_after"] = timers["step"]()["rate"]
     result["step"] = (result["step_before"] + result["step_after"]) / 2
   return result
 
@@ -266,6 +290,11 @@ def main(argv=None) -> None:
   for key, name in names.items():
     if key in result:
       print(f"{name:45s} {result[key]:12,.0f} seq/s")
+  print("the host's time a step, ms: taking the batch, in the step's call (wall), of it "
+        "this thread's CPU")
+  for key, split in result["host_ms"].items():
+    print(f"  {key:7s} {split['read_ms']:8.3f} {split['call_ms']:8.3f} "
+          f"{split['call_cpu_ms']:8.3f}")
   print("trainer's progress lines: " + ", ".join(f"{r:,.0f}" for r in result["trainer_lines"]))
   print(f"feed / step: {result['feed'] / result['step']:.3f}; "
         f"trainer / step: {result['trainer'] / result['step']:.3f}; reader (CPU) / step: "

@@ -422,12 +422,15 @@ class TextModel(keras.Model):
     # The TensorFlow variables under the Keras ones, as export.ServingModule does.
     root.weights = [v.value for v in model.variables]
     root.featurizer = model.text_inputs.featurizer
+    # Each function as its concrete function: a tf.function attribute would be traced
+    # once more by tf.saved_model.save, in its save context (the model's graph built again).
     root.serve = tf.function(lambda *texts: model.serve(*texts), input_signature=[
-        tf.TensorSpec([None], tf.string, name) for name in self.serving_inputs()])
-    signatures = {"serving_default": root.serve.get_concrete_function()}
+        tf.TensorSpec([None], tf.string, name) for name in self.serving_inputs()]
+                             ).get_concrete_function()
+    signatures = {"serving_default": root.serve}
     for name, function in self.extra_signatures().items():
-      setattr(root, name, function)
       signatures[name] = function.get_concrete_function()
+      setattr(root, name, signatures[name])
     with atomic_directory(path) as tmp:
       tf.saved_model.save(root, tmp, signatures=signatures)
     return path

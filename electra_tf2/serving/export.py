@@ -26,9 +26,10 @@ labels in its metadata (electra_tf2/litert/mediapipe.py):
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import os
-from typing import Any, Callable, Dict, NamedTuple, Optional, Sequence
+from typing import Any, Callable, Dict, Iterator, NamedTuple, Optional, Sequence
 
 
 import tensorflow as tf
@@ -180,6 +181,22 @@ class ServingModule(tf.Module):
     functions["serving_default"] = functions.get("text", functions["token_ids"])
     return functions
 
+  @contextlib.contextmanager
+  def _traced(self) -> Iterator[None]:
+    """Each tf.function attribute as its one concrete function while the module is saved:
+    `tf.saved_model.save` would trace every tf.function attribute once more in its save
+    context (the model's graph built again per function); the SavedModel's attributes
+    call the same graphs (`model.score_settings()`, `model.text(text)`)."""
+    functions = {name: value for name, value in vars(self).items()
+                 if isinstance(value, tf.types.experimental.PolymorphicFunction)}
+    for name, function in functions.items():
+      setattr(self, name, function.get_concrete_function())
+    try:
+      yield
+    finally:
+      for name, function in functions.items():
+        setattr(self, name, function)
+
   @staticmethod
   def check_output(path: str) -> None:
     """ExportError when `path` holds files that are not a SavedModel (never overwritten)."""
@@ -195,8 +212,9 @@ class ServingModule(tf.Module):
     else is refused, so that nothing already written is lost.
     """
     self.check_output(path)
-    with atomic_directory(path) as tmp:
-      tf.saved_model.save(self, tmp, signatures=self.signatures())
+    signatures = self.signatures()
+    with atomic_directory(path) as tmp, self._traced():
+      tf.saved_model.save(self, tmp, signatures=signatures)
       if self.description is not None:
         tokenizer_description.write_description(tmp, self.description)
     return path
