@@ -2,7 +2,9 @@
 
 Each test builds DIR in the official layout (finetuning_data/<task>/ symlinked to the
 shared GLUE, SQuAD and CoNLL files, models/dbg linking to a debug model pre-trained here
-for two steps), fine-tunes briefly and checks that the metrics are written.
+for two steps), fine-tunes briefly and checks that the metrics are written (SQuAD 1.1 and
+2.0's runs, from random weights: tests/test_question_answerer.py's fixtures, which check
+their files and answers).
 """
 
 import json
@@ -78,29 +80,6 @@ def test_mrpc(tmp_path, pretrained):
                                            "mrpc/dev.tsv": "glue/MRPC/dev.tsv"})
   _, metrics = finetune(d, "mrpc", max_examples_per_split=128, max_seq_length=96)
   assert 0 <= metrics["accuracy"] <= 100
-
-
-def test_squadv1(tmp_path, pretrained):
-  d = make_data_dir(tmp_path, pretrained, {
-      "squadv1/train.json": "squad/train-v1.1.first11articles.json",
-      "squadv1/dev.json": "squad/dev-v1.1.json"})
-  config, metrics = finetune(d, "squadv1", max_examples_per_split=48, max_seq_length=160,
-                             max_query_length=32, doc_stride=64)
-  assert set(metrics) == {"exact_match", "f1"} and 0 <= metrics["exact_match"] <= metrics["f1"]
-  with open(config.qa_preds_path("squadv1")) as f:
-    assert len(json.load(f)) == 48
-
-
-def test_squad_v2(tmp_path, pretrained):
-  subset = "squad/dev-v2.0.subset-Normans-Computational_complexity_theory.json"
-  d = make_data_dir(tmp_path, pretrained, {"squad/train.json": subset, "squad/dev.json": subset})
-  config, metrics = finetune(d, "squad", max_examples_per_split=48, max_seq_length=160,
-                             max_query_length=32, doc_stride=64)
-  assert metrics["total"] == 48
-  assert {"exact", "f1", "HasAns_exact", "NoAns_exact", "best_exact", "best_f1_thresh"} <= \
-      set(metrics)
-  with open(config.qa_na_path("squad")) as f:
-    assert len(json.load(f)) == 48
 
 
 def test_chunk(tmp_path, pretrained):

@@ -36,8 +36,9 @@ from tests.test_jax_pretraining import (HPARAMS, accents_kept_data, command, jax
 from tests.test_pretraining import tiny_data
 
 # Saves every 3 steps: a SIGTERM after step 2 stops at 3 or 4, and a kill two steps after the
-# resume leaves a checkpoint of the stop or of step 6 to resume from.
-STEPS = {"num_train_steps": 10, "save_checkpoints_steps": 3}
+# resume leaves a checkpoint of the stop or of step 6 to resume from. One micro-batch a step
+# (half the program to compile; accumulation: tests/test_jax_pretraining.py).
+STEPS = {"num_train_steps": 10, "save_checkpoints_steps": 3, "gradient_accumulation_steps": 1}
 LAUNCHER = ("import runpy, sys; sys.path.insert(0, 'tests'); import block_tensorflow, "
             "jax_cache_every_process; sys.argv = ['electra'] + sys.argv[1:]; "
             "runpy.run_module('electra_tf2', run_name='__main__')")

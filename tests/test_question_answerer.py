@@ -114,6 +114,17 @@ def in_overlap(task, example, char: int) -> bool:
 
 
 def test_predictions_equal_the_runners_predictions_file(finetuned):
+  """The runner's files (its metrics by the official evaluation scripts, a prediction and,
+  for SQuAD 2.0, a null score per question) and our model's answers: the runner's."""
+  with open(finetuned.config.results_json, encoding="utf-8") as f:
+    metrics = json.load(f)["trials"][0]["results"][finetuned.name]
+  assert len(finetuned.preds) == N_DEV
+  if finetuned.name == "squadv1":
+    assert set(metrics) == {"exact_match", "f1"} and 0 <= metrics["exact_match"] <= metrics["f1"]
+  else:
+    assert metrics["total"] == N_DEV and len(finetuned.odds) == N_DEV
+    assert {"exact", "f1", "HasAns_exact", "NoAns_exact", "best_exact",
+            "best_f1_thresh"} <= set(metrics)
   out, expected = finetuned.outputs, finetuned.expected()
   spans = out["span_text" if finetuned.name == "squad" else "answer_text"]
   assert spans.tolist() == expected

@@ -23,7 +23,9 @@ def test_resume_and_two_devices_agree_at_xla_default_level(tmp_path):
   """A run resumed from its step-4 checkpoint ends bit for bit as the run straight through,
   and two devices give its losses (8 steps, a checkpoint every 2)."""
   data, cache = tiny_data(tmp_path), str(tmp_path / "jax_cache")
-  short = {"num_train_steps": 8, "save_checkpoints_steps": 2}
+  # One micro-batch a step: half the program to compile at this level (accumulation's
+  # resume is tests/test_jax_pretraining.py's, at the lowered level).
+  short = {"num_train_steps": 8, "save_checkpoints_steps": 2, "gradient_accumulation_steps": 1}
   whole, parts, sharded = (str(tmp_path / name) for name in ("whole", "parts", "sharded"))
   train(data, whole, cache, xla_default=True, **short)
   shutil.copytree(whole, parts)

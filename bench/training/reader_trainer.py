@@ -172,12 +172,12 @@ def config_of(data_dir: str, model_dir: str, args):
 
 def step_timers(config, pattern: str, args) -> Dict[str, Callable[[], Dict[str, float]]]:
   """Timers of the compiled step, each call sequences/s over as many steps as the
-  trainer's timed ones, with the host's time a step (ms: taking the batch, in the call,
-  this thread's CPU time in the call): `step`, on one
-  batch held on the device; `feed`, fed as the trainer feeds it (`BackgroundReader`,
-  `put_ahead`) but with no progress lines, metrics or checkpoints (the host waits for the
-  devices at the end only); `no-op`, a compiled program that hands the step's state back
-  unchanged (donated, as the step's): what passing the state costs the host a call."""
+  trainer's timed ones and the host's time a step (ms: taking the batch, in the call, this
+  thread's CPU time in the call): `step`, on one batch held on the device; `feed`, fed as
+  the trainer feeds it (`BackgroundReader`, `put_ahead`) but with no progress lines,
+  metrics or checkpoints (the host waits for the devices at the end only); `no-op`, a
+  compiled program that hands the step's state back unchanged (donated, as the step's):
+  what passing the state costs the host a call."""
   import jax  # pylint: disable=g-import-not-at-top
   from electra_tf2.data_io.background import put_ahead  # pylint: disable=g-import-not-at-top
   from electra_tf2.training.jax_pretraining import JaxPretrainingRun  # pylint: disable=g-import-not-at-top
