@@ -640,7 +640,7 @@ def test_report_splits_the_trainer_from_its_feed(tmp_path):
   path = tmp_path / "results.jsonl"
   path.write_text(json.dumps(record) + "\n")
   text = gpu_report.write(str(tmp_path), [str(path)])
-  assert ("| electra_small | 128 | 128 | 100000 | 60000 | 8000 | 7200 | 6000 | 0.900 | 0.750 | "
-          "5000, 7000 |") in text
+  assert ("| electra_small | 128 | 128 | 100000 | 60000 | 8000 | 7200 | - | 6000 | 0.900 | "
+          "0.750 | 5000, 7000 |") in text
   assert "| electra_small | 128 | feed | 2.500 | 14.000 | 1.250 |" in text
 

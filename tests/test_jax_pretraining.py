@@ -201,6 +201,45 @@ def test_every_tensorflow_tool_reads_the_jax_model_directory(reference, tmp_path
   assert saved["vocab_file"] == "vocab.txt" and os.path.isfile(os.path.join(whole, "vocab.txt"))
 
 
+QUEUED = """
+import json, sys
+sys.path.insert(0, "tests")
+import block_tensorflow
+import jax
+from electra_tf2.config.pretraining import resolve_pretraining_config
+from electra_tf2.data_io.pretraining import PretrainingDataReader
+from electra_tf2.training.jax_pretraining import JaxPretrainingRun
+from electra_tf2.training.options import RunOptions
+config = resolve_pretraining_config("electra_small", sys.argv[1], json.loads(sys.argv[2]))
+run = JaxPretrainingRun(config, RunOptions(backend="jax"))
+reader = PretrainingDataReader(config.pretrain_tfrecords, config.max_seq_length,
+                               config.train_batch_size, seed=0)
+batch = run.put(next(reader))
+state, losses, _ = run.step(run.state(), batch, 0)
+jax.block_until_ready(state)  # compiled
+queued = []
+for step in range(1, 4):
+  state, losses, _ = run.step(state, batch, step)  # the loop's own reference goes
+  queued.append(not losses["total_loss"].is_ready())
+  jax.block_until_ready(losses)
+print(json.dumps(queued))
+"""
+
+
+@pytest.mark.slow
+def test_the_host_goes_on_while_the_step_runs(reference, tmp_path):
+  """`JaxPretrainingRun.step` returns with its step still running, though the caller drops
+  the state the step took (donated): dropping it at once would wait for the step to end
+  (the host then idle at every step's end, the devices while it takes the next batch)."""
+  data, _, _, cache = reference
+  hparams = dict(HPARAMS, train_batch_size=64, model_dir=str(tmp_path / "m"))
+  result = subprocess.run([sys.executable, "-c", QUEUED, data, json.dumps(hparams)],
+                          env=jax_env(cache), cwd=REPO_ROOT, capture_output=True, text=True,
+                          timeout=600)
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert json.loads(result.stdout.strip().splitlines()[-1]) == [True] * 3
+
+
 @pytest.mark.slow
 def test_the_discriminator_of_a_jax_run_loads_on_jax_as_on_tensorflow(reference):
   """`Discriminator.from_pretrained` of the JAX run's directory (its portable checkpoint),

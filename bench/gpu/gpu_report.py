@@ -238,14 +238,15 @@ def trainer(results: Results) -> List[str]:
   found = rows(results, "trainer")
   lines = [[f"{r.get('hparams') or 'electra_small'}", str(r["seq_len"]), str(r["batch"]),
             fmt(r["reader_cpu"], ".0f"), fmt(r["reader_process"], ".0f"),
-            fmt(r["step"], ".0f"), fmt(r.get("feed"), ".0f"), fmt(r["trainer"], ".0f"),
+            fmt(r["step"], ".0f"), fmt(r.get("feed"), ".0f"),
+            fmt(r.get("feed_at_once"), ".0f"), fmt(r["trainer"], ".0f"),
             fmt(r["feed"] / r["step"], ".3f") if "feed" in r else "-",
             fmt(r["trainer"] / r["step"], ".3f"),
             ", ".join(f"{x:.0f}" for x in r.get("trainer_lines", [])) or "-"] for r in found]
   return (["## The trainer against its step (bench/training/reader_trainer.py), seq/s", ""]
           + table(["electra_small +", "length", "batch", "reader (CPU)", "reader process",
-                   "step", "feed (no logs)", "trainer", "feed / step", "trainer / step",
-                   "trainer's lines"], lines) + [""] + host_times(found)) if found else []
+                   "step", "feed (no logs)", "feed, state dropped at once", "trainer",
+                   "feed / step", "trainer / step", "trainer's lines"], lines) + [""] + host_times(found)) if found else []
 
 
 def host_times(found: List[Dict[str, Any]]) -> List[str]:

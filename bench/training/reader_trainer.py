@@ -23,6 +23,9 @@ lengths, as tests/fixtures.py; written here without TensorFlow) and times, on th
 - `feed`: the same compiled step fed as the trainer feeds it (the reader's worker
   process, each batch put on the device two steps ahead) with no progress lines, metrics
   or checkpoints: the feed alone;
+- `feed, released at once`: the same with each donated state dropped when the step's
+  call returns, as the trainer did before `JaxPretrainingRun.step` (dropping an array a
+  running step took waits for that step to end: the host waits for every step);
 - `no-op`: a compiled program that hands the step's state back unchanged (donated):
   what passing the state (1,256 arrays for electra_small) costs the host a call;
 - the host's time a step of `step`, `feed` and `no-op`, in ms: taking the batch, in the
@@ -188,15 +191,19 @@ def step_timers(config, pattern: str, args) -> Dict[str, Callable[[], Dict[str, 
   steps = max(args.steps - args.log_every, args.log_every)
   no_op = jax.jit(lambda state, batch, step: (state, {}, {}), donate_argnums=(0,))
 
-  def timed(count: int, next_batch: Callable[[], Any], function=run.step_function
-            ) -> Dict[str, float]:
+  def timed(count: int, next_batch: Callable[[], Any], function=run.step_function,
+            at_once: bool = False) -> Dict[str, float]:
     state, read, call, call_cpu = carried["state"], 0.0, 0.0, 0.0
     start = time.perf_counter()
     for step in range(count):
       taking = time.perf_counter()
       item = next_batch()
       calling, cpu = time.perf_counter(), time.thread_time()
-      state, losses, _ = function(state, item, np.int32(step))
+      # As JaxPretrainingRun.step: the donated state dropped a step later (at_once: when
+      # the call returns, as the trainer did before: the host waits for the step's end).
+      carried["donated"], (state, losses, _) = state, function(state, item, np.int32(step))
+      if at_once:
+        carried["donated"] = None
       read += calling - taking
       call += time.perf_counter() - calling
       call_cpu += time.thread_time() - cpu
@@ -206,15 +213,16 @@ def step_timers(config, pattern: str, args) -> Dict[str, Callable[[], Dict[str, 
             "read_ms": 1e3 * read / count, "call_ms": 1e3 * call / count,
             "call_cpu_ms": 1e3 * call_cpu / count}
 
-  def fed() -> Dict[str, float]:
+  def fed(at_once: bool = False) -> Dict[str, float]:
     with BackgroundReader(reader) as background:
       batches = put_ahead(background, run.put)
       timed(5, lambda: next(batches)[0])  # the worker starts, its queue fills
-      return timed(steps, lambda: next(batches)[0])
+      return timed(steps, lambda: next(batches)[0], at_once=at_once)
 
   timed(3, lambda: batch)  # compiles
   timed(3, lambda: batch, no_op)
   return {"step": lambda: timed(steps, lambda: batch), "feed": fed,
+          "feed, released at once": lambda: fed(at_once=True),
           "no-op": lambda: timed(steps, lambda: batch, no_op)}
 
 
@@ -257,8 +265,9 @@ def measure(args) -> Dict[str, Any]:
     config = config_of(data_dir, os.path.join(tmp, "model"), args)
     timers = step_timers(config, pattern, args)
     # The step before and after the trainer: on a shared host the load drifts.
-    host = {"step": timers["step"](), "feed": timers["feed"](), "no-op": timers["no-op"]()}
+    host = {key: timer() for key, timer in timers.items()}
     result["step_before"], result["feed"] = host["step"]["rate"], host["feed"]["rate"]
+    result["feed_at_once"] = host["feed, released at once"]["rate"]
     result["host_ms"] = {k: {n: v for n, v in r.items() if n != "rate"}
                          for k, r in host.items()}
     result["trainer_lines"] = trainer_rates(config, args)
@@ -286,6 +295,7 @@ def main(argv=None) -> None:
            "step_after": "step, batch on the device (after the trainer)",
            "step": "step (mean of the two)",
            "feed": "step fed as the trainer feeds it, no logs",
+           "feed_at_once": "the same, each donated state dropped at once",
            "trainer": "trainer (electra pretrain --backend jax)"}
   for key, name in names.items():
     if key in result:
@@ -293,7 +303,7 @@ def main(argv=None) -> None:
   print("the host's time a step, ms: taking the batch, in the step's call (wall), of it "
         "this thread's CPU")
   for key, split in result["host_ms"].items():
-    print(f"  {key:7s} {split['read_ms']:8.3f} {split['call_ms']:8.3f} "
+    print(f"  {key:24s} {split['read_ms']:8.3f} {split['call_ms']:8.3f} "
           f"{split['call_cpu_ms']:8.3f}")
   print("trainer's progress lines: " + ", ".join(f"{r:,.0f}" for r in result["trainer_lines"]))
   print(f"feed / step: {result['feed'] / result['step']:.3f}; "

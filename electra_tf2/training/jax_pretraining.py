@@ -14,7 +14,8 @@ electra_tf2/training/tf_pretraining.py. The same `PretrainingConfig`, the same m
 - data from the pre-training TFRecords through electra_tf2/data_io (numpy, the
   tf.data pipeline's structure), read by a worker process ahead of the step and put
   on the devices two batches ahead; the host waits for the devices only to log and
-  save; the input position of the last batch taken is saved with each checkpoint;
+  save (and a step behind: `JaxPretrainingRun.step`); the input position of the last
+  batch taken is saved with each checkpoint;
 - all devices with `keras.distribution.DataParallel`: the batch is sharded and the
   program is the single-device one, so the losses are a single device's;
 - several processes (hosts: electra_tf2/training/multihost.py): each reads its shard and
@@ -110,6 +111,7 @@ class JaxPretrainingRun:
     self.state_shardings = (jax.tree_util.tree_map(lambda x: x.sharding, self.state())
                             if self.distribution else None)
     self.step_function = jax.jit(self._train_step, donate_argnums=(0,))
+    self._donated = None  # the state the last `step` took (see there)
 
   def learning_rate(self, step: int) -> float:
     """The schedule's rate at `step` (the Keras counter is carried in the step's state)."""
@@ -167,6 +169,16 @@ class JaxPretrainingRun:
     if self.state_shardings is not None:
       state = jax.lax.with_sharding_constraint(state, self.state_shardings)
     return state, losses_sum, stats_sum
+
+  def step(self, state, batch: Dict[str, Any], step: int):
+    """`step_function` on `state`, which it donates: (the new state, losses, statistics).
+    `state`'s arrays are dropped at the next call, not here: dropping an array that a
+    running step took waits for that step to end, so dropping them at once would hold the
+    host until every step ends, the devices idle while it takes the next batch; one step
+    later, the next step is already queued behind it."""
+    result = self.step_function(state, batch, np.int32(step))
+    self._donated = state  # the previous call's state goes: its step ends before this one
+    return result
 
   def put(self, batch: Dict[str, np.ndarray]):
     """This process's rows of the global batch (`[global / processes, len]` each) on its
@@ -327,8 +339,7 @@ def _loop(run: JaxPretrainingRun, batches: Iterator[Tuple[Any, Dict[str, Any]]],
   def run_steps(n: int):
     assert n == 1  # the schedule's steps_per_loop
     batch, carried["reader"] = next(batches)
-    carried["state"], losses, stats = run.step_function(
-        carried["state"], batch, np.int32(carried["step"]))
+    carried["state"], losses, stats = run.step(carried["state"], batch, carried["step"])
     carried["step"] += 1
     return losses, stats
 
