@@ -231,8 +231,8 @@ def test_the_host_goes_on_while_the_step_runs(reference, tmp_path):
   """`JaxPretrainingRun.step` returns with its step still running, though the caller drops
   the state the step took (donated): dropping it at once would wait for the step to end
   (the host then idle at every step's end, the devices while it takes the next batch)."""
-  data, _, _, cache = reference
-  hparams = dict(HPARAMS, train_batch_size=64, model_dir=str(tmp_path / "m"))
+  data, _, _, cache = reference  # the reference run's program: compiled in its cache
+  hparams = dict(HPARAMS, model_dir=str(tmp_path / "m"))
   result = subprocess.run([sys.executable, "-c", QUEUED, data, json.dumps(hparams)],
                           env=jax_env(cache), cwd=REPO_ROOT, capture_output=True, text=True,
                           timeout=600)
